@@ -1,0 +1,37 @@
+# Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install requirements.txt when
+# it changed. Prints one line and exits 2 when no suitable Python is found.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+
+find_python() {
+    # pyenv's shims fail without PYENV_VERSION, so each candidate must actually run.
+    local candidate
+    for candidate in ${PYTHON:-} python3.13 python3.12 python3 "$HOME"/.pyenv/versions/3.1[23]*/bin/python; do
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+ensure_venv() {
+    if ! "$VENV/bin/python" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then
+        local python
+        if ! python="$(find_python)"; then
+            echo "error: Python 3.12 or newer with venv is needed: install python3.13 and python3.13-venv (apt-get install python3.13-venv), or set PYTHON=/path/to/python3.12" >&2
+            exit 2
+        fi
+        rm -rf "$VENV"
+        "$python" -m venv "$VENV"
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    fi
+    local stamp="$VENV/.requirements.sha256" want
+    want="$(sha256sum "$ROOT/requirements.txt" | cut -d' ' -f1)"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements.txt"
+        echo "$want" >"$stamp"
+    fi
+}

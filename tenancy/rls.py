@@ -1,0 +1,84 @@
+"""Row-level security: the migration step that applies the tenant policy, and its audit.
+
+The policy's SQL lives in ``sql/tenant_policy.sql``; migrations load it by name so every tenant
+table carries the same policy, and ``tables_missing_policy`` tells which tables do not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.apps import apps
+from django.db import migrations, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+SQL_DIR = Path(__file__).with_name("sql")
+POLICY_NAME = "tenant_isolation"
+# What the policy's USING and WITH CHECK must say, as pg_policies prints it back.
+POLICY_EXPRESSION = (
+    "(org_id = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
+)
+
+
+def load_sql(name: str, **params: str) -> str:
+    """The named ``.sql`` file of this app, with ``{table}``-style placeholders filled."""
+    return (SQL_DIR / f"{name}.sql").read_text().format(**params)
+
+
+def apply_tenant_policy(table: str) -> migrations.RunSQL:
+    """A migration operation: ENABLE + FORCE row-level security and the tenant policy."""
+    return migrations.RunSQL(
+        load_sql("tenant_policy", table=table),
+        reverse_sql=load_sql("tenant_policy_reverse", table=table),
+    )
+
+
+def tenant_tables() -> list[str]:
+    """Every model table with an ``org`` (its ``org_id`` column): each must carry the policy."""
+    tables = []
+    for model in apps.get_models():
+        try:
+            field = model._meta.get_field("org")
+        except Exception:
+            continue
+        if isinstance(field, models.ForeignKey) and not model._meta.proxy:
+            tables.append(model._meta.db_table)
+    return sorted(set(tables))
+
+
+def tables_missing_policy(
+    connection: BaseDatabaseWrapper, tables: list[str]
+) -> dict[str, str]:
+    """Which of ``tables`` lack ENABLE, FORCE or the exact tenant policy, and what is missing."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
+                   p.qual = %(expr)s AND p.with_check = %(expr)s
+              FROM pg_class c
+              JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+              LEFT JOIN pg_policies p
+                ON p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = %(name)s
+             WHERE c.relname = ANY(%(tables)s)
+            """,
+            {"expr": POLICY_EXPRESSION, "name": POLICY_NAME, "tables": tables},
+        )
+        found = {row[0]: row[1:] for row in cursor.fetchall()}
+    missing = {}
+    for table in tables:
+        if table not in found:
+            missing[table] = "no such table"
+            continue
+        enabled, forced, policy_ok = found[table]
+        problems = [
+            what
+            for what, ok in (
+                ("ENABLE", enabled),
+                ("FORCE", forced),
+                ("policy", policy_ok),
+            )
+            if not ok
+        ]
+        if problems:
+            missing[table] = "missing " + ", ".join(problems)
+    return missing

@@ -1,0 +1,67 @@
+"""Test set-up on real PostgreSQL, with the product's three logins.
+
+The owner login (alias ``admin``) creates and migrates the test database; the everyday and
+system logins are pointed at it, so every test meets row-level security exactly as the product
+does. Tests that need commits (other connections, SKIP LOCKED, NOTIFY, other logins) take the
+``committed`` fixture, which empties the tables afterwards as the owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connections
+
+# Tables set up by migrate that the tests never write; emptying them would break later tests.
+_KEEP = {"django_migrations", "django_content_type", "auth_permission"}
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterator[None]:
+    from django.core.management import call_command
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        call_command("create_logins", verbosity=0, stdout=open("/dev/null", "w"))
+        old = setup_databases(
+            verbosity=0, interactive=False, aliases=["admin"], serialized_aliases=[]
+        )
+        for alias in ("default", "system"):
+            connections[alias].close()
+            connections[alias].creation.set_as_test_mirror(
+                connections["admin"].settings_dict
+            )
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()
+        teardown_databases(old, verbosity=0)
+
+
+def empty_tables() -> None:
+    """Empty every table the tests write, as the owner (the other logins may not TRUNCATE)."""
+    admin = connections["admin"]
+    tables = [
+        t
+        for t in admin.introspection.django_table_names(only_existing=True)
+        if t not in _KEEP
+    ]
+    with admin.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE "
+            + ", ".join(admin.ops.quote_name(t) for t in tables)
+            + " CASCADE"
+        )
+
+
+@pytest.fixture
+def committed(django_db_setup: None, django_db_blocker) -> Iterator[None]:
+    """Database access with real commits, every table emptied afterwards."""
+    with django_db_blocker.unblock():
+        try:
+            yield
+        finally:
+            for alias in ("default", "system"):
+                if connections[alias].in_atomic_block:
+                    connections[alias].rollback()
+            empty_tables()

@@ -1,0 +1,68 @@
+"""Bad set-up input gets one clear line, not a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from project.database import parse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("mysql://u@h/db", "must be a PostgreSQL URL"),
+        ("not a url", "must be a PostgreSQL URL"),
+        ("postgres://u@h:5432", "names no database"),
+    ],
+)
+def test_a_malformed_url_is_refused_with_one_line(url: str, says: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=says) as raised:
+        parse("DATABASE_URL", url)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_socket_url_keeps_its_host() -> None:
+    config = parse("DATABASE_URL", "postgres://app@/workqueue?host=/run/pg")
+    assert (config["USER"], config["NAME"], config["HOST"]) == (
+        "app",
+        "workqueue",
+        "/run/pg",
+    )
+
+
+def _manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_manage_py_says_what_to_change_for_a_malformed_url() -> None:
+    done = _manage("check", DATABASE_URL="mysql://nobody@localhost/db")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: DATABASE_URL must be a PostgreSQL URL like "
+        "postgres://user:password@host:5432/dbname (got scheme 'mysql'); "
+        "unset DATABASE_URL to use the embedded server"
+    ]
+
+
+def test_manage_py_says_what_to_change_for_an_unreachable_server() -> None:
+    done = _manage("check", DATABASE_URL="postgres://nobody@127.0.0.1:9/db")
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert (
+        "cannot reach the database as the everyday login (DATABASE_URL)" in done.stderr
+    )
