@@ -14,8 +14,6 @@ class ProjectConfig(AppConfig):
         from project import checks, grants, observability
 
         # Once per migrate (sender=self), after every app's tables exist.
-        post_migrate.connect(
-            grants.apply_grants, sender=self, dispatch_uid="project.apply_grants"
-        )
+        post_migrate.connect(grants.apply_grants, sender=self, dispatch_uid="project.apply_grants")
         checks.register()
         observability.configure_tracing()

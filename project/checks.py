@@ -23,9 +23,7 @@ def login_problems(alias: str) -> str | None:
     return None
 
 
-def everyday_login_obeys_rls(
-    app_configs: Any = None, **kwargs: Any
-) -> list[checks.CheckMessage]:
+def everyday_login_obeys_rls(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Refuse a ``DATABASE_URL`` login that is a superuser or has BYPASSRLS.
 
     Row-level security silently does not apply to such a login, so every tenant would see every
@@ -34,9 +32,7 @@ def everyday_login_obeys_rls(
     try:
         problem = login_problems("default")
     except DatabaseError as exc:
-        reason = (
-            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        )
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         return [
             checks.Error(
                 f"cannot reach the database as the everyday login (DATABASE_URL): {reason}",

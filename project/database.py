@@ -87,13 +87,10 @@ def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
     """The three URLs from the environment, or from the embedded server when none is set."""
     app = env.str("DATABASE_URL", default="")
     if not app:
-        return embedded_urls(
-            Path(env.str("EMBEDDED_PGDATA", default=str(base_dir / ".pgdata")))
-        )
+        return embedded_urls(Path(env.str("EMBEDDED_PGDATA", default=str(base_dir / ".pgdata"))))
     return DatabaseUrls(
         app=app,
-        system=env.str("SYSTEM_DATABASE_URL", default="")
-        or _with_user(app, SYSTEM_LOGIN),
+        system=env.str("SYSTEM_DATABASE_URL", default="") or _with_user(app, SYSTEM_LOGIN),
         admin=env.str("ADMIN_DATABASE_URL", default="") or _with_user(app, "postgres"),
     )
 
@@ -109,9 +106,7 @@ def parse(name: str, url: str) -> dict[str, Any]:
     try:
         config = environ.Env.db_url_config(url)
     except Exception as exc:
-        raise ImproperlyConfigured(
-            f"{name} is not a valid database URL: {exc}"
-        ) from exc
+        raise ImproperlyConfigured(f"{name} is not a valid database URL: {exc}") from exc
     if not config.get("NAME"):
         raise ImproperlyConfigured(f"{name} names no database: add /dbname to the URL")
     config["ENGINE"] = "django.db.backends.postgresql"

@@ -23,9 +23,7 @@ logger = logging.getLogger(__name__)
 def _user_password(url: str) -> tuple[str, str | None]:
     parts = urlsplit(url)
     if not parts.username:
-        raise ImproperlyConfigured(
-            f"the URL {url!r} names no login: add user@ before the host"
-        )
+        raise ImproperlyConfigured(f"the URL {url!r} names no login: add user@ before the host")
     return unquote(parts.username), unquote(parts.password) if parts.password else None
 
 
@@ -48,9 +46,7 @@ def connect_admin(admin_url: str, database: str | None = None) -> psycopg.Connec
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        reason = (
-            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        )
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ImproperlyConfigured(
             f"cannot reach PostgreSQL as the owner (ADMIN_DATABASE_URL): {reason}; "
             "check the URL, or unset DATABASE_URL to use the embedded server"
@@ -84,13 +80,9 @@ def ensure_logins(urls: DatabaseUrls, databases: tuple[str, ...] = ()) -> None:
                 "LOGIN NOSUPERUSER BYPASSRLS NOCREATEDB NOCREATEROLE",
             ),
         ):
-            exists = conn.execute(
-                "SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)
-            ).fetchone()
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone()
             verb = "ALTER" if exists else "CREATE"
-            conn.execute(
-                sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(user))
-            )
+            conn.execute(sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(user)))
             if password:
                 conn.execute(
                     sql.SQL("ALTER ROLE {} PASSWORD {}").format(
@@ -100,9 +92,7 @@ def ensure_logins(urls: DatabaseUrls, databases: tuple[str, ...] = ()) -> None:
             if not exists:
                 logger.info("login_created login=%s", user)
         for name in sorted(n for n in names if n):
-            if not conn.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", (name,)
-            ).fetchone():
+            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
                 logger.info("database_created database=%s", name)
             conn.execute(

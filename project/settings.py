@@ -17,9 +17,7 @@ env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env")
 
-SECRET_KEY = env.str(
-    "SECRET_KEY", default="insecure-local-only-set-SECRET_KEY-in-production"
-)
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-only-set-SECRET_KEY-in-production")
 DEBUG = env.bool("DEBUG", default=True)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 

@@ -55,9 +55,7 @@ class OpContext:
         return self.rctx.request_id
 
 
-def new_request_context(
-    app_type: AppType, traceparent: str | None = None
-) -> RequestContext:
+def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:
     """A fresh ``RequestContext`` for this process kind, stamped with the release."""
     from django.conf import settings
 

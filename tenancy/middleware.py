@@ -21,11 +21,7 @@ def _request_context(request: HttpRequest) -> RequestContext:
     rctx = new_request_context(AppType.WEB, traceparent=current_traceparent())
     given = request.headers.get("X-Request-ID")
     try:
-        return (
-            RequestContext(rctx.app, uuid.UUID(given), rctx.traceparent)
-            if given
-            else rctx
-        )
+        return RequestContext(rctx.app, uuid.UUID(given), rctx.traceparent) if given else rctx
     except ValueError:
         return rctx
 

@@ -64,9 +64,7 @@ class Membership(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(
-                fields=["org", "user"], name="membership_one_per_org"
-            ),
+            models.UniqueConstraint(fields=["org", "user"], name="membership_one_per_org"),
             models.CheckConstraint(
                 condition=~models.Q(role="service"), name="membership_role_not_service"
             ),

@@ -15,9 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 SQL_DIR = Path(__file__).with_name("sql")
 POLICY_NAME = "tenant_isolation"
 # What the policy's USING and WITH CHECK must say, as pg_policies prints it back.
-POLICY_EXPRESSION = (
-    "(org_id = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
-)
+POLICY_EXPRESSION = "(org_id = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
 
 
 def load_sql(name: str, **params: str) -> str:
@@ -46,9 +44,7 @@ def tenant_tables() -> list[str]:
     return sorted(set(tables))
 
 
-def tables_missing_policy(
-    connection: BaseDatabaseWrapper, tables: list[str]
-) -> dict[str, str]:
+def tables_missing_policy(connection: BaseDatabaseWrapper, tables: list[str]) -> dict[str, str]:
     """Which of ``tables`` lack ENABLE, FORCE or the exact tenant policy, and what is missing."""
     with connection.cursor() as cursor:
         cursor.execute(

@@ -15,9 +15,7 @@ from django.db import connections, transaction
 
 SYSTEM_ALIAS = "system"
 
-_SET_TENANT = (
-    "SELECT current_setting('app.org_id', true), set_config('app.org_id', %s, true)"
-)
+_SET_TENANT = "SELECT current_setting('app.org_id', true), set_config('app.org_id', %s, true)"
 
 
 @contextmanager

@@ -22,9 +22,7 @@ SELECT a.org_id, a.user_id, o.id IS NOT NULL AND o.gone_at IS NULL, m.role
 
 def service_context(rctx: RequestContext, org_id: uuid.UUID) -> OpContext:
     """The tenant's service context: the service role and the system user."""
-    return OpContext(
-        org_id=org_id, user_id=SYSTEM_USER_ID, role=Role.SERVICE, rctx=rctx
-    )
+    return OpContext(org_id=org_id, user_id=SYSTEM_USER_ID, role=Role.SERVICE, rctx=rctx)
 
 
 def service_contexts(rctx: RequestContext) -> list[OpContext]:
@@ -34,12 +32,7 @@ def service_contexts(rctx: RequestContext) -> list[OpContext]:
     """
     from tenancy.models import Org
 
-    org_ids = (
-        Org.objects.using(SYSTEM_ALIAS)
-        .live()
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    org_ids = Org.objects.using(SYSTEM_ALIAS).live().order_by("id").values_list("id", flat=True)
     return [service_context(rctx, org_id) for org_id in org_ids]
 
 

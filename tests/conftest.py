@@ -29,9 +29,7 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
         )
         for alias in ("default", "system"):
             connections[alias].close()
-            connections[alias].creation.set_as_test_mirror(
-                connections["admin"].settings_dict
-            )
+            connections[alias].creation.set_as_test_mirror(connections["admin"].settings_dict)
     yield
     with django_db_blocker.unblock():
         connections.close_all()
@@ -42,15 +40,11 @@ def empty_tables() -> None:
     """Empty every table the tests write, as the owner (the other logins may not TRUNCATE)."""
     admin = connections["admin"]
     tables = [
-        t
-        for t in admin.introspection.django_table_names(only_existing=True)
-        if t not in _KEEP
+        t for t in admin.introspection.django_table_names(only_existing=True) if t not in _KEEP
     ]
     with admin.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE "
-            + ", ".join(admin.ops.quote_name(t) for t in tables)
-            + " CASCADE"
+            "TRUNCATE " + ", ".join(admin.ops.quote_name(t) for t in tables) + " CASCADE"
         )
 
 

@@ -19,15 +19,11 @@ pytestmark = pytest.mark.usefixtures("committed")
 def ctx() -> OpContext:
     member = MembershipFactory()
     rctx = new_request_context(AppType.WEB)
-    return OpContext(
-        org_id=member.org_id, user_id=member.user_id, role=Role.MEMBER, rctx=rctx
-    )
+    return OpContext(org_id=member.org_id, user_id=member.user_id, role=Role.MEMBER, rctx=rctx)
 
 
 def test_append_signs_the_entry_with_the_context(ctx: OpContext) -> None:
-    entry = append(
-        ctx, "item.requeued", ("workqueue.workitem", "42"), {"why": "triage"}
-    )
+    entry = append(ctx, "item.requeued", ("workqueue.workitem", "42"), {"why": "triage"})
     stored = AuditEntry.objects.using("admin").get(pk=entry.pk)
     assert (stored.org_id, stored.actor_id, stored.request_id) == (
         ctx.org_id,
@@ -43,9 +39,7 @@ def test_append_signs_the_entry_with_the_context(ctx: OpContext) -> None:
 
 
 @pytest.mark.parametrize("scope", ["tenant", "system"])
-def test_no_login_but_the_owner_can_rewrite_or_remove_an_entry(
-    ctx: OpContext, scope: str
-) -> None:
+def test_no_login_but_the_owner_can_rewrite_or_remove_an_entry(ctx: OpContext, scope: str) -> None:
     entry = append(ctx, "item.discarded", ("workqueue.workitem", "7"))
 
     def as_login():  # the everyday login in the tenant, or the system login

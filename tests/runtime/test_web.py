@@ -21,9 +21,7 @@ pytestmark = pytest.mark.usefixtures("committed")
 @pytest.fixture
 def spans() -> InMemorySpanExporter:
     provider = trace.get_tracer_provider()
-    assert isinstance(provider, TracerProvider), (
-        "the SDK's provider is installed at start-up"
-    )
+    assert isinstance(provider, TracerProvider), "the SDK's provider is installed at start-up"
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     return exporter
@@ -52,9 +50,7 @@ def _seen_tenant(request: HttpRequest) -> HttpResponse:
 
 def test_a_members_request_runs_in_its_tenant() -> None:
     member = MembershipFactory()
-    request = RequestFactory().get(
-        "/", HTTP_X_REQUEST_ID="6f1c2a8e-0000-4000-8000-000000000001"
-    )
+    request = RequestFactory().get("/", HTTP_X_REQUEST_ID="6f1c2a8e-0000-4000-8000-000000000001")
     request.user = member.user
     request.session = {}
     response = TenancyMiddleware(_seen_tenant)(request)

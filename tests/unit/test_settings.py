@@ -53,9 +53,11 @@ def test_manage_py_says_what_to_change_for_a_malformed_url() -> None:
     done = _manage("check", DATABASE_URL="mysql://nobody@localhost/db")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "error: DATABASE_URL must be a PostgreSQL URL like "
-        "postgres://user:password@host:5432/dbname (got scheme 'mysql'); "
-        "unset DATABASE_URL to use the embedded server"
+        (
+            "error: DATABASE_URL must be a PostgreSQL URL like "
+            "postgres://user:password@host:5432/dbname (got scheme 'mysql'); "
+            "unset DATABASE_URL to use the embedded server"
+        )
     ]
 
 
@@ -63,6 +65,4 @@ def test_manage_py_says_what_to_change_for_an_unreachable_server() -> None:
     done = _manage("check", DATABASE_URL="postgres://nobody@127.0.0.1:9/db")
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
-    assert (
-        "cannot reach the database as the everyday login (DATABASE_URL)" in done.stderr
-    )
+    assert "cannot reach the database as the everyday login (DATABASE_URL)" in done.stderr

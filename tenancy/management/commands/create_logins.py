@@ -32,9 +32,7 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
-        urls = DatabaseUrls(
-            app=_url("default"), system=_url("system"), admin=_url("admin")
-        )
+        urls = DatabaseUrls(app=_url("default"), system=_url("system"), admin=_url("admin"))
         ensure_logins(urls)
         self.stdout.write(
             f"logins ready: {settings.DATABASES['default']['USER']} (everyday), "
