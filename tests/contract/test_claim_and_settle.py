@@ -1,0 +1,309 @@
+"""The claim and the holder's writes: the claim token is the fence."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.db import connections
+
+from tenancy.contexts import SYSTEM_USER_ID, OpContext
+from tenancy.models import Membership, Role
+from tests.factories import MembershipFactory
+from workqueue.api import (
+    claim,
+    complete,
+    complete_many,
+    defer,
+    enqueue,
+    extend_lease,
+    extend_leases,
+    fail,
+    fail_orphaned,
+    release,
+)
+from workqueue.exceptions import Conflict
+from workqueue.models import Status, WorkItem
+
+from .conftest import back_date, row, statements
+
+
+def _db_now():
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT now()")
+        return cursor.fetchone()[0]
+
+
+def test_a_claimed_item_is_not_claimed_again(ctx: OpContext, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {})
+    [(_item_ctx, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    assert held.id == item.id and held.claimed_by == "w1" and held.attempts == 1
+    assert held.status == Status.CLAIMED and held.claim_token is not None
+    assert held.updated_by == SYSTEM_USER_ID
+    assert claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
+
+
+def test_the_claim_returns_the_enqueuers_context_naming_the_request(ctx, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {})
+    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert (item_ctx.org_id, item_ctx.user_id, item_ctx.role) == (
+        ctx.org_id,
+        ctx.user_id,
+        Role.MEMBER,
+    )
+    assert item_ctx.caused_by_request_id == ctx.request_id == item.request_id
+    assert item_ctx.rctx is worker_rctx
+
+
+def test_work_of_a_departed_member_runs_as_the_tenants_service(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    Membership.objects.using("admin").filter(user_id=ctx.user_id).delete()
+    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert (item_ctx.user_id, item_ctx.role) == (SYSTEM_USER_ID, Role.SERVICE)
+
+
+def test_the_lease_is_set_by_the_database_clock(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    before = _db_now()
+    [(_, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    lease = (held.lease_expires_at - before).total_seconds()
+    assert 29 < lease < 31
+
+
+def test_claim_order_is_priority_then_age_and_skips_what_is_not_due(ctx, worker_rctx) -> None:
+    old, _ = enqueue(ctx, "NOOP", {"n": 1})
+    new, _ = enqueue(ctx, "NOOP", {"n": 2})
+    urgent, _ = enqueue(ctx, "NOOP", {"n": 3}, priority=5)
+    later, _ = enqueue(ctx, "NOOP", {"n": 4})
+    back_date(old.id, available_at=60)
+    back_date(later.id, available_at=-60)  # due in a minute
+    _other_lane, _ = enqueue(ctx, "NOOP", {"n": 5}, lane="bulk")
+    _other_kind, _ = enqueue(ctx, "NOTIFY_SHIPMENT", {"shipment_id": str(old.id), "version": 1})
+    claimed = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    assert [item.id for _, item in claimed] == [urgent.id, old.id, new.id]
+
+
+def test_claiming_a_batch_costs_two_statements(ctx, worker_rctx) -> None:
+    for _ in range(20):
+        enqueue(ctx, "NOOP", {})
+    with statements("default", "system") as sent:
+        assert len(claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
+    # the claim itself, then every item's context in one read
+    assert len(sent) == 2
+    with statements("default", "system") as sent:
+        assert claim(worker_rctx, "default", None, "w1", 30, 20) == []
+    assert len(sent) == 1
+
+
+def test_complete_needs_the_current_token(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    done = complete(item_ctx, held)
+    assert done.status == Status.DONE and done.updated_by == SYSTEM_USER_ID
+    with pytest.raises(Conflict):
+        complete(item_ctx, held)
+
+
+def test_a_completion_after_the_lease_passed_and_another_claim_is_refused(ctx, worker_rctx) -> None:
+    from workqueue.api import requeue_stale
+
+    enqueue(ctx, "NOOP", {})
+    [(first_ctx, first)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    back_date(first.id, lease_expires_at=5)
+    requeue_stale(first_ctx)
+    [(_, second)] = claim(worker_rctx, "default", None, "w2", 30, 1)
+    with pytest.raises(Conflict):
+        complete(first_ctx, first)
+    assert row(first.id).claim_token == second.claim_token
+    assert row(first.id).status == Status.CLAIMED
+
+
+def test_the_token_of_an_earlier_claim_by_the_same_worker_is_refused(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, first)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    release(item_ctx, first, "shutting down")
+    [(_, second)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert second.claimed_by == first.claimed_by and second.claim_token != first.claim_token
+    for write in (
+        lambda: complete(item_ctx, first),
+        lambda: fail(item_ctx, first, "boom"),
+        lambda: defer(item_ctx, first, 10),
+        lambda: release(item_ctx, first, "x"),
+        lambda: extend_lease(item_ctx, first, 60),
+    ):
+        with pytest.raises(Conflict):
+            write()
+    stored = row(first.id)
+    assert (stored.status, stored.claim_token, stored.attempts) == (
+        Status.CLAIMED,
+        second.claim_token,
+        1,
+    )
+
+
+def test_defer_and_release_give_the_attempt_back(ctx, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    deferred = defer(item_ctx, held, 120)
+    assert (deferred.status, deferred.attempts, deferred.claim_token) == (Status.PENDING, 0, None)
+    assert 119 < (deferred.available_at - deferred.updated_at).total_seconds() < 121
+    assert claim(worker_rctx, "default", None, "w1", 30, 1) == []
+    back_date(item.id, available_at=1)
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    released = release(item_ctx, held, "worker shutting down")
+    assert (released.status, released.attempts, released.last_error) == (
+        Status.PENDING,
+        0,
+        "worker shutting down",
+    )
+    assert released.available_at <= _db_now()
+
+
+def test_extend_lease_pushes_the_lease_from_now(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 5, 1)
+    renewed = extend_lease(item_ctx, held, 300)
+    assert 299 < (renewed.lease_expires_at - _db_now()).total_seconds() < 301
+
+
+def test_fail_retries_with_a_growing_delay_then_dead_letters(ctx, worker_rctx) -> None:
+    from audit.models import AuditEntry
+
+    item, _ = enqueue(ctx, "NOOP", {})  # NOOP allows 3 attempts
+    delays = []
+    for attempt in (1, 2):
+        [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+        assert held.attempts == attempt
+        retried = fail(item_ctx, held, f"boom {attempt}")
+        assert retried.status == Status.PENDING and retried.last_error == f"boom {attempt}"
+        delays.append((retried.available_at - retried.updated_at).total_seconds())
+        back_date(item.id, available_at=1)
+    assert 0 < delays[0] < delays[1]
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    dead = fail(item_ctx, held, "boom 3")
+    assert (dead.status, dead.attempts, dead.claim_token) == (Status.FAILED, 3, None)
+    entry = AuditEntry.objects.using("admin").get(subject_id=str(item.id))
+    assert (entry.action, entry.org_id, entry.actor_id) == (
+        "work.dead_lettered",
+        ctx.org_id,
+        ctx.user_id,
+    )
+    assert entry.data["attempts"] == 3
+
+
+def test_a_permanent_error_dead_letters_at_once(ctx, worker_rctx) -> None:
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert fail(item_ctx, held, "bad address", permanent=True).status == Status.FAILED
+
+
+def test_complete_many_reports_what_it_refused(ctx, make_ctx, worker_rctx) -> None:
+    other = make_ctx()
+    for c in (ctx, ctx, other):
+        enqueue(c, "NOOP", {})
+    held = [item for _, item in claim(worker_rctx, "default", None, "w1", 30, 10)]
+    assert len(held) == 3
+    stale = held[0]
+    release(ctx if stale.org_id == ctx.org_id else other, stale, "x")
+    triples = [(i.org_id, i.id, i.claim_token) for i in held]
+    # a wrong org with the right token and id is refused too
+    triples[1] = (ctx.org_id if held[1].org_id != ctx.org_id else other.org_id, *triples[1][1:])
+    done = complete_many(triples)
+    assert done == {held[2].id}
+    assert row(held[1].id).status == Status.CLAIMED
+
+
+def test_extend_leases_renews_only_what_is_held(ctx, worker_rctx) -> None:
+    for _ in range(3):
+        enqueue(ctx, "NOOP", {})
+    held = [item for _, item in claim(worker_rctx, "default", None, "w1", 5, 10)]
+    complete(ctx, held[0])
+    renewed = extend_leases([(i.org_id, i.id, i.claim_token) for i in held], 300)
+    assert renewed == {held[1].id, held[2].id}
+
+
+def test_fail_orphaned_fails_the_item_it_names_under_its_token(ctx, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {})
+    [(_item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    with pytest.raises(Conflict):
+        fail_orphaned(held.id, held.id, "tenant is gone")  # a wrong token
+    assert row(item.id).status == Status.CLAIMED
+    failed = fail_orphaned(held.id, held.claim_token, "tenant is gone")
+    assert (failed.status, failed.last_error) == (Status.FAILED, "tenant is gone")
+
+
+def test_the_claim_fails_work_of_a_gone_tenant_and_never_hands_it_out(
+    ctx, make_ctx, worker_rctx
+) -> None:
+    from tenancy.models import Org
+
+    doomed, _ = enqueue(ctx, "NOOP", {})
+    alive = make_ctx()
+    kept, _ = enqueue(alive, "NOOP", {})
+    Org.objects.using("admin").get(pk=ctx.org_id).mark_gone()
+    claimed = claim(worker_rctx, "default", None, "w1", 30, 10)
+    assert [item.id for _, item in claimed] == [kept.id]
+    assert row(doomed.id).status == Status.FAILED and row(doomed.id).last_error == "tenant is gone"
+
+
+def test_another_tenants_item_cannot_be_written_or_read(ctx, make_ctx, worker_rctx) -> None:
+    other = make_ctx()
+    theirs, _ = enqueue(other, "NOOP", {})
+    [(_, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert held.id == theirs.id
+    # ctx presents the other tenant's item, token and all
+    for write in (
+        lambda: complete(ctx, held),
+        lambda: fail(ctx, held, "x", permanent=True),
+        lambda: release(ctx, held, "x"),
+        lambda: extend_lease(ctx, held, 60),
+    ):
+        with pytest.raises(Conflict):
+            write()
+    stored = row(held.id)
+    assert (stored.status, stored.claim_token, stored.attempts) == (
+        Status.CLAIMED,
+        held.claim_token,
+        1,
+    )
+    from tenancy.scope import tenant_scope
+
+    with tenant_scope(ctx.org_id):
+        assert not WorkItem.objects.filter(pk=held.id).exists()
+    _, outcome = enqueue(ctx, "NOOP", {}, idempotency_key="only-mine")
+    assert outcome.value == "inserted"
+
+
+def test_the_member_still_in_the_org_keeps_their_role(ctx, worker_rctx) -> None:
+    MembershipFactory(org_id=ctx.org_id)  # another member changes nothing
+    Membership.objects.using("admin").filter(user_id=ctx.user_id).update(role=Role.ADMIN)
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert item_ctx.role == Role.ADMIN
+
+
+def test_the_claim_never_waits_on_a_locked_row(ctx, worker_rctx) -> None:
+    import threading
+
+    item, _ = enqueue(ctx, "NOOP", {})
+    locked, release_lock = threading.Event(), threading.Event()
+
+    def hold_lock() -> None:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT 1 FROM workqueue_workitem WHERE id = %s FOR UPDATE", [item.id])
+            locked.set()
+            release_lock.wait(10)
+            cursor.execute("ROLLBACK")
+        connections.close_all()
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        locked.wait(10)
+        started = time.monotonic()
+        assert claim(worker_rctx, "default", None, "w1", 30, 1) == []
+        assert time.monotonic() - started < 2
+    finally:
+        release_lock.set()
+        holder.join()

@@ -1,0 +1,141 @@
+"""enqueue: never overwrites, reports what it met, validates before it stores, announces."""
+
+from __future__ import annotations
+
+import uuid
+
+import psycopg
+import pytest
+from django.db import connections, transaction
+
+from tenancy.contexts import SYSTEM_USER_ID, OpContext
+from workqueue.api import NewItem, Outcome, claim, enqueue, enqueue_many
+from workqueue.exceptions import Conflict, InvalidPayload
+from workqueue.models import Status, WorkItem
+
+from .conftest import row, statements
+
+SHIPMENT = {"shipment_id": str(uuid.uuid4()), "version": 1}
+
+
+def test_enqueue_stamps_what_the_queue_owns(ctx: OpContext) -> None:
+    item, outcome = enqueue(ctx, "NOTIFY_SHIPMENT", SHIPMENT, priority=3)
+    assert outcome == Outcome.INSERTED
+    stored = row(item.id)
+    assert (stored.org_id, stored.status, stored.attempts, stored.max_attempts) == (
+        ctx.org_id,
+        Status.PENDING,
+        0,
+        5,
+    )
+    assert (stored.claimed_by, stored.claim_token, stored.lease_expires_at) == (None, None, None)
+    assert (stored.created_by, stored.updated_by) == (ctx.user_id, ctx.user_id)
+    assert stored.request_id == ctx.request_id and stored.lane == "default"
+    assert stored.payload == {**SHIPMENT, "channel": "email"}
+    assert stored.available_at == stored.created_at  # now(), by the database's clock
+
+
+def test_a_retried_enqueue_returns_the_row_untouched(ctx: OpContext, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {}, idempotency_key="order-1")
+    [(_, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 1)
+    again, outcome = enqueue(ctx, "NOOP", {"n": 2}, id=item.id, idempotency_key="order-1")
+    assert outcome == Outcome.ID_EXISTS
+    assert again.id == item.id and again.claim_token == held.claim_token
+    assert row(item.id).status == Status.CLAIMED and row(item.id).payload == {
+        "n": None,
+        "sent_at": None,
+    }
+
+
+def test_a_held_key_under_another_id_returns_that_row(ctx: OpContext) -> None:
+    first, _ = enqueue(ctx, "NOOP", {"n": 1}, idempotency_key="k")
+    other, outcome = enqueue(ctx, "NOOP", {"n": 2}, idempotency_key="k")
+    assert outcome == Outcome.KEY_EXISTS
+    assert other.id == first.id and other.payload["n"] == 1
+    assert WorkItem.objects.using("admin").count() == 1
+
+
+def test_the_same_key_in_another_tenant_is_inserted(ctx: OpContext, make_ctx) -> None:
+    enqueue(ctx, "NOOP", {}, idempotency_key="k")
+    _, outcome = enqueue(make_ctx(), "NOOP", {}, idempotency_key="k")
+    assert outcome == Outcome.INSERTED
+    assert WorkItem.objects.using("admin").count() == 2
+
+
+def test_an_id_held_by_another_tenant_is_a_conflict_and_shows_nothing(ctx, make_ctx) -> None:
+    theirs, _ = enqueue(make_ctx(), "NOOP", {"n": 1})
+    with pytest.raises(Conflict):
+        enqueue(ctx, "NOOP", {"n": 2}, id=theirs.id)
+    assert row(theirs.id).org_id != ctx.org_id and row(theirs.id).payload["n"] == 1
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "says"),
+    [
+        ("NOPE", {}, "kind: unknown work kind 'NOPE'"),
+        ("NOTIFY_SHIPMENT", {"version": 1}, "payload.shipment_id: Field required"),
+        ("NOTIFY_SHIPMENT", {**SHIPMENT, "version": 0}, "payload.version: Input should be greater"),
+        ("NOTIFY_SHIPMENT", {**SHIPMENT, "colour": "red"}, "payload.colour: Extra inputs"),
+        ("NOOP", {"n": {1, 2}}, "payload: not JSON-serialisable"),
+        ("NOOP", {"sent_at": float("nan")}, "payload: not JSON-serialisable"),
+        ("NOOP", ["not", "an", "object"], "payload: must be a JSON object"),
+    ],
+)
+def test_invalid_input_stores_nothing(ctx: OpContext, kind: str, payload, says: str) -> None:
+    with pytest.raises(InvalidPayload, match=says.replace("(", r"\(")):
+        enqueue(ctx, kind, payload)
+    assert WorkItem.objects.using("admin").count() == 0
+
+
+def test_one_invalid_item_refuses_the_whole_batch(ctx: OpContext) -> None:
+    batch = [NewItem("NOOP", {"n": 1}), NewItem("NOTIFY_SHIPMENT", {"version": 1})]
+    with pytest.raises(InvalidPayload, match=r"items\[1\]\.payload\.shipment_id"):
+        enqueue_many(ctx, batch)
+    assert WorkItem.objects.using("admin").count() == 0
+
+
+def test_enqueue_many_inserts_in_one_statement_and_reports_collisions(ctx: OpContext) -> None:
+    existing, _ = enqueue(ctx, "NOOP", {"n": 0}, idempotency_key="dup")
+    batch = [NewItem("NOOP", {"n": i}) for i in range(50)]
+    batch += [
+        NewItem("NOOP", {"n": 99}, idempotency_key="dup"),
+        NewItem("NOOP", {}, id=existing.id),
+    ]
+    with statements("default", "system") as sent:
+        results = enqueue_many(ctx, batch)
+    outcomes = [outcome for _, outcome in results]
+    assert outcomes == [Outcome.INSERTED] * 50 + [Outcome.KEY_EXISTS, Outcome.ID_EXISTS]
+    assert results[50][0].id == existing.id and results[51][0].id == existing.id
+    assert [item.payload["n"] for item, _ in results[:50]] == list(range(50))
+    assert WorkItem.objects.using("admin").count() == 51
+    # the insert, then one read-back for the two collisions
+    assert len(sent) == 2
+
+
+def test_enqueue_is_one_round_trip(ctx: OpContext) -> None:
+    with statements("default", "system") as sent:
+        enqueue(ctx, "NOOP", {})
+    assert len(sent) == 1
+
+
+def test_enqueue_announces_work_on_commit(ctx: OpContext) -> None:
+    settings = connections["admin"].get_connection_params()
+    with psycopg.connect(**settings, autocommit=True) as listener:
+        listener.execute("LISTEN work_available")
+        with transaction.atomic():
+            enqueue(ctx, "NOOP", {}, lane="bulk")
+            assert list(listener.notifies(timeout=0.2, stop_after=1)) == []
+        [notice] = list(listener.notifies(timeout=5, stop_after=1))
+    assert (notice.channel, notice.payload) == ("work_available", "bulk")
+
+
+def test_enqueue_inside_a_transaction_rolls_back_with_it(ctx: OpContext) -> None:
+    with pytest.raises(RuntimeError), transaction.atomic():
+        enqueue(ctx, "NOOP", {})
+        raise RuntimeError("the domain write failed")
+    assert WorkItem.objects.using("admin").count() == 0
+
+
+def test_created_by_may_name_the_system_user(ctx: OpContext) -> None:
+    item, _ = enqueue(ctx, "NOOP", {}, created_by=SYSTEM_USER_ID)
+    assert row(item.id).created_by == SYSTEM_USER_ID

@@ -1,0 +1,81 @@
+"""claim: hand pending work to a worker, across tenants, each item under a fresh claim token."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+from tenancy.contexts import OpContext, RequestContext
+from tenancy.services import claim_contexts, with_cause
+from workqueue.db import run_system
+from workqueue.exceptions import Conflict
+from workqueue.metrics import ORPHANED
+from workqueue.models import WorkItem
+
+logger = logging.getLogger(__name__)
+
+
+def claim(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int = 1,
+) -> list[tuple[OpContext, WorkItem]]:
+    """Claim up to ``limit`` due pending items of ``lane`` (and ``kinds``; None for any kind).
+
+    One statement locks the items with ``FOR UPDATE SKIP LOCKED`` (priority, then age), mints a
+    claim token each, sets ``lease_expires_at = now() + lease_s`` and spends one attempt, counted
+    here so a worker that dies on a poison item still runs out of attempts. A second statement
+    reads each item's context through ``tenancy.claim_contexts``: its enqueuer's, or its tenant's
+    service context, naming the item's request as the cause. An item whose tenant is gone is
+    failed by ``fail_orphaned`` and never returned.
+
+    Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
+    the system login, and each item comes back with the tenant it belongs to.
+    """
+    if limit < 1:
+        return []
+    items = run_system(
+        "claim",
+        {
+            "lane": lane,
+            "any_kind": kinds is None,
+            "kinds": list(kinds or []),
+            "worker_id": worker_id,
+            "lease_s": float(lease_s),
+            "limit": int(limit),
+        },
+    )
+    if not items:
+        return []
+    # RETURNING keeps no order; hand items out in the order the claim picked them.
+    items.sort(key=lambda i: (-i.priority, i.available_at, i.id))
+    contexts = claim_contexts(rctx, [(item.org_id, item.created_by) for item in items])
+    claimed = []
+    for item in items:
+        ctx = contexts.get((item.org_id, item.created_by))
+        if ctx is None:
+            try:
+                fail_orphaned(item.id, item.claim_token, "tenant is gone")
+            except Conflict:
+                pass  # another sweep or claimer got to it first; either way it does not run
+            ORPHANED.labels(item.kind).inc()
+            logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
+            continue
+        claimed.append((with_cause(ctx, item.request_id), item))
+    return claimed
+
+
+def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID | None, error: str) -> WorkItem:
+    """Fail for good an item whose tenant is gone, if ``claim_token`` still holds it.
+
+    Takes no tenant: the tenant is gone, so no tenant context can be built for it; the claim
+    token is the fence. No audit entry, since no tenant is left to hold one.
+    """
+    rows = run_system("fail_orphaned", {"id": item_id, "claim_token": claim_token, "error": error})
+    if not rows:
+        raise Conflict(f"work item {item_id} is no longer held under this claim token")
+    return rows[0]

@@ -1,0 +1,93 @@
+"""How the transitions reach PostgreSQL: named statements, run scoped to a tenant or as system.
+
+Each statement lives in ``sql/<name>.sql`` with a line of intent. ``run_scoped`` runs one under
+a tenant in a single round trip: outside a transaction it sends ``set_config`` and the statement
+as one simple query, which PostgreSQL runs as one implicit transaction, so the tenant setting
+ends with it; inside the caller's transaction it nests a ``tenant_scope``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from django.db import connections
+
+from tenancy.scope import SYSTEM_ALIAS, tenant_scope
+from workqueue.models import WorkItem
+
+SQL_DIR = Path(__file__).with_name("sql")
+_SET_TENANT = "SELECT set_config('app.org_id', %(org_id)s, true);\n"
+
+Params = dict[str, Any]
+
+
+@cache
+def load_sql(name: str) -> str:
+    """The statement in ``sql/<name>.sql``, its comment lines kept (they name it in logs)."""
+    return (SQL_DIR / f"{name}.sql").read_text().strip().rstrip(";")
+
+
+def _items(cursor: Any, alias: str) -> list[WorkItem]:
+    if cursor.description is None:
+        return []
+    names = [col.name for col in cursor.description]
+    # from_db wants the values in the model's field order, not the table's column order.
+    order = [names.index(f.attname) for f in WorkItem._meta.concrete_fields]
+    attnames = [f.attname for f in WorkItem._meta.concrete_fields]
+    items = []
+    for row in cursor.fetchall():
+        item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
+        # Django's psycopg set-up loads jsonb as text for JSONField.from_db_value to parse.
+        if isinstance(item.payload, str):
+            item.payload = json.loads(item.payload)
+        items.append(item)
+    return items
+
+
+def run_scoped(
+    org_id: uuid.UUID, name: str, params: Params, *, notify: str | None = None
+) -> list[WorkItem]:
+    """Run statement ``name`` on the everyday login, scoped to ``org_id``; returns its rows.
+
+    ``notify``: a lane to announce on ``work_available`` in the same transaction.
+    """
+    connection = connections["default"]
+    params = {**params, "org_id": str(org_id), "lane_notice": notify}
+    tail = ";\nSELECT pg_notify('work_available', %(lane_notice)s)" if notify else ""
+    if connection.in_atomic_block:
+        with tenant_scope(org_id), connection.cursor() as cursor:
+            cursor.execute(load_sql(name) + tail, params)
+            return _items(cursor, "default")
+    with connection.cursor() as cursor:
+        cursor.execute(_SET_TENANT + load_sql(name) + tail, params)
+        cursor.nextset()
+        return _items(cursor, "default")
+
+
+def run_system(name: str, params: Params) -> list[WorkItem]:
+    """Run statement ``name`` on the system login (BYPASSRLS); returns its rows as items.
+
+    Only the named tenant-less operations call this; each says why in its docstring.
+    """
+    with connections[SYSTEM_ALIAS].cursor() as cursor:
+        cursor.execute(load_sql(name), params)
+        return _items(cursor, SYSTEM_ALIAS)
+
+
+def fetch_system(name: str, params: Params) -> list[Sequence[Any]]:
+    """Run statement ``name`` on the system login; returns its plain rows."""
+    with connections[SYSTEM_ALIAS].cursor() as cursor:
+        cursor.execute(load_sql(name), params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def fetch_scoped(org_id: uuid.UUID, name: str, params: Params) -> list[Sequence[Any]]:
+    """Run statement ``name`` scoped to ``org_id``; returns its plain rows."""
+    with tenant_scope(org_id), connections["default"].cursor() as cursor:
+        cursor.execute(load_sql(name), params)
+        return cursor.fetchall() if cursor.description else []

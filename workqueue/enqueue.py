@@ -1,0 +1,171 @@
+"""enqueue: put work on the queue for a tenant, never overwriting what is already there."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from project.observability import current_traceparent
+from tenancy.contexts import OpContext
+from workqueue.db import run_scoped
+from workqueue.exceptions import Conflict, InvalidPayload
+from workqueue.kinds import get_kind, validate_payload
+from workqueue.models import WorkItem
+
+
+class Outcome(StrEnum):
+    # A new row was written.
+    INSERTED = "inserted"
+    # A row with this id existed; it is returned untouched.
+    ID_EXISTS = "id_exists"
+    # A row (with another id) held this idempotency key; it is returned untouched.
+    KEY_EXISTS = "key_exists"
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """One item to enqueue. The queue stamps status, attempts, actor, and clears claim fields."""
+
+    kind: str
+    payload: dict[str, Any]
+    id: uuid.UUID | None = None
+    idempotency_key: str | None = None
+    lane: str | None = None
+    priority: int = 0
+    available_at: datetime | None = None
+
+
+def _row(new: NewItem, where: str) -> dict[str, Any]:
+    """The validated columns of one item, or ``InvalidPayload`` saying which and why."""
+    try:
+        kind = get_kind(new.kind)
+        payload = validate_payload(kind, new.payload)
+    except InvalidPayload as exc:
+        raise InvalidPayload(f"{where}{exc}") from None
+    if new.idempotency_key is not None and not (0 < len(new.idempotency_key) <= 200):
+        raise InvalidPayload(f"{where}idempotency_key: must be 1 to 200 characters")
+    if not -32768 <= new.priority <= 32767:
+        raise InvalidPayload(f"{where}priority: must fit in a smallint (-32768..32767)")
+    if new.available_at is not None and new.available_at.tzinfo is None:
+        raise InvalidPayload(f"{where}available_at: must carry a time zone")
+    lane = new.lane or kind.lane
+    if not (0 < len(lane) <= 50):
+        raise InvalidPayload(f"{where}lane: must be 1 to 50 characters")
+    return {
+        "id": new.id or uuid.uuid4(),
+        "kind": kind.name,
+        "lane": lane,
+        "payload": json.dumps(payload, separators=(",", ":")),
+        "idempotency_key": new.idempotency_key,
+        "priority": new.priority,
+        "available_at": new.available_at,
+        "max_attempts": kind.max_attempts,
+    }
+
+
+def _stamp(ctx: OpContext, created_by: uuid.UUID | None = None) -> dict[str, Any]:
+    return {
+        "created_by": created_by or ctx.user_id,
+        "request_id": ctx.caused_by_request_id or ctx.request_id,
+        "traceparent": ctx.rctx.traceparent or current_traceparent(),
+    }
+
+
+def _read_back(ctx: OpContext, rows: list[dict[str, Any]]) -> dict[uuid.UUID | str, WorkItem]:
+    """The rows that already held the given ids or keys, by id and by key."""
+    found = run_scoped(
+        ctx.org_id,
+        "read_items",
+        {
+            "ids": [r["id"] for r in rows],
+            "keys": [r["idempotency_key"] for r in rows if r["idempotency_key"]],
+        },
+    )
+    by: dict[uuid.UUID | str, WorkItem] = {}
+    for item in found:
+        by[item.id] = item
+        if item.idempotency_key:
+            by[item.idempotency_key] = item
+    return by
+
+
+def _outcome(row: dict[str, Any], by: dict[uuid.UUID | str, WorkItem]) -> tuple[WorkItem, Outcome]:
+    if row["id"] in by:
+        return by[row["id"]], Outcome.ID_EXISTS
+    if row["idempotency_key"] in by:
+        return by[row["idempotency_key"]], Outcome.KEY_EXISTS
+    # The id is held by another tenant's row: nothing was written and nothing can be shown.
+    raise Conflict(f"work item id {row['id']} is taken")
+
+
+def enqueue(
+    ctx: OpContext,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    id: uuid.UUID | None = None,
+    idempotency_key: str | None = None,
+    lane: str | None = None,
+    priority: int = 0,
+    available_at: datetime | None = None,
+    created_by: uuid.UUID | None = None,
+) -> tuple[WorkItem, Outcome]:
+    """Insert one pending item in the context's tenant and announce it on ``work_available``.
+
+    One round trip: the tenant setting, the insert and the NOTIFY run as one transaction (or
+    inside the caller's, whose commit then announces it). An id or idempotency key that already
+    exists inserts nothing; that row is read back and returned untouched, so a retried enqueue
+    never resets a claim. ``available_at`` defaults to the database's ``now()``.
+    """
+    row = _row(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at), "")
+    inserted = run_scoped(
+        ctx.org_id, "enqueue", {**row, **_stamp(ctx, created_by)}, notify=row["lane"]
+    )
+    if inserted:
+        return inserted[0], Outcome.INSERTED
+    return _outcome(row, _read_back(ctx, [row]))
+
+
+def enqueue_many(
+    ctx: OpContext, items: Sequence[NewItem], *, created_by: uuid.UUID | None = None
+) -> list[tuple[WorkItem, Outcome]]:
+    """Insert many items in one statement, with ``enqueue``'s rules; results in input order.
+
+    Every item is validated first: one invalid item refuses the whole batch, naming its index,
+    and nothing is stored.
+    """
+    rows = [_row(new, f"items[{i}].") for i, new in enumerate(items)]
+    if not rows:
+        return []
+    columns = {
+        "ids": [r["id"] for r in rows],
+        "kinds": [r["kind"] for r in rows],
+        "lanes": [r["lane"] for r in rows],
+        "payloads": [r["payload"] for r in rows],
+        "keys": [r["idempotency_key"] for r in rows],
+        "priorities": [r["priority"] for r in rows],
+        "available_ats": [r["available_at"] for r in rows],
+        "max_attempts": [r["max_attempts"] for r in rows],
+    }
+    lanes = sorted({r["lane"] for r in rows})
+    inserted = run_scoped(
+        ctx.org_id,
+        "enqueue_many",
+        {**columns, **_stamp(ctx, created_by)},
+        notify=lanes[0] if len(lanes) == 1 else "*",
+    )
+    by_id = {item.id: item for item in inserted}
+    missing = [r for r in rows if r["id"] not in by_id]
+    existing = _read_back(ctx, missing) if missing else {}
+    results = []
+    for r in rows:
+        if r["id"] in by_id:
+            results.append((by_id[r["id"]], Outcome.INSERTED))
+        else:
+            results.append(_outcome(r, existing))
+    return results

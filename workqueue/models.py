@@ -1,0 +1,81 @@
+"""The work item: one unit of work for one tenant, claimed by one worker at a time."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class Status(models.TextChoices):
+    # Waiting to be claimed, from available_at on.
+    PENDING = "pending", "Pending"
+    # Held by one worker under a lease and a claim token.
+    CLAIMED = "claimed", "Claimed"
+    # Finished; purged after the retention.
+    DONE = "done", "Done"
+    # A dead letter: attempts spent or a permanent error. Final until a human requeues it.
+    FAILED = "failed", "Failed"
+
+
+class WorkItem(models.Model):
+    """A unit of work. Only the transitions in this app change its status and claim fields."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    org = models.ForeignKey("tenancy.Org", on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=100)
+    lane = models.CharField(max_length=50, default="default")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    payload = models.JSONField(default=dict)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # Higher runs first; equal priorities run oldest first.
+    priority = models.SmallIntegerField(default=0)
+    available_at = models.DateTimeField(db_default=Now())
+    claimed_by = models.CharField(max_length=200, null=True, blank=True)
+    # Minted afresh by every claim; every later write by the holder must present it.
+    claim_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Counted at claim, so a worker that dies on an item still spends its attempts.
+    attempts = models.IntegerField(default=0)
+    max_attempts = models.IntegerField(default=5)
+    last_error = models.TextField(blank=True, default="")
+    created_by = models.UUIDField()
+    updated_by = models.UUIDField()
+    request_id = models.UUIDField(null=True, blank=True)
+    traceparent = models.CharField(max_length=55, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now(), editable=False)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "idempotency_key"], name="workitem_one_per_idempotency_key"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(attempts__gte=0), name="workitem_attempts_not_negative"
+            ),
+        ]
+        indexes = [
+            # The claim: pending rows only, so done rows never widen it (DESIGN.md, bloat).
+            models.Index(
+                fields=["lane", "-priority", "available_at"],
+                condition=models.Q(status="pending"),
+                name="workitem_claim_idx",
+            ),
+            # The sweep: claimed rows whose lease passed.
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=models.Q(status="claimed"),
+                name="workitem_stale_idx",
+            ),
+            # The purge: finished rows by age.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status__in=["done", "failed"]),
+                name="workitem_finished_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"

@@ -1,0 +1,9 @@
+-- give_back: hand the item back without spending an attempt (defer, release), only for the holder of this claim token
+UPDATE workqueue_workitem
+   SET status = 'pending', available_at = now() + make_interval(secs => %(delay_s)s),
+       attempts = GREATEST(attempts - 1, 0),
+       claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
+       last_error = %(note)s, updated_at = now(),
+       updated_by = '00000000-0000-0000-0000-000000000000'
+ WHERE id = %(id)s AND claim_token = %(claim_token)s AND status = 'claimed'
+RETURNING *
