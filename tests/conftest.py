@@ -8,10 +8,14 @@ does. Tests that need commits (other connections, SKIP LOCKED, NOTIFY, other log
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from django.db import connections
+
+from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
+from tenancy.models import Org, Role
+from tests.factories import MembershipFactory, OrgFactory
 
 # Tables set up by migrate that the tests never write; emptying them would break later tests.
 _KEEP = {"django_migrations", "django_content_type", "auth_permission"}
@@ -32,6 +36,14 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
             connections[alias].creation.set_as_test_mirror(connections["admin"].settings_dict)
     yield
     with django_db_blocker.unblock():
+        connections.close_all()
+        # Threads and subprocesses of the runtime tests may still hold a session; end them so
+        # the test database can be dropped.
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
         connections.close_all()
         teardown_databases(old, verbosity=0)
 
@@ -59,3 +71,25 @@ def committed(django_db_setup: None, django_db_blocker) -> Iterator[None]:
                 if connections[alias].in_atomic_block:
                     connections[alias].rollback()
             empty_tables()
+
+
+@pytest.fixture
+def worker_rctx() -> RequestContext:
+    return new_request_context(AppType.WORKER)
+
+
+@pytest.fixture
+def make_ctx() -> Callable[..., OpContext]:
+    """A member's context in a new (or the given) org."""
+
+    def make(org: Org | None = None) -> OpContext:
+        member = MembershipFactory(org=org or OrgFactory(), role=Role.MEMBER)
+        rctx = new_request_context(AppType.WEB, traceparent=None)
+        return OpContext(org_id=member.org_id, user_id=member.user_id, role=member.role, rctx=rctx)
+
+    return make
+
+
+@pytest.fixture
+def ctx(committed: None, make_ctx: Callable[..., OpContext]) -> OpContext:
+    return make_ctx()

@@ -80,7 +80,7 @@ def validate_payload(kind: Kind, payload: Any) -> dict[str, Any]:
         where = ".".join(str(p) for p in first["loc"]) or "payload"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
-    return model.model_dump(mode="json")
+    return model.model_dump(mode="json", exclude_none=True)
 
 
 # The built-in kinds.
@@ -92,6 +92,8 @@ class NoopPayload(Payload):
     n: int | None = None
     # Wall-clock time of the enqueue's commit, for latency benchmarks.
     sent_at: float | None = None
+    # Seconds to spend "working" (async sleep), for shutdown and lease tests.
+    sleep_s: float | None = pydantic.Field(default=None, ge=0, le=3600)
 
 
 class NotifyShipmentPayload(Payload):

@@ -10,6 +10,7 @@ from django.db import connections
 from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tenancy.models import Membership, Role
 from tests.factories import MembershipFactory
+from tests.helpers import back_date, row, statements
 from workqueue.api import (
     claim,
     complete,
@@ -24,8 +25,6 @@ from workqueue.api import (
 )
 from workqueue.exceptions import Conflict
 from workqueue.models import Status, WorkItem
-
-from .conftest import back_date, row, statements
 
 
 def _db_now():

@@ -6,6 +6,7 @@ import pytest
 from django.db import connections
 
 from tenancy.contexts import SYSTEM_USER_ID
+from tests.helpers import back_date, row
 from workqueue.api import (
     claim,
     complete,
@@ -18,8 +19,6 @@ from workqueue.api import (
 )
 from workqueue.models import Status
 from workqueue.rules import is_exhausted
-
-from .conftest import back_date, row
 
 
 def _db_now():

@@ -1,40 +1,14 @@
-"""Helpers for the contract tests: tenants, contexts, and back-dated rows."""
+"""Helpers for tests: rows as stored, back-dated rows, and the statements a call sends."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-import pytest
 from django.db import connections
 
-from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
-from tenancy.models import Org, Role
-from tests.factories import MembershipFactory, OrgFactory
 from workqueue.models import WorkItem
-
-
-@pytest.fixture
-def worker_rctx() -> RequestContext:
-    return new_request_context(AppType.WORKER)
-
-
-@pytest.fixture
-def make_ctx() -> Callable[..., OpContext]:
-    """A member's context in a new (or the given) org."""
-
-    def make(org: Org | None = None) -> OpContext:
-        member = MembershipFactory(org=org or OrgFactory(), role=Role.MEMBER)
-        rctx = new_request_context(AppType.WEB, traceparent=None)
-        return OpContext(org_id=member.org_id, user_id=member.user_id, role=member.role, rctx=rctx)
-
-    return make
-
-
-@pytest.fixture
-def ctx(committed: None, make_ctx: Callable[..., OpContext]) -> OpContext:
-    return make_ctx()
 
 
 def row(item_id: uuid.UUID) -> WorkItem:

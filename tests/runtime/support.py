@@ -1,0 +1,147 @@
+"""Helpers for runtime tests: scripted test kinds, an in-process worker, a real subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.db import connections
+
+from tenancy.contexts import OpContext
+from workers.config import WorkerSettings
+from workers.handlers import PermanentError, RetryableError, Run, handles
+from workers.loop import Worker
+from workqueue.kinds import Kind, Payload, register
+from workqueue.models import WorkItem
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What the scripted handlers saw: (item id, event, monotonic time).
+EVENTS: list[tuple[str, str, float]] = []
+
+
+class ScriptedPayload(Payload):
+    # ok | retry | permanent | side_effect_then_fail
+    action: str = "ok"
+    sleep_s: float = 0.0
+
+
+register(Kind("TEST_SCRIPTED", ScriptedPayload, max_attempts=3))
+register(Kind("TEST_SCRIPTED_SYNC", ScriptedPayload, max_attempts=3))
+register(Kind("TEST_UNHANDLED", ScriptedPayload, max_attempts=3))
+
+
+def _act(item: WorkItem, run: Run) -> None:
+    action = item.payload.get("action", "ok")
+    if action == "retry":
+        raise RetryableError("try again")
+    if action == "permanent":
+        raise PermanentError("never")
+    if action == "side_effect_then_fail":
+        run.mark_side_effect()
+        raise RetryableError("failed after sending")
+
+
+@handles("TEST_SCRIPTED")
+class ScriptedHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        EVENTS.append((str(item.id), "start", time.monotonic()))
+        try:
+            if item.payload.get("sleep_s"):
+                await asyncio.sleep(item.payload["sleep_s"])
+            _act(item, run)
+        except asyncio.CancelledError:
+            EVENTS.append((str(item.id), "cancelled", time.monotonic()))
+            raise
+        EVENTS.append((str(item.id), "end", time.monotonic()))
+
+
+@handles("TEST_SCRIPTED_SYNC")
+class ScriptedSyncHandler:
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        EVENTS.append((str(item.id), "start", time.monotonic()))
+        deadline = time.monotonic() + item.payload.get("sleep_s", 0)
+        while time.monotonic() < deadline:
+            if run.cancelled:
+                EVENTS.append((str(item.id), "cancelled", time.monotonic()))
+                return
+            time.sleep(0.01)
+        _act(item, run)
+        EVENTS.append((str(item.id), "end", time.monotonic()))
+
+
+def settings(*kinds: str, **overrides: Any) -> WorkerSettings:
+    base: dict[str, Any] = {
+        "capacity": 4,
+        "lease_s": 30.0,
+        "poll_interval_ms": 50,
+        "heartbeat_interval_s": 0.2,
+        "shutdown_grace_s": 5.0,
+        "metrics_port": 0,
+        "metrics_host": "127.0.0.1",
+        "complete_flush_ms": 1,
+    }
+    base.update(overrides)
+    return WorkerSettings(kinds=kinds or ("TEST_SCRIPTED",), **base)
+
+
+async def run_until(worker: Worker, done: Callable[[], bool], timeout_s: float = 20) -> None:
+    """Run ``worker`` until ``done()`` holds (checked off the loop's DB threads), then drain it."""
+    task = asyncio.create_task(worker.run())
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if task.done():
+                break
+            if await asyncio.to_thread(_closing(done)):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the worker did not get there in time")
+    finally:
+        worker.request_stop()
+        await asyncio.wait_for(task, 30)
+
+
+def _closing(fn: Callable[[], bool]) -> Callable[[], bool]:
+    def call() -> bool:
+        try:
+            return fn()
+        finally:
+            connections.close_all()
+
+    return call
+
+
+def count(**filters: Any) -> int:
+    return WorkItem.objects.using("admin").filter(**filters).count()
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a ``manage.py`` subprocess on this test database and its logins."""
+
+    def url(alias: str) -> str:
+        db = connections[alias].settings_dict
+        host = db["HOST"] or ""
+        port = f":{db['PORT']}" if db.get("PORT") else ""
+        if host.startswith("/"):
+            return f"postgres://{db['USER']}@/{db['NAME']}?host={host}"
+        return f"postgres://{db['USER']}@{host}{port}/{db['NAME']}"
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
+    env.update(
+        DATABASE_URL=url("default"),
+        SYSTEM_DATABASE_URL=url("system"),
+        ADMIN_DATABASE_URL=url("admin"),
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+PYTHON = sys.executable

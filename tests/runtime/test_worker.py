@@ -1,0 +1,251 @@
+"""The worker loop in process, against the real queue on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import REGISTRY
+
+from audit.models import AuditEntry
+from tenancy.contexts import AppType, OpContext, RequestContext
+from tests.runtime.support import EVENTS, count, run_until, settings
+from workers import liveness
+from workers.loop import Worker
+from workqueue import api
+from workqueue.models import Status, WorkItem
+
+
+def _enqueue(ctx: OpContext, n: int = 1, kind: str = "TEST_SCRIPTED", **payload) -> list:
+    return [api.enqueue(ctx, kind, dict(payload))[0] for _ in range(n)]
+
+
+def _metric(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def test_the_worker_runs_within_its_capacity(ctx) -> None:
+    _enqueue(ctx, 10, sleep_s=0.15)
+    asyncio.run(run_until(Worker(settings(capacity=3)), lambda: count(status=Status.DONE) == 10))
+    # Handlers running at once never exceed the capacity. (A finished item's row stays
+    # claimed for the few milliseconds its completion waits to share a statement.)
+    running, peak_running = 0, 0
+    for _, event, _ in sorted(EVENTS, key=lambda e: e[2]):
+        running += 1 if event == "start" else -1
+        peak_running = max(peak_running, running)
+    assert peak_running == 3
+
+
+def test_failures_retry_dead_letter_and_side_effects_are_never_retried(ctx) -> None:
+    [retry] = _enqueue(ctx, action="retry")
+    [permanent] = _enqueue(ctx, action="permanent")
+    [effect] = _enqueue(ctx, action="side_effect_then_fail")
+    retried_before = _metric("workqueue_worker_retried_total", kind="TEST_SCRIPTED")
+
+    def settled() -> bool:
+        stored = WorkItem.objects.using("admin").in_bulk([retry.id, permanent.id, effect.id])
+        return (
+            stored[retry.id].attempts == 1
+            and stored[retry.id].status == Status.PENDING
+            and all(stored[i].status == Status.FAILED for i in (permanent.id, effect.id))
+        )
+
+    asyncio.run(run_until(Worker(settings()), settled))
+    stored = WorkItem.objects.using("admin").in_bulk([retry.id, permanent.id, effect.id])
+    assert stored[effect.id].attempts == 1  # dead-lettered on its first failure
+    assert "not retried automatically" in stored[effect.id].last_error
+    assert stored[permanent.id].attempts == 1
+    assert stored[retry.id].available_at > stored[retry.id].updated_at  # waits its delay
+    audited = set(AuditEntry.objects.using("admin").values_list("subject_id", flat=True))
+    assert audited == {str(permanent.id), str(effect.id)}
+    assert _metric("workqueue_worker_retried_total", kind="TEST_SCRIPTED") == retried_before + 1
+
+
+def test_an_item_of_a_kind_the_worker_cannot_run_is_released_not_failed(ctx) -> None:
+    [item] = _enqueue(ctx, kind="TEST_UNHANDLED")
+    worker = Worker(settings("TEST_SCRIPTED", "TEST_UNHANDLED"))
+
+    def released() -> bool:
+        stored = WorkItem.objects.using("admin").get(pk=item.id)
+        return stored.status == Status.PENDING and "does not handle" in stored.last_error
+
+    asyncio.run(run_until(worker, released))
+    stored = WorkItem.objects.using("admin").get(pk=item.id)
+    assert stored.attempts == 0 and stored.status == Status.PENDING
+
+
+def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> None:
+    worker = Worker(settings(poll_interval_ms=60_000))
+    enqueued: dict[str, float] = {}
+
+    async def scenario() -> None:
+        task = asyncio.create_task(worker.run())
+        await asyncio.sleep(0.5)  # idle: listening, the next poll a minute away
+        [item] = await asyncio.to_thread(_enqueue, ctx)
+        enqueued["at"] = time.monotonic()
+        enqueued["id"] = str(item.id)
+        for _ in range(200):
+            if any(e[0] == enqueued["id"] for e in EVENTS):
+                break
+            await asyncio.sleep(0.01)
+        worker.request_stop()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    [started] = [t for i, e, t in EVENTS if i == enqueued["id"] and e == "start"]
+    assert started - enqueued["at"] < 2.0  # the notice woke it; the poll would take 60 s
+
+
+def test_a_failed_liveness_publish_leaves_claiming_running(ctx, monkeypatch) -> None:
+    monkeypatch.setattr(liveness, "_PUBLISH", "INSERT INTO no_such_table VALUES (1)")
+    failed_before = _metric("workqueue_worker_liveness_publish_failed_total")
+    _enqueue(ctx, 3, sleep_s=0.3)
+    worker = Worker(settings())
+    health: dict = {}
+
+    def check() -> bool:
+        port = worker.http.server_port if worker.http else None
+        if port is None or count(status=Status.DONE) < 3:
+            return False
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+            health["status"], health["body"] = response.status, json.loads(response.read())
+        return _metric("workqueue_worker_liveness_publish_failed_total") > failed_before
+
+    asyncio.run(run_until(worker, check))
+    assert health["status"] == 200 and health["body"]["healthy"] is True
+    assert count(status=Status.DONE) == 3
+
+
+def test_healthz_answers_503_when_the_beat_is_stale(ctx) -> None:
+    worker = Worker(settings())
+    worker.liveness.beat()
+    worker.liveness.last_beat -= 60
+    from workers.http import serve
+
+    server = serve(worker.liveness, "127.0.0.1", 0)
+    try:
+        with pytest.raises(urllib.error.HTTPError) as raised:
+            urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/healthz", timeout=2)
+        assert raised.value.code == 503
+    finally:
+        server.shutdown()
+
+
+def test_each_item_gets_a_span_linked_to_the_enqueuing_trace(ctx) -> None:
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    spans = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    linked = OpContext(
+        org_id=ctx.org_id,
+        user_id=ctx.user_id,
+        role=ctx.role,
+        rctx=RequestContext(app=ctx.rctx.app, traceparent=traceparent),
+    )
+    [item] = _enqueue(linked)
+    asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 1))
+    [span] = [s for s in spans.get_finished_spans() if s.name == "work TEST_SCRIPTED"]
+    assert span.attributes["workqueue.item_id"] == str(item.id)
+    assert [format(link.context.trace_id, "032x") for link in span.links] == [
+        "0af7651916cd43dd8448eb211c80319c"
+    ]
+    assert span.parent is None  # linked, never parented: the item outlives its request
+    assert span.context.trace_id != 0x0AF7651916CD43DD8448EB211C80319C
+
+
+def test_metrics_show_the_counters_moving(ctx) -> None:
+    before = {
+        name: _metric(name, kind="TEST_SCRIPTED")
+        for name in ("workqueue_worker_claimed_total", "workqueue_worker_completed_total")
+    }
+    _enqueue(ctx, 4)
+    worker = Worker(settings())
+    page: dict[str, str] = {}
+
+    def scraped() -> bool:
+        if count(status=Status.DONE) < 4 or worker.http is None:
+            return False
+        time.sleep(0.05)  # the completion counter moves when the batch statement returns
+        url = f"http://127.0.0.1:{worker.http.server_port}/metrics"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            page["text"] = response.read().decode()
+        return True
+
+    asyncio.run(run_until(worker, scraped))
+    for name, value in before.items():
+        line = f'{name}{{kind="TEST_SCRIPTED"}} {value + 4}'
+        assert line in page["text"], line
+    assert "workqueue_worker_handler_seconds_bucket" in page["text"]
+    assert "workqueue_worker_in_flight" in page["text"]
+
+
+def test_shutdown_cancels_what_outlives_the_grace_and_releases_it(ctx) -> None:
+    [slow] = _enqueue(ctx, sleep_s=30)
+    [quick] = _enqueue(ctx, sleep_s=0.1)
+    [slow_sync] = _enqueue(ctx, kind="TEST_SCRIPTED_SYNC", sleep_s=30)
+    worker = Worker(settings("TEST_SCRIPTED", "TEST_SCRIPTED_SYNC", shutdown_grace_s=0.5))
+
+    def all_started() -> bool:
+        return count(status=Status.CLAIMED) + count(status=Status.DONE) == 3
+
+    asyncio.run(run_until(worker, all_started))
+    stored = WorkItem.objects.using("admin").in_bulk([slow.id, quick.id, slow_sync.id])
+    assert stored[quick.id].status == Status.DONE
+    for item_id in (slow.id, slow_sync.id):
+        assert stored[item_id].status == Status.PENDING
+        assert stored[item_id].attempts == 0
+        assert "shut down before it finished" in stored[item_id].last_error
+    events = {(i, e) for i, e, _ in EVENTS}
+    assert (str(slow.id), "cancelled") in events  # async: really cancelled
+    assert (str(slow_sync.id), "cancelled") in events  # sync: saw the flag
+
+
+def test_a_lost_lease_cancels_the_running_item(ctx) -> None:
+    [item] = _enqueue(ctx, sleep_s=30)
+    worker = Worker(settings(lease_s=3.0, renew_timeout_s=0.5))
+
+    def stolen_and_cancelled() -> bool:
+        stored = WorkItem.objects.using("admin").get(pk=item.id)
+        if stored.status == Status.CLAIMED and stored.claimed_by == worker.worker_id:
+            # another holder takes it over: a new token, as a claim after requeue would mint
+            WorkItem.objects.using("admin").filter(pk=item.id).update(
+                claim_token="00000000-0000-4000-8000-000000000001", claimed_by="thief"
+            )
+        return any(e == (str(item.id), "cancelled") for e in [(i, ev) for i, ev, _ in EVENTS])
+
+    asyncio.run(run_until(worker, stolen_and_cancelled))
+    stored = WorkItem.objects.using("admin").get(pk=item.id)
+    assert stored.claimed_by == "thief" and stored.status == Status.CLAIMED
+    assert _metric("workqueue_worker_cancelled_total", kind="TEST_SCRIPTED", reason="conflict") >= 1
+
+
+@pytest.fixture(autouse=True)
+def _committed(committed: None) -> None:
+    return None
+
+
+def test_rctx_is_minted_per_claim(ctx) -> None:
+    _enqueue(ctx, 2)
+    contexts: list[RequestContext] = []
+    original = api.claim
+
+    def spy(rctx, *args, **kwargs):
+        contexts.append(rctx)
+        return original(rctx, *args, **kwargs)
+
+    api.claim = spy
+    try:
+        asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 2))
+    finally:
+        api.claim = original
+    assert contexts and all(c.app.type == AppType.WORKER for c in contexts)
+    assert len({c.request_id for c in contexts}) == len(contexts)

@@ -1,0 +1,64 @@
+"""manage.py runworker <kind>: claim and run work of one kind (or several, comma-separated)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from workers.config import WorkerSettings
+from workers.loop import Worker
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a worker for KIND (e.g. NOOP, NOTIFY_SHIPMENT; several as NOOP,NOTIFY_SHIPMENT): "
+        "claim work of the lane, run it, renew leases, serve /healthz and /metrics on "
+        "WORKER_METRICS_PORT. SIGTERM or Ctrl-C drains (a second one stops at once, still "
+        "handing back what was running). Other settings: WORKER_* in .env.example."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
+        parser.add_argument(
+            "--lane", help="the lane to claim from (WORKER_LANE, default 'default')"
+        )
+        parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
+        parser.add_argument(
+            "--once", action="store_true", help="run what is available now, then exit"
+        )
+        parser.add_argument(
+            "--metrics-port", type=int, help="port for /healthz and /metrics (0: any free port)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
+        try:
+            settings = WorkerSettings.from_env(
+                kinds,
+                lane=options["lane"],
+                capacity=options["capacity"],
+                once=options["once"] or None,
+                metrics_port=options["metrics_port"],
+            )
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        asyncio.run(self._run(settings))
+        # A sync handler cancelled on shutdown may still be running in its thread; its item was
+        # released and its writes are refused by the token, so do not wait for it to return.
+        if threading.active_count() > 1 and any(
+            t.name.startswith("worker-handler") for t in threading.enumerate()
+        ):
+            os._exit(0)
+
+    async def _run(self, settings: WorkerSettings) -> None:
+        worker = Worker(settings)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.request_stop)
+        await worker.run()

@@ -1,0 +1,35 @@
+"""The workers' own rows: each worker process's liveness."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models.functions import Now
+
+
+class WorkerState(models.TextChoices):
+    # Claiming and running work.
+    RUNNING = "running", "Running"
+    # Stopped claiming; finishing or releasing what it holds.
+    DRAINING = "draining", "Draining"
+    # Gone, after a clean shutdown.
+    OFFLINE = "offline", "Offline"
+
+
+class Worker(models.Model):
+    """One ``runworker`` process, as it last reported itself (best effort; not a lock)."""
+
+    id = models.CharField(primary_key=True, max_length=200)
+    kind = models.CharField(max_length=200)
+    lane = models.CharField(max_length=50)
+    host = models.CharField(max_length=200)
+    pid = models.IntegerField()
+    started_at = models.DateTimeField(db_default=Now())
+    last_beat_at = models.DateTimeField(db_default=Now())
+    state = models.CharField(max_length=10, choices=WorkerState.choices)
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.state})"
+
+
+# Each worker package's models, so Django finds them in this app.
+from workers.shipment_notifier.models import Shipment, ShipmentNotice  # noqa: E402, F401
