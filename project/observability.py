@@ -13,7 +13,7 @@ import os
 from django.core.exceptions import ImproperlyConfigured
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
@@ -22,6 +22,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 _configured = False
+_exporting = False
 
 
 def _exporter(name: str) -> SpanExporter | None:
@@ -54,16 +55,32 @@ def configure_tracing() -> None:
         return
     os.environ.setdefault("OTEL_SERVICE_NAME", "workqueue")
     provider = TracerProvider(resource=Resource.create())
+    trace.set_tracer_provider(provider)
     for name in os.environ.get("OTEL_TRACES_EXPORTER", "none").split(","):
         exporter = _exporter(name.strip())
         if exporter is not None:
-            provider.add_span_processor(BatchSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
+            add_span_processor(BatchSpanProcessor(exporter))
 
     from opentelemetry.instrumentation.django import DjangoInstrumentor
 
     if not DjangoInstrumentor().is_instrumented_by_opentelemetry:
         DjangoInstrumentor().instrument()
+
+
+def add_span_processor(processor: SpanProcessor) -> None:
+    """Send finished spans to ``processor`` (an exporter's, or a test's in-memory one)."""
+    global _exporting
+    provider = trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        raise ImproperlyConfigured("tracing is disabled (OTEL_SDK_DISABLED=true)")
+    provider.add_span_processor(processor)
+    _exporting = True
+
+
+def exporting() -> bool:
+    """Whether any span goes anywhere. Workers skip their per-item spans when none would: on a
+    hot queue a span costs as much as the claim of the item it describes."""
+    return _exporting
 
 
 def current_traceparent() -> str | None:

@@ -14,12 +14,14 @@ heartbeat, mark the worker offline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import socket
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,21 +34,14 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from project.observability import exporting
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.config import WorkerSettings
 from workers.handlers import Handler, PermanentError, Run, handler_for, is_async
 from workers.http import serve
 from workers.lease import Held, LeaseKeeper
 from workers.liveness import Liveness
-from workers.metrics import (
-    CANCELLED,
-    CLAIMED,
-    COMPLETED,
-    HANDLER_SECONDS,
-    IN_FLIGHT,
-    RELEASED,
-    RETRIED,
-)
+from workers.metrics import CANCELLED, IN_FLIGHT, RELEASED, for_kind
 from workers.periodic import PeriodicTask
 from workqueue import api
 from workqueue.exceptions import Conflict
@@ -57,6 +52,7 @@ logger = logging.getLogger(__name__)
 tracer = trace.get_tracer("workqueue.worker")
 
 SHUTDOWN = "shutdown"
+_NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
 
 
 @dataclass
@@ -281,6 +277,9 @@ class Worker:
             for ctx, item in claimed:
                 self._start(ctx, item)
             if claimed:
+                for kind, n in Counter(item.kind for _, item in claimed).items():
+                    for_kind(kind).claimed.inc(n)
+                IN_FLIGHT.set(len(self.jobs))
                 continue
             if s.once:
                 if not self.jobs:
@@ -302,8 +301,6 @@ class Worker:
         job = Job(ctx, item)
         self.jobs[item.id] = job
         self.lease_keeper.hold(job.held)
-        CLAIMED.labels(item.kind).inc()
-        IN_FLIGHT.inc()
         job.task = asyncio.create_task(self._run_job(job), context=None)
 
     def _lost(self, item_id: uuid.UUID, reason: str) -> None:
@@ -324,19 +321,7 @@ class Worker:
                 await self._release(job, f"worker {self.worker_id} does not handle {item.kind}")
                 RELEASED.labels(item.kind, "unhandled").inc()
                 return
-            with tracer.start_as_current_span(
-                f"work {item.kind}",
-                context=otel_context.Context(),
-                kind=SpanKind.CONSUMER,
-                links=_links(item.traceparent),
-                attributes={
-                    "workqueue.item_id": str(item.id),
-                    "workqueue.kind": item.kind,
-                    "workqueue.lane": item.lane,
-                    "workqueue.attempt": item.attempts,
-                    "workqueue.org_id": str(item.org_id),
-                },
-            ) as span:
+            with self._span(item) as span:
                 started = time.perf_counter()
                 try:
                     await self._handle(handler, job)
@@ -350,7 +335,7 @@ class Worker:
                     await self._fail(job, exc)
                     return
                 finally:
-                    HANDLER_SECONDS.labels(item.kind).observe(time.perf_counter() - started)
+                    for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
             self.lease_keeper.drop(item.id)
             self.completions.append((job.held, item.kind))
             self.completion_waiting.set()
@@ -366,8 +351,25 @@ class Worker:
         finally:
             self.lease_keeper.drop(item.id)
             self.jobs.pop(item.id, None)
-            IN_FLIGHT.dec()
             self.slot_freed.set()
+
+    def _span(self, item: WorkItem) -> Any:
+        """The item's span, linked to the enqueuing trace; a no-op when no span is exported."""
+        if not exporting():
+            return _NO_SPAN
+        return tracer.start_as_current_span(
+            f"work {item.kind}",
+            context=otel_context.Context(),
+            kind=SpanKind.CONSUMER,
+            links=_links(item.traceparent),
+            attributes={
+                "workqueue.item_id": str(item.id),
+                "workqueue.kind": item.kind,
+                "workqueue.lane": item.lane,
+                "workqueue.attempt": item.attempts,
+                "workqueue.org_id": str(item.org_id),
+            },
+        )
 
     async def _handle(self, handler: Handler, job: Job) -> None:
         if is_async(handler):
@@ -395,7 +397,7 @@ class Worker:
             logger.warning("stale_fail_refused item=%s", item.id)
             return
         if failed.status == ItemStatus.PENDING:
-            RETRIED.labels(item.kind).inc()
+            for_kind(item.kind).retried.inc()
         logger.info(
             "item_failed item=%s kind=%s attempt=%d status=%s error=%s",
             item.id,
@@ -434,11 +436,15 @@ class Worker:
                 if self.stopped.is_set():
                     return
                 continue
+            completed: Counter[str] = Counter()
             for held, kind in batch:
                 if held[1] in done:
-                    COMPLETED.labels(kind).inc()
+                    completed[kind] += 1
                 else:
                     logger.warning("stale_complete_refused item=%s", held[1])
+            for kind, n in completed.items():
+                for_kind(kind).completed.inc(n)
+            IN_FLIGHT.set(len(self.jobs))
 
     # -- shutdown -----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from django.db import connections
 
 from tenancy.scope import SYSTEM_ALIAS, tenant_scope
@@ -69,19 +70,38 @@ def run_scoped(
         return _items(cursor, "default")
 
 
+def _prepared_cursor(alias: str) -> Any:
+    """A cursor that binds parameters on the server, so psycopg prepares a statement after a
+    few runs: the claim and the batch completion are planned once per connection, not per call
+    (planning cost as much as running them). Django's wrapper still applies its error mapping
+    and execute wrappers."""
+    connection = connections[alias]
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:  # Django turns preparing off unless OPTIONS ask for it
+        raw.prepare_threshold = 2
+        # Plan each run for its real arguments: a generic plan for an array of ids of unknown
+        # length can join the whole table (measured: batch completion twice as slow).
+        raw.execute("SET plan_cache_mode = force_custom_plan")
+    cursor = psycopg.Cursor(raw)
+    # Binary results: timestamps and uuids load without text parsing (the claim returns many).
+    cursor.format = psycopg.pq.Format.BINARY
+    return connection._prepare_cursor(cursor)
+
+
 def run_system(name: str, params: Params) -> list[WorkItem]:
     """Run statement ``name`` on the system login (BYPASSRLS); returns its rows as items.
 
     Only the named tenant-less operations call this; each says why in its docstring.
     """
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
+    with _prepared_cursor(SYSTEM_ALIAS) as cursor:
         cursor.execute(load_sql(name), params)
         return _items(cursor, SYSTEM_ALIAS)
 
 
 def fetch_system(name: str, params: Params) -> list[Sequence[Any]]:
     """Run statement ``name`` on the system login; returns its plain rows."""
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
+    with _prepared_cursor(SYSTEM_ALIAS) as cursor:
         cursor.execute(load_sql(name), params)
         return cursor.fetchall() if cursor.description else []
 

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from project.observability import add_span_processor
 from tenancy.middleware import TenancyMiddleware
 from tests.factories import MembershipFactory, UserFactory
 
@@ -23,7 +24,7 @@ def spans() -> InMemorySpanExporter:
     provider = trace.get_tracer_provider()
     assert isinstance(provider, TracerProvider), "the SDK's provider is installed at start-up"
     exporter = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    add_span_processor(SimpleSpanProcessor(exporter))
     return exporter
 
 

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client import REGISTRY
 
 from audit.models import AuditEntry
+from project.observability import add_span_processor
 from tenancy.contexts import AppType, OpContext, RequestContext
 from tests.runtime.support import EVENTS, count, run_until, settings
 from workers import liveness
@@ -143,7 +144,7 @@ def test_each_item_gets_a_span_linked_to_the_enqueuing_trace(ctx) -> None:
     provider = trace.get_tracer_provider()
     assert isinstance(provider, TracerProvider)
     spans = InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(spans))
+    add_span_processor(SimpleSpanProcessor(spans))
     traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     linked = OpContext(
         org_id=ctx.org_id,

@@ -75,6 +75,17 @@ def make_task(
     return PeriodicTask(operation=operation, stop=stop, **options)  # type: ignore[arg-type]
 
 
+async def bounded[T](awaitable: Awaitable[T], limit_s: float = 1.0) -> T:
+    """Await with a guard, so a broken timeout fails the test instead of hanging it."""
+    try:
+        async with asyncio.timeout(limit_s) as guard:
+            return await awaitable
+    except TimeoutError:
+        if guard.expired():
+            raise AssertionError(f"still running after {limit_s} s") from None
+        raise
+
+
 def records(caplog: pytest.LogCaptureFixture, event: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.getMessage().split(" ", 1)[0] == event]
 
@@ -280,7 +291,7 @@ def test_timeout_cancels_the_operation_fully_and_counts_as_a_failure(
                 events.append("cleaned")
 
         task = make_task(operation, stop=stop, timeout_s=0.01)
-        result = await task.run_once()
+        result = await bounded(task.run_once())
         events.append("returned")
         return result, task
 
@@ -317,7 +328,7 @@ def test_after_a_timeout_the_loop_starts_the_next_run_only_once_the_last_is_canc
                 events.append(f"end{n}")
 
         task = make_task(operation, stop=stop, fake=fake, timeout_s=0.01, failures_to_unready=5)
-        await task.run()
+        await bounded(task.run())
         return task
 
     task = asyncio.run(scenario())
@@ -418,12 +429,12 @@ def test_run_once_applies_the_timeout_and_the_policy() -> None:
     async def scenario() -> None:
         stop = asyncio.Event()
         lenient = make_task(hang, stop=stop, timeout_s=0.01, on_error="continue")
-        assert await lenient.run_once() is False
+        assert await bounded(lenient.run_once()) is False
         assert lenient.consecutive_failures == 1
 
         strict = make_task(hang, stop=stop, timeout_s=0.01, on_error="stop")
         with pytest.raises(TimeoutError):
-            await strict.run_once()
+            await bounded(strict.run_once())
         assert strict.consecutive_failures == 1
 
         strict_fail = make_task(fail, stop=stop, on_error="stop")
@@ -620,7 +631,7 @@ def test_default_wait_returns_false_after_the_delay_and_true_when_stopped() -> N
         zero = await wait_or_stop(0.0, stop)
         asyncio.get_running_loop().call_later(0.01, stop.set)
         began = time.monotonic()
-        stopped = await wait_or_stop(60.0, stop)
+        stopped = await bounded(wait_or_stop(60.0, stop))
         return elapsed, zero, stopped, time.monotonic() - began
 
     elapsed, zero, stopped, took_s = asyncio.run(scenario())
@@ -632,7 +643,7 @@ def test_default_wait_returns_at_once_when_already_stopped() -> None:
     async def scenario() -> bool:
         stop = asyncio.Event()
         stop.set()
-        return await asyncio.wait_for(wait_or_stop(60.0, stop), timeout=0.5)
+        return await bounded(wait_or_stop(60.0, stop), limit_s=0.5)
 
     assert asyncio.run(scenario()) is True
 

@@ -1,12 +1,17 @@
 -- claim: lock up to limit pending, due items of the lane (and kinds), skipping rows another claimer holds; each gets a fresh token, a lease, and one attempt spent
-WITH picked AS (
+-- The claim commits without waiting for its WAL flush (synchronous_commit off, this transaction
+-- only): a claim lost to a database crash only hands the item out again, and the completion that
+-- follows commits synchronously, which flushes the claim's WAL record before its own.
+WITH quick_commit AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', 'off', true) AS setting
+), picked AS (
     SELECT id
       FROM workqueue_workitem
      WHERE status = 'pending'
        AND lane = %(lane)s
        AND available_at <= now()
        AND (%(any_kind)s OR kind = ANY(%(kinds)s::text[]))
-     ORDER BY priority DESC, available_at, id
+     ORDER BY priority DESC, available_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 )
@@ -18,6 +23,6 @@ UPDATE workqueue_workitem AS w
        attempts = w.attempts + 1,
        updated_at = now(),
        updated_by = '00000000-0000-0000-0000-000000000000'
-  FROM picked
+  FROM picked, quick_commit
  WHERE w.id = picked.id
 RETURNING w.*

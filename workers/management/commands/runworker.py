@@ -8,6 +8,7 @@ import signal
 import threading
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -37,6 +38,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # A worker renders no pages; with DEBUG on, Django would only record every query.
+        django_settings.DEBUG = False
         kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
         try:
             settings = WorkerSettings.from_env(
