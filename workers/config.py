@@ -25,8 +25,9 @@ OWN_CONNECTIONS = 5
 class WorkerSettings:
     kinds: tuple[str, ...]
     lane: str = "default"
-    # Items run at once. Sync handlers run one thread (and one connection) each.
-    capacity: int = 10
+    # Items run at once. None: 100 when every handler is async; when any is sync (one thread
+    # and one connection each), what the pool leaves after the worker's own connections.
+    capacity: int | None = None
     # The most items one claim statement takes.
     claim_batch: int = 100
     lease_s: float = 30.0
@@ -59,10 +60,11 @@ class WorkerSettings:
             name = f"WORKER_{field.name.upper()}"
             raw = env.str(name, default="")
             if raw == "":
-                values[field.name] = default
+                # capacity stays unset, so it follows the pool size this environment gives
+                values[field.name] = None if field.name == "capacity" else default
                 continue
             try:
-                values[field.name] = type(default)(raw)
+                values[field.name] = (int if field.name == "capacity" else type(default))(raw)
             except ValueError:
                 raise ImproperlyConfigured(
                     f"{name}={raw!r} is not a valid {type(default).__name__}"
@@ -71,6 +73,11 @@ class WorkerSettings:
         settings = cls(kinds=kinds, **values)
         settings.validate()
         return settings
+
+    def __post_init__(self) -> None:
+        if self.capacity is None:
+            default = self.db_pool_size - OWN_CONNECTIONS if self.needs_threads else 100
+            object.__setattr__(self, "capacity", max(default, 1))
 
     @property
     def needs_threads(self) -> bool:

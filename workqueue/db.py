@@ -89,6 +89,21 @@ def _prepared_cursor(alias: str) -> Any:
     return connection._prepare_cursor(cursor)
 
 
+def fetch_scoped_prepared(
+    org_id: uuid.UUID, name: str, params: Params, *, notify: str
+) -> list[Any]:
+    """Run statement ``name`` under ``org_id`` with server-side binding, announcing ``notify``.
+
+    For big statements (bulk enqueue): binary parameters beat quoting thousands of values into
+    the text, and the transaction's extra round trips vanish against the statement itself.
+    """
+    with tenant_scope(org_id), _prepared_cursor("default") as cursor:
+        cursor.execute(load_sql(name), {**params, "org_id": org_id})
+        rows = cursor.fetchall()
+        cursor.execute("SELECT pg_notify('work_available', %(lane)s)", {"lane": notify})
+        return rows
+
+
 def run_system(name: str, params: Params) -> list[WorkItem]:
     """Run statement ``name`` on the system login (BYPASSRLS); returns its rows as items.
 

@@ -12,4 +12,4 @@ SELECT i.id, %(org_id)s, i.kind, i.lane, 'pending', i.payload::jsonb, i.idempote
               %(max_attempts)s::int[])
        AS i(id, kind, lane, payload, idempotency_key, priority, available_at, max_attempts)
 ON CONFLICT DO NOTHING
-RETURNING *
+RETURNING id
