@@ -34,9 +34,10 @@ def load_sql(name: str) -> str:
 
 
 def _items(cursor: Any, alias: str) -> list[WorkItem]:
-    if cursor.description is None:
+    description = cursor.description
+    if description is None:
         return []
-    names = [col.name for col in cursor.description]
+    names = [col.name for col in description]
     # from_db wants the values in the model's field order, not the table's column order.
     order = [names.index(f.attname) for f in WorkItem._meta.concrete_fields]
     attnames = [f.attname for f in WorkItem._meta.concrete_fields]
@@ -102,6 +103,17 @@ def fetch_scoped_prepared(
         rows = cursor.fetchall()
         cursor.execute("SELECT pg_notify('work_available', %(lane)s)", {"lane": notify})
         return rows
+
+
+def run_prepared(name: str, params: Params, alias: str = "default") -> list[WorkItem]:
+    """Run statement ``name`` as one prepared statement on ``alias``; returns its rows as items.
+
+    The statement itself must name its tenant (the enqueue function does); a plain statement
+    on the everyday login outside a tenant scope sees nothing.
+    """
+    with _prepared_cursor(alias) as cursor:
+        cursor.execute(load_sql(name), params)
+        return _items(cursor, alias)
 
 
 def run_system(name: str, params: Params) -> list[WorkItem]:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from project.observability import current_traceparent
 from tenancy.contexts import OpContext
-from workqueue.db import fetch_scoped_prepared, run_scoped
+from workqueue.db import fetch_scoped_prepared, run_prepared, run_scoped
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import WorkItem
@@ -118,15 +118,15 @@ def enqueue(
 ) -> tuple[WorkItem, Outcome]:
     """Insert one pending item in the context's tenant and announce it on ``work_available``.
 
-    One round trip: the tenant setting, the insert and the NOTIFY run as one transaction (or
-    inside the caller's, whose commit then announces it). An id or idempotency key that already
+    One round trip and one prepared statement (``workqueue_enqueue``): the tenant setting, the
+    insert and the NOTIFY, in their own transaction or inside the caller's, whose commit then
+    announces it. An id or idempotency key that already
     exists inserts nothing; that row is read back and returned untouched, so a retried enqueue
     never resets a claim. ``available_at`` defaults to the database's ``now()``.
     """
     row = _row(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at), "")
-    inserted = run_scoped(
-        ctx.org_id, "enqueue", {**row, **_stamp(ctx, created_by)}, notify=row["lane"]
-    )
+    params = {**row, **_stamp(ctx, created_by), "org_id": ctx.org_id}
+    inserted = run_prepared("enqueue", params)
     if inserted:
         return inserted[0], Outcome.INSERTED
     return _outcome(row, _read_back(ctx, [row]))

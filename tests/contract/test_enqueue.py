@@ -137,3 +137,14 @@ def test_enqueue_inside_a_transaction_rolls_back_with_it(ctx: OpContext) -> None
 def test_created_by_may_name_the_system_user(ctx: OpContext) -> None:
     item, _ = enqueue(ctx, "NOOP", {}, created_by=SYSTEM_USER_ID)
     assert row(item.id).created_by == SYSTEM_USER_ID
+
+
+def test_enqueue_inside_another_scope_leaves_that_scopes_tenant(ctx: OpContext, make_ctx) -> None:
+    from tenancy.scope import tenant_scope
+
+    other = make_ctx()
+    with tenant_scope(other.org_id), connections["default"].cursor() as cursor:
+        item, _ = enqueue(ctx, "NOOP", {})
+        cursor.execute("SELECT current_setting('app.org_id', true)")
+        assert cursor.fetchone()[0] == str(other.org_id)
+    assert row(item.id).org_id == ctx.org_id
