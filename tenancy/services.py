@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from tenancy.contexts import SYSTEM_USER_ID, OpContext, RequestContext
 from tenancy.exceptions import NotFound
 from tenancy.models import Role
 from tenancy.scope import SYSTEM_ALIAS
 
-# One row per asked (org, user): whether the org is live, and the user's live role in it.
-_ORGS_AND_ROLES = """
+# claim_contexts: one row per asked (org, user): whether the org is live, and the user's live
+# role in it.
+CONTEXTS_SQL = """
 SELECT a.org_id, a.user_id, o.id IS NOT NULL AND o.gone_at IS NULL, m.role
-  FROM unnest(%s::uuid[], %s::uuid[]) AS a(org_id, user_id)
+  FROM unnest(%(org_ids)s::uuid[], %(user_ids)s::uuid[]) AS a(org_id, user_id)
   LEFT JOIN tenancy_org o ON o.id = a.org_id
   LEFT JOIN tenancy_membership m
     ON m.org_id = a.org_id AND m.user_id = a.user_id AND m.ended_at IS NULL
@@ -36,22 +38,18 @@ def service_contexts(rctx: RequestContext) -> list[OpContext]:
     return [service_context(rctx, org_id) for org_id in org_ids]
 
 
-def claim_contexts(
-    rctx: RequestContext, keys: Iterable[tuple[uuid.UUID, uuid.UUID]]
-) -> dict[tuple[uuid.UUID, uuid.UUID], OpContext | None]:
-    """The context for each ``(org_id, user_id)``, or None where the tenant is gone.
-
-    One statement for a whole claim batch, on the system login: the claim runs across tenants,
-    so no single tenant can be named.
-    """
+def contexts_query(
+    keys: Iterable[tuple[uuid.UUID, uuid.UUID]],
+) -> tuple[str, dict[str, list[uuid.UUID]]]:
+    """The statement ``claim_contexts`` runs, for callers that run it on their own connection
+    (the worker's event loop); ``contexts_from_rows`` reads its rows."""
     pairs = list(dict.fromkeys(keys))
-    if not pairs:
-        return {}
-    from django.db import connections
+    return CONTEXTS_SQL, {"org_ids": [p[0] for p in pairs], "user_ids": [p[1] for p in pairs]}
 
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
-        cursor.execute(_ORGS_AND_ROLES, [[p[0] for p in pairs], [p[1] for p in pairs]])
-        rows = cursor.fetchall()
+
+def contexts_from_rows(
+    rctx: RequestContext, rows: Iterable[Sequence[Any]]
+) -> dict[tuple[uuid.UUID, uuid.UUID], OpContext | None]:
     found: dict[tuple[uuid.UUID, uuid.UUID], OpContext | None] = {}
     for org_id, user_id, live, role in rows:
         if not live:
@@ -63,6 +61,24 @@ def claim_contexts(
                 org_id=org_id, user_id=user_id, role=Role(role), rctx=rctx
             )
     return found
+
+
+def claim_contexts(
+    rctx: RequestContext, keys: Iterable[tuple[uuid.UUID, uuid.UUID]]
+) -> dict[tuple[uuid.UUID, uuid.UUID], OpContext | None]:
+    """The context for each ``(org_id, user_id)``, or None where the tenant is gone.
+
+    One statement for a whole claim batch, on the system login: the claim runs across tenants,
+    so no single tenant can be named.
+    """
+    sql, params = contexts_query(keys)
+    if not params["org_ids"]:
+        return {}
+    from django.db import connections
+
+    with connections[SYSTEM_ALIAS].cursor() as cursor:
+        cursor.execute(sql, params)
+        return contexts_from_rows(rctx, cursor.fetchall())
 
 
 def claim_context(

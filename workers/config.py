@@ -16,9 +16,9 @@ from django.core.exceptions import ImproperlyConfigured
 from workers.handlers import handled_kinds, handler_for, is_async
 from workqueue.kinds import known_kinds
 
-# Connections a worker opens besides its handler threads: claim, settle, lease renewal,
-# liveness, and the LISTEN connection.
-OWN_CONNECTIONS = 5
+# Connections a worker opens besides its handler threads: claim, batch settle and lease
+# renewal on the loop, LISTEN, two for failures and releases (tenant and system), liveness.
+OWN_CONNECTIONS = 7
 
 
 @dataclass(frozen=True)

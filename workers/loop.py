@@ -38,6 +38,7 @@ from project.observability import exporting
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.config import WorkerSettings
 from workers.handlers import Handler, PermanentError, Run, handler_for, is_async
+from workers.hot_path import HotPath
 from workers.http import serve
 from workers.lease import Held, LeaseKeeper
 from workers.liveness import Liveness
@@ -45,6 +46,7 @@ from workers.metrics import CANCELLED, IN_FLIGHT, RELEASED, for_kind
 from workers.periodic import PeriodicTask
 from workqueue import api
 from workqueue.exceptions import Conflict
+from workqueue.metrics import STALE_WRITES
 from workqueue.models import Status as ItemStatus
 from workqueue.models import WorkItem
 
@@ -114,7 +116,7 @@ class Worker:
         self.signals = 0
         self._executors = {
             name: ThreadPoolExecutor(1, thread_name_prefix=f"worker-{name}")
-            for name in ("claim", "settle", "lease", "liveness")
+            for name in ("settle", "liveness")
         }
         self._handler_pool = (
             ThreadPoolExecutor(settings.capacity, thread_name_prefix="worker-handler")
@@ -127,8 +129,9 @@ class Worker:
             settings.lane,
             stale_after_s=settings.heartbeat_interval_s * settings.stale_after_beats,
         )
+        self.hot = HotPath()
         self.lease_keeper = LeaseKeeper(
-            self._renew,
+            self.hot.extend_leases,
             self._lost,
             lease_s=settings.lease_s,
             timeout_s=settings.renew_timeout_s,
@@ -141,9 +144,6 @@ class Worker:
         loop = asyncio.get_running_loop()
         call = functools.partial(_in_thread(fn), *args, **kwargs)
         return await loop.run_in_executor(self._executors[executor], call)
-
-    async def _renew(self, held: list[Held], lease_s: float) -> set[uuid.UUID]:
-        return await self._db("lease", api.extend_leases, held, lease_s)
 
     # -- the loop -----------------------------------------------------------------------------
 
@@ -201,6 +201,7 @@ class Worker:
             await self._db("liveness", self.liveness.publish)
             if self.http:
                 self.http.shutdown()
+            await self.hot.close()
             for executor in self._executors.values():
                 executor.submit(connections.close_all).result()
                 executor.shutdown(wait=True)
@@ -259,16 +260,11 @@ class Worker:
             self.wake.clear()
             rctx = new_request_context(AppType.WORKER)
             try:
-                claimed = await self._db(
-                    "claim",
-                    api.claim,
-                    rctx,
-                    s.lane,
-                    self.kinds,
-                    self.worker_id,
-                    s.lease_s,
-                    min(free, s.claim_batch),
+                claimed, orphans = await self.hot.claim(
+                    rctx, s.lane, self.kinds, self.worker_id, s.lease_s, min(free, s.claim_batch)
                 )
+                if orphans:
+                    await self.hot.fail_orphans(orphans)
             except Exception:
                 logger.exception("claim_failed worker=%s", self.worker_id)
                 claimed = []
@@ -428,7 +424,7 @@ class Worker:
         while self.completions:
             batch, self.completions = self.completions, []
             try:
-                done = await self._db("settle", api.complete_many, [held for held, _ in batch])
+                done = await self.hot.complete_many([held for held, _ in batch])
             except Exception:
                 logger.exception("complete_failed items=%d", len(batch))
                 self.completions[:0] = batch  # kept: retried by the next flush
@@ -441,6 +437,7 @@ class Worker:
                 if held[1] in done:
                     completed[kind] += 1
                 else:
+                    STALE_WRITES.labels("complete").inc()
                     logger.warning("stale_complete_refused item=%s", held[1])
             for kind, n in completed.items():
                 for_kind(kind).completed.inc(n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import claim_contexts, with_cause
@@ -14,6 +15,44 @@ from workqueue.metrics import ORPHANED
 from workqueue.models import WorkItem
 
 logger = logging.getLogger(__name__)
+
+ORPHAN_ERROR = "tenant is gone"
+
+
+def claim_params(
+    lane: str, kinds: Sequence[str] | None, worker_id: str, lease_s: float, limit: int
+) -> dict[str, Any]:
+    """The parameters of ``sql/claim.sql``."""
+    return {
+        "lane": lane,
+        "any_kind": kinds is None,
+        "kinds": list(kinds or []),
+        "worker_id": worker_id,
+        "lease_s": float(lease_s),
+        "limit": int(limit),
+    }
+
+
+def hand_out(
+    items: list[WorkItem], contexts: dict[tuple[uuid.UUID, uuid.UUID], OpContext | None]
+) -> tuple[list[tuple[OpContext, WorkItem]], list[WorkItem]]:
+    """Pair each claimed item with the context it runs under, in the order the claim picked
+    them; items whose tenant is gone come back separately, to be failed as orphans."""
+    # RETURNING keeps no order; hand items out in the order the claim picked them.
+    items.sort(key=lambda i: (-i.priority, i.available_at, i.id))
+    claimed, orphans = [], []
+    for item in items:
+        ctx = contexts.get((item.org_id, item.created_by))
+        if ctx is None:
+            orphans.append(item)
+        else:
+            claimed.append((with_cause(ctx, item.request_id), item))
+    return claimed, orphans
+
+
+def count_orphan(item: WorkItem) -> None:
+    ORPHANED.labels(item.kind).inc()
+    logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
 
 
 def claim(
@@ -38,34 +77,17 @@ def claim(
     """
     if limit < 1:
         return []
-    items = run_system(
-        "claim",
-        {
-            "lane": lane,
-            "any_kind": kinds is None,
-            "kinds": list(kinds or []),
-            "worker_id": worker_id,
-            "lease_s": float(lease_s),
-            "limit": int(limit),
-        },
-    )
+    items = run_system("claim", claim_params(lane, kinds, worker_id, lease_s, limit))
     if not items:
         return []
-    # RETURNING keeps no order; hand items out in the order the claim picked them.
-    items.sort(key=lambda i: (-i.priority, i.available_at, i.id))
     contexts = claim_contexts(rctx, [(item.org_id, item.created_by) for item in items])
-    claimed = []
-    for item in items:
-        ctx = contexts.get((item.org_id, item.created_by))
-        if ctx is None:
-            try:
-                fail_orphaned(item.id, item.claim_token, "tenant is gone")
-            except Conflict:
-                pass  # another sweep or claimer got to it first; either way it does not run
-            ORPHANED.labels(item.kind).inc()
-            logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
-            continue
-        claimed.append((with_cause(ctx, item.request_id), item))
+    claimed, orphans = hand_out(items, contexts)
+    for item in orphans:
+        try:
+            fail_orphaned(item.id, item.claim_token, ORPHAN_ERROR)
+        except Conflict:
+            pass  # another sweep or claimer got to it first; either way it does not run
+        count_orphan(item)
     return claimed
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,22 +33,28 @@ def load_sql(name: str) -> str:
     return (SQL_DIR / f"{name}.sql").read_text().strip().rstrip(";")
 
 
-def _items(cursor: Any, alias: str) -> list[WorkItem]:
-    description = cursor.description
-    if description is None:
-        return []
-    names = [col.name for col in description]
+def items_from_rows(
+    alias: str, names: Sequence[str], rows: Iterable[Sequence[Any]]
+) -> list[WorkItem]:
+    """Work items from ``SELECT *``/``RETURNING *`` rows whose columns are ``names``."""
     # from_db wants the values in the model's field order, not the table's column order.
     order = [names.index(f.attname) for f in WorkItem._meta.concrete_fields]
     attnames = [f.attname for f in WorkItem._meta.concrete_fields]
     items = []
-    for row in cursor.fetchall():
+    for row in rows:
         item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
-        # Django's psycopg set-up loads jsonb as text for JSONField.from_db_value to parse.
+        # Django's psycopg set-up loads text-format jsonb as text for JSONField to parse.
         if isinstance(item.payload, str):
             item.payload = json.loads(item.payload)
         items.append(item)
     return items
+
+
+def _items(cursor: Any, alias: str) -> list[WorkItem]:
+    description = cursor.description
+    if description is None:
+        return []
+    return items_from_rows(alias, [col.name for col in description], cursor.fetchall())
 
 
 def run_scoped(

@@ -88,7 +88,7 @@ def extend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
     return _one("extend_lease", run_scoped(ctx.org_id, "extend_lease", params), item)
 
 
-def _columns(held: Iterable[Held]) -> dict[str, list[uuid.UUID]]:
+def held_columns(held: Iterable[Held]) -> dict[str, list[uuid.UUID]]:
     rows = list(held)
     return {
         "org_ids": [h[0] for h in rows],
@@ -104,7 +104,7 @@ def complete_many(held: Iterable[Held]) -> set[uuid.UUID]:
     across tenants because the token, with the org and the id, is the fence here: no row of
     another tenant can match a token minted for this claim.
     """
-    columns = _columns(held)
+    columns = held_columns(held)
     if not columns["ids"]:
         return set()
     done = {row[0] for row in fetch_system("complete_many", columns)}
@@ -120,7 +120,7 @@ def extend_leases(held: Iterable[Held], lease_s: float) -> set[uuid.UUID]:
     Across tenants on the system login for the reason ``complete_many`` gives: the token is
     the fence.
     """
-    columns = _columns(held)
+    columns = held_columns(held)
     if not columns["ids"]:
         return set()
     return {row[0] for row in fetch_system("extend_leases", {**columns, "lease_s": float(lease_s)})}

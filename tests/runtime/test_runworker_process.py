@@ -119,7 +119,7 @@ def test_runworker_checks_capacity_against_its_pool() -> None:
         timeout=60,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert "lower --capacity to 15 or raise WORKER_DB_POOL_SIZE" in done.stderr
+    assert "lower --capacity to 13 or raise WORKER_DB_POOL_SIZE" in done.stderr
 
 
 def test_runworker_once_runs_what_is_there_and_exits(ctx) -> None:

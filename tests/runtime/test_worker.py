@@ -234,19 +234,36 @@ def _committed(committed: None) -> None:
     return None
 
 
-def test_rctx_is_minted_per_claim(ctx) -> None:
+def test_rctx_is_minted_per_claim(ctx, monkeypatch) -> None:
+    from workers.hot_path import HotPath
+
     _enqueue(ctx, 2)
     contexts: list[RequestContext] = []
-    original = api.claim
+    original = HotPath.claim
 
-    def spy(rctx, *args, **kwargs):
+    async def spy(self, rctx, *args, **kwargs):
         contexts.append(rctx)
-        return original(rctx, *args, **kwargs)
+        return await original(self, rctx, *args, **kwargs)
 
-    api.claim = spy
-    try:
-        asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 2))
-    finally:
-        api.claim = original
+    monkeypatch.setattr(HotPath, "claim", spy)
+    asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 2))
     assert contexts and all(c.app.type == AppType.WORKER for c in contexts)
     assert len({c.request_id for c in contexts}) == len(contexts)
+
+
+def test_work_of_a_gone_tenant_is_failed_never_run(ctx, make_ctx) -> None:
+    from tenancy.models import Org
+
+    [doomed] = _enqueue(ctx)
+    [kept] = _enqueue(make_ctx())
+    Org.objects.using("admin").get(pk=ctx.org_id).mark_gone()
+    orphaned_before = _metric("workqueue_orphaned_total", kind="TEST_SCRIPTED")
+
+    def settled() -> bool:
+        stored = WorkItem.objects.using("admin").in_bulk([doomed.id, kept.id])
+        return stored[doomed.id].status == Status.FAILED and stored[kept.id].status == Status.DONE
+
+    asyncio.run(run_until(Worker(settings()), settled))
+    assert str(doomed.id) not in {i for i, _, _ in EVENTS}
+    assert WorkItem.objects.using("admin").get(pk=doomed.id).last_error == "tenant is gone"
+    assert _metric("workqueue_orphaned_total", kind="TEST_SCRIPTED") == orphaned_before + 1
