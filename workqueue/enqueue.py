@@ -61,12 +61,22 @@ def _row(new: NewItem, where: str) -> dict[str, Any]:
         "id": new.id or uuid.uuid4(),
         "kind": kind.name,
         "lane": lane,
-        "payload": json.dumps(payload, separators=(",", ":")),
+        "payload": payload,
         "idempotency_key": new.idempotency_key,
         "priority": new.priority,
         "available_at": new.available_at,
         "max_attempts": kind.max_attempts,
     }
+
+
+def _json_row(row: dict[str, Any]) -> str:
+    available_at = row["available_at"]
+    return (
+        f'{{"id":"{row["id"]}","kind":{json.dumps(row["kind"])},"lane":{json.dumps(row["lane"])},'
+        f'"payload":{row["payload"]},"idempotency_key":{json.dumps(row["idempotency_key"])},'
+        f'"priority":{row["priority"]},"max_attempts":{row["max_attempts"]},'
+        f'"available_at":{json.dumps(available_at.isoformat() if available_at else None)}}}'
+    )
 
 
 def _stamp(ctx: OpContext, created_by: uuid.UUID | None = None) -> dict[str, Any]:
@@ -145,21 +155,14 @@ def enqueue_many(
     rows = [_row(new, f"items[{i}].") for i, new in enumerate(items)]
     if not rows:
         return []
-    columns = {
-        "ids": [r["id"] for r in rows],
-        "kinds": [r["kind"] for r in rows],
-        "lanes": [r["lane"] for r in rows],
-        "payloads": [r["payload"] for r in rows],
-        "keys": [r["idempotency_key"] for r in rows],
-        "priorities": [r["priority"] for r in rows],
-        "available_ats": [r["available_at"] for r in rows],
-        "max_attempts": [r["max_attempts"] for r in rows],
-    }
+    # One JSON array for the whole batch: the server parses it faster than the driver can
+    # write eight typed arrays, and each payload is already JSON text.
+    batch = "[" + ",".join(map(_json_row, rows)) + "]"
     lanes = sorted({r["lane"] for r in rows})
     inserted = fetch_scoped_prepared(
         ctx.org_id,
         "enqueue_many",
-        {**columns, **_stamp(ctx, created_by)},
+        {"items": batch, **_stamp(ctx, created_by)},
         notify=lanes[0] if len(lanes) == 1 else "*",
     )
     new_ids = {row[0] for row in inserted}

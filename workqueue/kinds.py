@@ -6,13 +6,12 @@ kind, or of a payload that does not fit the kind's schema, is refused before any
 
 from __future__ import annotations
 
-import json
-import math
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
+import pydantic_core
 
 from workqueue.exceptions import InvalidPayload
 from workqueue.rules import DEFAULT_RETRY, RetryPolicy
@@ -21,7 +20,7 @@ from workqueue.rules import DEFAULT_RETRY, RetryPolicy
 class Payload(pydantic.BaseModel):
     """Base of payload schemas: unknown fields are refused, so a typo never enqueues."""
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 @dataclass(frozen=True)
@@ -58,29 +57,24 @@ def known_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
-def _json_or_refuse(value: Any, where: str) -> None:
-    """Refuse what PostgreSQL's jsonb would not store as given: non-JSON types, NaN, infinity."""
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidPayload(f"{where}: not JSON-serialisable ({exc})") from None
-    if isinstance(value, float) and not math.isfinite(value):  # pragma: no cover - dumps refuses
-        raise InvalidPayload(f"{where}: not a finite number")
+def validate_payload(kind: Kind, payload: Any) -> str:
+    """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
 
-
-def validate_payload(kind: Kind, payload: Any) -> dict[str, Any]:
-    """The payload as it will be stored (JSON-ready), or ``InvalidPayload`` naming the field."""
+    pydantic validates and writes the JSON in one pass; NaN and infinity are refused (jsonb
+    has no such numbers), and so is a value of a type JSON cannot hold.
+    """
     if not isinstance(payload, dict):
         raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
-    _json_or_refuse(payload, "payload")
     try:
         model = kind.schema.model_validate(payload)
+        return model.model_dump_json(exclude_none=True)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "payload"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
-    return model.model_dump(mode="json", exclude_none=True)
+    except pydantic_core.PydanticSerializationError as exc:
+        raise InvalidPayload(f"payload: not JSON-serialisable ({exc})") from None
 
 
 # The built-in kinds.

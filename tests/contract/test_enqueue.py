@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import psycopg
 import pytest
@@ -12,9 +13,17 @@ from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tests.helpers import row, statements
 from workqueue.api import NewItem, Outcome, claim, enqueue, enqueue_many
 from workqueue.exceptions import Conflict, InvalidPayload
+from workqueue.kinds import Kind, Payload, register
 from workqueue.models import Status, WorkItem
 
 SHIPMENT = {"shipment_id": str(uuid.uuid4()), "version": 1}
+
+
+class AnyJson(Payload):
+    data: Any = None
+
+
+register(Kind("TEST_ANY_JSON", AnyJson))
 
 
 def test_enqueue_stamps_what_the_queue_owns(ctx: OpContext) -> None:
@@ -72,8 +81,9 @@ def test_an_id_held_by_another_tenant_is_a_conflict_and_shows_nothing(ctx, make_
         ("NOTIFY_SHIPMENT", {"version": 1}, "payload.shipment_id: Field required"),
         ("NOTIFY_SHIPMENT", {**SHIPMENT, "version": 0}, "payload.version: Input should be greater"),
         ("NOTIFY_SHIPMENT", {**SHIPMENT, "colour": "red"}, "payload.colour: Extra inputs"),
-        ("NOOP", {"n": {1, 2}}, "payload: not JSON-serialisable"),
-        ("NOOP", {"sent_at": float("nan")}, "payload: not JSON-serialisable"),
+        ("NOOP", {"n": {1, 2}}, "payload.n: Input should be a valid integer"),
+        ("NOOP", {"sent_at": float("nan")}, "payload.sent_at: Input should be a finite number"),
+        ("TEST_ANY_JSON", {"data": {"x": object()}}, "payload: not JSON-serialisable"),
         ("NOOP", ["not", "an", "object"], "payload: must be a JSON object"),
     ],
 )
