@@ -1,0 +1,355 @@
+"""Bench adapter for the product (run with the repository's .venv; see README.md here).
+
+The database the harness hands over is reached as the owner; the product's own two logins
+(created by ``create_logins``) are pointed at it, so every figure is measured through the same
+row-level security, grants and statements as production. Workers are the real worker loop
+(``workers.loop.Worker``) in ``--once`` mode, run in-process after the READY/go handshake so
+interpreter and Django start-up stay out of the timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+import _common as common  # noqa: E402
+
+KIND = "BENCH_NOOP"
+CONFIGS = ["default", "batched"]
+# default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
+# batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
+SETTINGS = {
+    "default": {},
+    "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
+}
+
+
+def _as(dsn: str, user: str) -> str:
+    parts = urlsplit(dsn)
+    host = parts.hostname or ""
+    netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def setup_django(dsn: str) -> None:
+    os.environ.update(
+        DJANGO_SETTINGS_MODULE="project.settings",
+        ADMIN_DATABASE_URL=dsn,
+        DATABASE_URL=_as(dsn, "workqueue_app"),
+        SYSTEM_DATABASE_URL=_as(dsn, "workqueue_system"),
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+    )
+    import django
+
+    django.setup()
+    logging.disable(logging.INFO)
+    _register_bench_kind()
+
+
+def _register_bench_kind() -> None:
+    from tenancy.contexts import OpContext
+    from workers.handlers import Run, handles
+    from workqueue.kinds import Kind, Payload, register
+    from workqueue.models import WorkItem
+
+    class BenchPayload(Payload):
+        seq: int = 0
+
+    register(Kind(KIND, BenchPayload, max_attempts=3))
+
+    @handles(KIND)
+    class BenchHandler:
+        async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+            common.record_wake(item.payload.get("seq", 0))
+
+
+def prepare(dsn: str) -> Any:
+    """Logins, schema, one tenant and its member; returns the member's context."""
+    from django.core.management import call_command
+
+    from tenancy.models import Membership, Org, Role, User
+
+    call_command("create_logins", verbosity=0, stdout=open(os.devnull, "w"))
+    call_command("migrate", verbosity=0)
+    org = Org.objects.using("admin").create(name="Bench", slug=f"bench-{uuid.uuid4().hex[:8]}")
+    user = User.objects.using("admin").create(username=f"bench-{uuid.uuid4().hex[:8]}")
+    Membership.objects.using("admin").create(org=org, user=user, role=Role.MEMBER)
+    return context(org.pk, user.pk)
+
+
+def context(org_id: Any, user_id: Any) -> Any:
+    from tenancy.contexts import AppType, OpContext, new_request_context
+    from tenancy.models import Role
+
+    return OpContext(org_id, user_id, Role.MEMBER, new_request_context(AppType.CLI))
+
+
+def load_context() -> Any:
+    from tenancy.models import Membership
+
+    member = Membership.objects.using("admin").get()
+    return context(member.org_id, member.user_id)
+
+
+def fill(ctx: Any, n: int, batch: int = 1000) -> None:
+    from workqueue.api import NewItem, enqueue_many
+
+    for start in range(0, n, batch):
+        enqueue_many(ctx, [NewItem(KIND, {"seq": i}) for i in range(start, min(n, start + batch))])
+
+
+def fill_sql(ctx: Any, n: int) -> None:
+    """Clone one API-made row ``n - 1`` times in SQL (the API makes 1M rows too slowly)."""
+    from django.db import connections
+
+    from workqueue.api import enqueue
+
+    seed, _ = enqueue(ctx, KIND, {"seq": 0})
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO workqueue_workitem (
+                id, org_id, kind, lane, status, payload, idempotency_key, priority,
+                available_at, attempts, max_attempts, last_error, created_by, updated_by,
+                created_at, updated_at)
+            SELECT gen_random_uuid(), org_id, kind, lane, status, payload, NULL, priority,
+                   available_at, attempts, max_attempts, last_error, created_by, updated_by,
+                   created_at, updated_at
+              FROM workqueue_workitem, generate_series(2, %s)
+             WHERE id = %s
+            """,
+            [n, seed.id],
+        )
+
+
+def count(status: str) -> int:
+    from workqueue.models import WorkItem
+
+    return WorkItem.objects.using("admin").filter(status=status).count()
+
+
+def settle(dsn: str) -> None:
+    from django.db import connections
+
+    connections.close_all()
+    import _pg
+
+    _pg.settle(dsn)
+
+
+def worker_settings(config: str, once: bool) -> Any:
+    from workers.config import WorkerSettings
+
+    return WorkerSettings(
+        kinds=(KIND,), metrics_port=-1, once=once, poll_interval_ms=1000, **SETTINGS[config]
+    )
+
+
+def drain(dsn: str, config: str, procs: int, n: int) -> float:
+    workers = common.Workers(__file__, ["drain", "--dsn", dsn, "--config", config], procs)
+    try:
+        workers.wait_ready()
+        t0 = workers.go()
+        t1 = max(workers.wait_done(timeout=600))
+    finally:
+        workers.stop()
+    done = count("done")
+    if done != n:
+        raise RuntimeError(f"drain: {done} of {n} items done")
+    return n / (t1 - t0)
+
+
+def run_worker(argv: list[str]) -> None:
+    args = common.worker_args(argv)
+    setup_django(args.dsn)
+    from workers.loop import Worker
+
+    worker = Worker(worker_settings(args.config, once=args.kind == "drain"))
+    if args.kind == "drain":
+        common.worker_wait_for_go()
+        asyncio.run(worker.run())
+        common.worker_done()
+        return
+
+    # serve: run until SIGTERM (the harness's stop()), answering work as it comes
+    async def serve() -> None:
+        import signal
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, worker.request_stop)
+        task = asyncio.create_task(worker.run())
+        await asyncio.sleep(0.5)  # LISTEN is up
+        print(common.READY, flush=True)
+        await task
+
+    asyncio.run(serve())
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["_worker"]:
+        run_worker(sys.argv[1:])
+        return
+    args = common.parse_args(
+        "ours",
+        ["drain", "wake", "enqueue", "depth", "bloat"],
+        configs=CONFIGS,
+        config_workloads={"batched": ["drain"]},
+        notes={"raw": "raw system only"},
+    )
+    setup_django(args.dsn)
+    ctx = prepare(args.dsn)
+    extra = {"config": args.config, **SETTINGS[args.config]}
+    from workqueue import api
+
+    if args.workload == "drain":
+        fill(ctx, args.n)
+        settle(args.dsn)
+        rate = drain(args.dsn, args.config, args.procs, args.n)
+        common.emit(common.figure(f"drain_p{args.procs}", "items/s", rate, **extra))
+    elif args.workload == "wake":
+        wake(args, ctx, extra)
+    elif args.workload == "enqueue":
+        started = time.perf_counter()
+        for i in range(args.n):
+            api.enqueue(ctx, KIND, {"seq": i})
+        single = args.n / (time.perf_counter() - started)
+        started = time.perf_counter()
+        fill(ctx, args.bulk_n, args.batch)
+        bulk = args.bulk_n / (time.perf_counter() - started)
+        how = {"how": f"enqueue_many, {args.batch} per statement", **extra}
+        common.emit(
+            [
+                common.figure("enqueue_single", "items/s", single, **extra),
+                common.figure("enqueue_bulk", "items/s", bulk, **how),
+            ]
+        )
+    elif args.workload == "depth":
+        depth(args, ctx, extra)
+    elif args.workload == "bloat":
+        bloat(args, ctx, extra)
+
+
+def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
+    import tempfile
+
+    from workqueue import api
+
+    path = Path(tempfile.mkstemp(prefix="wake-ours-")[1])
+    workers = common.Workers(
+        __file__,
+        ["serve", "--dsn", args.dsn, "--config", args.config],
+        1,
+        env={common.WAKE_ENV: str(path)},
+    )
+    try:
+        workers.wait_ready()
+        warmup, seqs = common.wake_seqs(args.n)
+        sent: dict[int, float] = {}
+        for seq in warmup + seqs:
+            api.enqueue(ctx, KIND, {"seq": seq})
+            if seq >= 0:
+                sent[seq] = time.time()
+            time.sleep(args.interval_ms / 1000)
+        started = common.read_wake(path, set(seqs), timeout=60)
+    finally:
+        workers.stop()
+        path.unlink(missing_ok=True)
+    common.emit(common.wake_figures(sent, started, how="LISTEN work_available", **extra))
+
+
+def _claim_complete_cycles(n: int) -> tuple[list[float], list[float]]:
+    from tenancy.contexts import AppType, new_request_context
+    from workqueue import api
+
+    rctx = new_request_context(AppType.WORKER)
+    claims, cycles = [], []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        [(item_ctx, item)] = api.claim(rctx, "default", [KIND], "bench", 30, 1)
+        t1 = time.perf_counter()
+        api.complete(item_ctx, item)
+        t2 = time.perf_counter()
+        claims.append((t1 - t0) * 1000)
+        cycles.append((t2 - t0) * 1000)
+    return claims, cycles
+
+
+def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
+    if args.depth > 100_000:
+        fill_sql(ctx, args.depth)
+        how = "SQL clone of one enqueued row"
+    else:
+        fill(ctx, args.depth)
+        how = "enqueue_many"
+    settle(args.dsn)
+    _claim_complete_cycles(20)  # warm the plans and the connections
+    claims, cycles = _claim_complete_cycles(args.n)
+    common.emit(
+        common.figure(
+            f"claim_depth_{args.depth}",
+            "ms",
+            common.median(claims),
+            fill=how,
+            cycle_ms_median=common.median(cycles),
+            how="claim(limit=1) then complete()",
+            **extra,
+        )
+    )
+
+
+def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
+    from django.db import connections
+
+    from tenancy.contexts import AppType, new_request_context
+    from workqueue import api
+
+    fill(ctx, args.n)
+    settle(args.dsn)
+    fresh = drain(args.dsn, args.config, 1, args.n)
+    # churn: push --churn items through claim and batch completion
+    fill_sql(ctx, args.churn)
+    rctx = new_request_context(AppType.WORKER)
+    pushed = 0
+    while batch := api.claim(rctx, "default", [KIND], "churn", 30, 1000):
+        done = api.complete_many([(i.org_id, i.id, i.claim_token) for _, i in batch])
+        pushed += len(done)
+    # one sweep: the purge of done items (the sweep's step for finished work)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT now()")
+        (now,) = cursor.fetchone()
+    purged = 0
+    while deleted := api.purge_items(rctx, now, batch=5000, max_batches=100):
+        purged += deleted
+    connections.close_all()
+    fill(ctx, args.n)
+    churned = drain(args.dsn, args.config, 1, args.n + 0)
+    common.emit(
+        [
+            common.figure("bloat_fresh", "items/s", fresh, **extra),
+            common.figure(
+                "bloat_churned",
+                "items/s",
+                churned,
+                churned_items=pushed,
+                purged=purged,
+                sweep="purge_items (done and failed items), no manual VACUUM",
+                **extra,
+            ),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
