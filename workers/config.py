@@ -42,7 +42,7 @@ class WorkerSettings:
     # Completions wait at most this long to share one statement.
     complete_flush_ms: int = 2
     metrics_host: str = "0.0.0.0"
-    # 0 picks a free port (logged at start).
+    # 0 picks a free port (logged at start); -1 serves no endpoint.
     metrics_port: int = 9100
     # The database connections this process may open.
     db_pool_size: int = 20

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from enum import StrEnum
+from functools import cache
 from typing import Any, NamedTuple
 
 from project.observability import current_traceparent
@@ -14,7 +15,7 @@ from tenancy.contexts import OpContext
 from workqueue.db import fetch_scoped_prepared, run_prepared, run_scoped
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.kinds import get_kind, validate_payload
-from workqueue.models import WorkItem
+from workqueue.models import WorkItem, new_item_id
 
 
 class Outcome(StrEnum):
@@ -58,7 +59,7 @@ def _row(new: NewItem, where: str) -> dict[str, Any]:
     if not (0 < len(lane) <= 50):
         raise InvalidPayload(f"{where}lane: must be 1 to 50 characters")
     return {
-        "id": new.id or uuid.uuid4(),
+        "id": new.id or new_item_id(),
         "kind": kind.name,
         "lane": lane,
         "payload": payload,
@@ -69,13 +70,21 @@ def _row(new: NewItem, where: str) -> dict[str, Any]:
     }
 
 
+@cache
+def _json_name(name: str) -> str:
+    """A kind or lane as a JSON string; a batch repeats the same few, so each is written once."""
+    return json.dumps(name)
+
+
 def _json_row(row: dict[str, Any]) -> str:
-    available_at = row["available_at"]
+    key, available_at = row["idempotency_key"], row["available_at"]
+    when = "null" if available_at is None else json.dumps(available_at.isoformat())
     return (
-        f'{{"id":"{row["id"]}","kind":{json.dumps(row["kind"])},"lane":{json.dumps(row["lane"])},'
-        f'"payload":{row["payload"]},"idempotency_key":{json.dumps(row["idempotency_key"])},'
+        f'{{"id":"{row["id"]}","kind":{_json_name(row["kind"])},'
+        f'"lane":{_json_name(row["lane"])},"payload":{row["payload"]},'
+        f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
         f'"priority":{row["priority"]},"max_attempts":{row["max_attempts"]},'
-        f'"available_at":{json.dumps(available_at.isoformat() if available_at else None)}}}'
+        f'"available_at":{when}}}'
     )
 
 

@@ -6,6 +6,7 @@ import uuid
 
 from django.db import models
 from django.db.models.functions import Now
+from uuid_utils.compat import uuid7
 
 
 class Status(models.TextChoices):
@@ -19,10 +20,16 @@ class Status(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+def new_item_id() -> uuid.UUID:
+    """A time-ordered id (UUIDv7): inserts append to the primary key's last pages instead of
+    dirtying random ones, which keeps enqueues and their WAL small."""
+    return uuid7()
+
+
 class WorkItem(models.Model):
     """A unit of work. Only the transitions in this app change its status and claim fields."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
     # No index of its own: every status change would pay for one; the tenant's reads go through
     # the claim, stale and finished indexes under row-level security. No foreign-key constraint
     # either: checking it cost a third of a bulk enqueue, while row-level security already pins

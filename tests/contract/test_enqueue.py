@@ -158,3 +158,23 @@ def test_enqueue_inside_another_scope_leaves_that_scopes_tenant(ctx: OpContext, 
         cursor.execute("SELECT current_setting('app.org_id', true)")
         assert cursor.fetchone()[0] == str(other.org_id)
     assert row(item.id).org_id == ctx.org_id
+
+
+def test_enqueue_many_keeps_every_field_it_is_given(ctx: OpContext) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    later = datetime.now(UTC) + timedelta(hours=1)
+    key = 'order "42" – ünïcode\\n'
+    [(item_id, outcome)] = enqueue_many(
+        ctx,
+        [
+            NewItem(
+                "NOOP", {"n": 7}, idempotency_key=key, lane="bulk", priority=-3, available_at=later
+            )
+        ],
+    )
+    stored = row(item_id)
+    assert outcome == Outcome.INSERTED
+    assert (stored.idempotency_key, stored.lane, stored.priority) == (key, "bulk", -3)
+    assert stored.available_at == later and stored.payload == {"n": 7}
+    assert item_id.version == 7  # time-ordered ids
