@@ -164,7 +164,7 @@ def test_enqueue_many_keeps_every_field_it_is_given(ctx: OpContext) -> None:
     from datetime import UTC, datetime, timedelta
 
     later = datetime.now(UTC) + timedelta(hours=1)
-    key = 'order "42" – ünïcode\\n'
+    key = 'order "42" \u2013 ünïcode\\n'
     [(item_id, outcome)] = enqueue_many(
         ctx,
         [
