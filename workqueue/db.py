@@ -60,22 +60,16 @@ def _items(cursor: Any, alias: str) -> list[WorkItem]:
     return items_from_rows(alias, names, cursor.fetchall())
 
 
-def run_scoped(
-    org_id: uuid.UUID, name: str, params: Params, *, notify: str | None = None
-) -> list[WorkItem]:
-    """Run statement ``name`` on the everyday login, scoped to ``org_id``; returns its rows.
-
-    ``notify``: a lane to announce on ``work_available`` in the same transaction.
-    """
+def run_scoped(org_id: uuid.UUID, name: str, params: Params) -> list[WorkItem]:
+    """Run statement ``name`` on the everyday login, scoped to ``org_id``; returns its rows."""
     connection = connections["default"]
-    params = {**params, "org_id": str(org_id), "lane_notice": notify}
-    tail = ";\nSELECT pg_notify('work_available', %(lane_notice)s)" if notify else ""
+    params = {**params, "org_id": str(org_id)}
     if connection.in_atomic_block:
         with tenant_scope(org_id), connection.cursor() as cursor:
-            cursor.execute(load_sql(name) + tail, params)
+            cursor.execute(load_sql(name), params)
             return _items(cursor, "default")
     with connection.cursor() as cursor:
-        cursor.execute(_SET_TENANT + load_sql(name) + tail, params)
+        cursor.execute(_SET_TENANT + load_sql(name), params)
         cursor.nextset()
         return _items(cursor, "default")
 
@@ -138,12 +132,5 @@ def run_system(name: str, params: Params) -> list[WorkItem]:
 def fetch_system(name: str, params: Params) -> list[Sequence[Any]]:
     """Run statement ``name`` on the system login; returns its plain rows."""
     with _prepared_cursor(SYSTEM_ALIAS) as cursor:
-        cursor.execute(load_sql(name), params)
-        return cursor.fetchall() if cursor.description else []
-
-
-def fetch_scoped(org_id: uuid.UUID, name: str, params: Params) -> list[Sequence[Any]]:
-    """Run statement ``name`` scoped to ``org_id``; returns its plain rows."""
-    with tenant_scope(org_id), connections["default"].cursor() as cursor:
         cursor.execute(load_sql(name), params)
         return cursor.fetchall() if cursor.description else []
