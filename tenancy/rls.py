@@ -12,23 +12,17 @@ from django.apps import apps
 from django.db import migrations, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from project.sql_files import run_sql_file
+
 SQL_DIR = Path(__file__).with_name("sql")
 POLICY_NAME = "tenant_isolation"
 # What the policy's USING and WITH CHECK must say, as pg_policies prints it back.
 POLICY_EXPRESSION = "(org_id = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
 
 
-def load_sql(name: str, **params: str) -> str:
-    """The named ``.sql`` file of this app, with ``{table}``-style placeholders filled."""
-    return (SQL_DIR / f"{name}.sql").read_text().format(**params)
-
-
 def apply_tenant_policy(table: str) -> migrations.RunSQL:
     """A migration operation: ENABLE + FORCE row-level security and the tenant policy."""
-    return migrations.RunSQL(
-        load_sql("tenant_policy", table=table),
-        reverse_sql=load_sql("tenant_policy_reverse", table=table),
-    )
+    return run_sql_file(SQL_DIR, "tenant_policy", table=table)
 
 
 def tenant_tables() -> list[str]:

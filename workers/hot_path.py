@@ -101,7 +101,7 @@ class HotPath:
     async def fail_orphans(self, orphans: list[WorkItem]) -> None:
         for item in orphans:
             params = {"id": item.id, "claim_token": item.claim_token, "error": ORPHAN_ERROR}
-            await self.settle_line.fetch(load_sql("fail_orphaned"), params)
+            await self.settle_line.fetch(load_sql("dead_letter"), params)
             count_orphan(item)
 
     async def complete_many(self, held: list[Held]) -> set[uuid.UUID]:

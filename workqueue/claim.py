@@ -97,7 +97,7 @@ def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID | None, error: str)
     Takes no tenant: the tenant is gone, so no tenant context can be built for it; the claim
     token is the fence. No audit entry, since no tenant is left to hold one.
     """
-    rows = run_system("fail_orphaned", {"id": item_id, "claim_token": claim_token, "error": error})
+    rows = run_system("dead_letter", {"id": item_id, "claim_token": claim_token, "error": error})
     if not rows:
         raise Conflict(f"work item {item_id} is no longer held under this claim token")
     return rows[0]

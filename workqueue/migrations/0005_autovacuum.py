@@ -4,6 +4,8 @@ from pathlib import Path
 
 from django.db import migrations
 
+from project.sql_files import run_sql_file
+
 SQL = Path(__file__).resolve().parent.parent / "sql"
 
 
@@ -11,8 +13,5 @@ class Migration(migrations.Migration):
     dependencies = [("workqueue", "0004_item_ids_time_ordered")]
 
     operations = [
-        migrations.RunSQL(
-            (SQL / "autovacuum.sql").read_text(),
-            reverse_sql=(SQL / "autovacuum_reverse.sql").read_text(),
-        )
+        run_sql_file(SQL, "autovacuum"),
     ]
