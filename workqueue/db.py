@@ -33,13 +33,18 @@ def load_sql(name: str) -> str:
     return (SQL_DIR / f"{name}.sql").read_text().strip().rstrip(";")
 
 
+@cache
+def _field_order(names: tuple[str, ...]) -> tuple[list[int], list[str]]:
+    """Where each model field sits among the result's columns (from_db wants model order)."""
+    attnames = [f.attname for f in WorkItem._meta.concrete_fields]
+    return [names.index(name) for name in attnames], attnames
+
+
 def items_from_rows(
     alias: str, names: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> list[WorkItem]:
     """Work items from ``SELECT *``/``RETURNING *`` rows whose columns are ``names``."""
-    # from_db wants the values in the model's field order, not the table's column order.
-    order = [names.index(f.attname) for f in WorkItem._meta.concrete_fields]
-    attnames = [f.attname for f in WorkItem._meta.concrete_fields]
+    order, attnames = _field_order(tuple(names))
     items = []
     for row in rows:
         item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
