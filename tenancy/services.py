@@ -12,7 +12,8 @@ from tenancy.models import Role
 from tenancy.scope import SYSTEM_ALIAS
 
 # claim_contexts: one row per asked (org, user): whether the org is live, and the user's live
-# role in it.
+# role in it. workqueue/sql/claim.sql spells the same lookup for its rows (one round trip per
+# claim); tests/contract/test_claim_and_settle.py holds the two together.
 CONTEXTS_SQL = """
 SELECT a.org_id, a.user_id, o.id IS NOT NULL AND o.gone_at IS NULL, m.role
   FROM unnest(%(org_ids)s::uuid[], %(user_ids)s::uuid[]) AS a(org_id, user_id)
@@ -36,15 +37,6 @@ def service_contexts(rctx: RequestContext) -> list[OpContext]:
 
     org_ids = Org.objects.using(SYSTEM_ALIAS).live().order_by("id").values_list("id", flat=True)
     return [service_context(rctx, org_id) for org_id in org_ids]
-
-
-def contexts_query(
-    keys: Iterable[tuple[uuid.UUID, uuid.UUID]],
-) -> tuple[str, dict[str, list[uuid.UUID]]]:
-    """The statement ``claim_contexts`` runs, for callers that run it on their own connection
-    (the worker's event loop); ``contexts_from_rows`` reads its rows."""
-    pairs = list(dict.fromkeys(keys))
-    return CONTEXTS_SQL, {"org_ids": [p[0] for p in pairs], "user_ids": [p[1] for p in pairs]}
 
 
 def contexts_from_rows(
@@ -71,13 +63,14 @@ def claim_contexts(
     One statement for a whole claim batch, on the system login: the claim runs across tenants,
     so no single tenant can be named.
     """
-    sql, params = contexts_query(keys)
-    if not params["org_ids"]:
+    pairs = list(dict.fromkeys(keys))
+    if not pairs:
         return {}
     from django.db import connections
 
+    params = {"org_ids": [p[0] for p in pairs], "user_ids": [p[1] for p in pairs]}
     with connections[SYSTEM_ALIAS].cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(CONTEXTS_SQL, params)
         return contexts_from_rows(rctx, cursor.fetchall())
 
 

@@ -20,9 +20,8 @@ from django.db import connections
 
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.scope import SYSTEM_ALIAS
-from tenancy.services import contexts_from_rows, contexts_query
 from workqueue.claim import ORPHAN_ERROR, claim_params, count_orphan, hand_out
-from workqueue.db import items_from_rows, load_sql
+from workqueue.db import load_sql
 from workqueue.models import WorkItem
 from workqueue.settle import Held, held_columns
 
@@ -91,12 +90,7 @@ class HotPath:
         whose tenant is gone) for the caller to fail."""
         params = claim_params(lane, kinds, worker_id, lease_s, limit)
         names, rows = await self.claim_line.fetch(load_sql("claim"), params)
-        if not rows:
-            return [], []
-        items = items_from_rows(SYSTEM_ALIAS, names, rows)
-        sql, ctx_params = contexts_query((item.org_id, item.created_by) for item in items)
-        _, ctx_rows = await self.claim_line.fetch(sql, ctx_params)
-        return hand_out(items, contexts_from_rows(rctx, ctx_rows))
+        return hand_out(rctx, names, rows) if rows else ([], [])
 
     async def fail_orphans(self, orphans: list[WorkItem]) -> None:
         for item in orphans:

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tenancy.contexts import OpContext, RequestContext
-from tenancy.services import claim_contexts, with_cause
-from workqueue.db import run_system
+from tenancy.scope import SYSTEM_ALIAS
+from tenancy.services import contexts_from_rows, with_cause
+from workqueue.db import fetch_system_columns, items_from_rows, run_system
 from workqueue.exceptions import Conflict
 from workqueue.metrics import ORPHANED
 from workqueue.models import WorkItem
@@ -34,10 +35,23 @@ def claim_params(
 
 
 def hand_out(
-    items: list[WorkItem], contexts: dict[tuple[uuid.UUID, uuid.UUID], OpContext | None]
+    rctx: RequestContext, names: Sequence[str], rows: Sequence[Sequence[Any]]
 ) -> tuple[list[tuple[OpContext, WorkItem]], list[WorkItem]]:
-    """Pair each claimed item with the context it runs under, in the order the claim picked
-    them; items whose tenant is gone come back separately, to be failed as orphans."""
+    """Pair each claimed row with the context it runs under, in the order the claim picked
+    them; items whose tenant is gone come back separately, to be failed as orphans.
+
+    The claim's rows carry ``tenancy_live`` and ``tenancy_role``, which tenancy turns into the
+    context (``contexts_from_rows``), as ``claim_context`` would.
+    """
+    items = items_from_rows(SYSTEM_ALIAS, names, rows)
+    live, role = names.index("tenancy_live"), names.index("tenancy_role")
+    contexts = contexts_from_rows(
+        rctx,
+        [
+            (i.org_id, i.created_by, row[live], row[role])
+            for i, row in zip(items, rows, strict=True)
+        ],
+    )
     # RETURNING keeps no order; hand items out in the order the claim picked them.
     items.sort(key=lambda i: (-i.priority, i.available_at, i.id))
     claimed, orphans = [], []
@@ -67,21 +81,22 @@ def claim(
 
     One statement locks the items with ``FOR UPDATE SKIP LOCKED`` (priority, then age), mints a
     claim token each, sets ``lease_expires_at = now() + lease_s`` and spends one attempt, counted
-    here so a worker that dies on a poison item still runs out of attempts. A second statement
-    reads each item's context through ``tenancy.claim_contexts``: its enqueuer's, or its tenant's
-    service context, naming the item's request as the cause. An item whose tenant is gone is
-    failed by ``fail_orphaned`` and never returned.
+    here so a worker that dies on a poison item still runs out of attempts. Each item comes
+    with the context tenancy builds for it (``contexts_from_rows``): its enqueuer's, or its tenant's
+    service context, naming the item's request as the cause, read by the same statement (one
+    round trip). An item whose tenant is gone is failed by ``fail_orphaned``, never returned.
 
     Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
     the system login, and each item comes back with the tenant it belongs to.
     """
     if limit < 1:
         return []
-    items = run_system("claim", claim_params(lane, kinds, worker_id, lease_s, limit))
-    if not items:
+    names, rows = fetch_system_columns(
+        "claim", claim_params(lane, kinds, worker_id, lease_s, limit)
+    )
+    if not rows:
         return []
-    contexts = claim_contexts(rctx, [(item.org_id, item.created_by) for item in items])
-    claimed, orphans = hand_out(items, contexts)
+    claimed, orphans = hand_out(rctx, names, rows)
     for item in orphans:
         try:
             fail_orphaned(item.id, item.claim_token, ORPHAN_ERROR)

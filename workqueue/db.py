@@ -134,6 +134,16 @@ def run_system(name: str, params: Params) -> list[WorkItem]:
         return _items(cursor, SYSTEM_ALIAS)
 
 
+def fetch_system_columns(name: str, params: Params) -> tuple[list[str], list[Sequence[Any]]]:
+    """Run statement ``name`` on the system login; returns its column names and rows."""
+    with _prepared_cursor(SYSTEM_ALIAS) as cursor:
+        cursor.execute(load_sql(name), params)
+        result = cursor.pgresult
+        if result is None or not result.nfields:
+            return [], []
+        return [result.fname(i).decode() for i in range(result.nfields)], cursor.fetchall()
+
+
 def fetch_system(name: str, params: Params) -> list[Sequence[Any]]:
     """Run statement ``name`` on the system login; returns its plain rows."""
     with _prepared_cursor(SYSTEM_ALIAS) as cursor:

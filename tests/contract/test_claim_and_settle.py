@@ -82,16 +82,38 @@ def test_claim_order_is_priority_then_age_and_skips_what_is_not_due(ctx, worker_
     assert [item.id for _, item in claimed] == [urgent.id, old.id, new.id]
 
 
-def test_claiming_a_batch_costs_two_statements(ctx, worker_rctx) -> None:
+def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx) -> None:
     for _ in range(20):
         enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
         assert len(claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
-    # the claim itself, then every item's context in one read
-    assert len(sent) == 2
+    # the claim returns every item's context lookup with its row
+    assert len(sent) == 1
     with statements("default", "system") as sent:
         assert claim(worker_rctx, "default", None, "w1", 30, 20) == []
     assert len(sent) == 1
+
+
+def test_the_claims_context_lookup_agrees_with_claim_context(ctx, make_ctx, worker_rctx) -> None:
+    from tenancy.exceptions import NotFound
+    from tenancy.models import Org
+    from tenancy.services import claim_context
+
+    departed = make_ctx(Org.objects.using("admin").get(pk=ctx.org_id))
+    gone = make_ctx()
+    enqueue(ctx, "NOOP", {"n": 1})
+    enqueue(departed, "NOOP", {"n": 2})
+    enqueue(ctx, "NOOP", {"n": 3}, created_by=SYSTEM_USER_ID)
+    enqueue(gone, "NOOP", {"n": 4})
+    Membership.objects.using("admin").filter(user_id=departed.user_id).delete()
+    Org.objects.using("admin").get(pk=gone.org_id).mark_gone()
+    claimed = claim(worker_rctx, "default", None, "w1", 30, 10)
+    assert sorted(item.payload["n"] for _, item in claimed) == [1, 2, 3]
+    for item_ctx, item in claimed:
+        expected = claim_context(worker_rctx, item.org_id, item.created_by, item.request_id)
+        assert item_ctx == expected
+    with pytest.raises(NotFound):
+        claim_context(worker_rctx, gone.org_id, gone.user_id, None)
 
 
 def test_complete_needs_the_current_token(ctx, worker_rctx) -> None:
