@@ -16,7 +16,6 @@ WITH quick_commit AS MATERIALIZED (
      ORDER BY priority DESC, available_at
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
-)
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
