@@ -51,6 +51,18 @@ def _with_user(url: str, user: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
+def url_for(db: dict[str, Any]) -> str:
+    """The URL of a ``DATABASES`` entry (the inverse of ``parse``), socket directories included."""
+    user = quote(str(db["USER"]))
+    password = f":{quote(str(db['PASSWORD']))}" if db.get("PASSWORD") else ""
+    host = str(db.get("HOST") or "")
+    port = str(db.get("PORT") or "")
+    if host.startswith("/"):  # a unix socket directory goes in the query, as parse reads it
+        query = f"?host={host}" + (f"&port={port}" if port else "")
+        return f"postgres://{user}{password}@/{db['NAME']}{query}"
+    return f"postgres://{user}{password}@{host}{f':{port}' if port else ''}/{db['NAME']}"
+
+
 def embedded_urls(pgdata: Path) -> DatabaseUrls:
     """Start (or find running) the embedded PostgreSQL in ``pgdata`` and return its URLs.
 

@@ -55,14 +55,18 @@ def items_from_rows(
     return items
 
 
-def _items(cursor: Any, alias: str) -> list[WorkItem]:
+def _columns(cursor: Any) -> list[str]:
+    """The result's column names, straight from libpq: cursor.description builds an object per
+    column, which costs a single enqueue more than parsing its row."""
     result = cursor.pgresult
-    if result is None or not result.nfields:
+    if result is None:
         return []
-    # Column names straight from the result: cursor.description builds an object per column,
-    # which costs a single enqueue more than parsing its row.
-    names = [result.fname(i).decode() for i in range(result.nfields)]
-    return items_from_rows(alias, names, cursor.fetchall())
+    return [result.fname(i).decode() for i in range(result.nfields)]
+
+
+def _items(cursor: Any, alias: str) -> list[WorkItem]:
+    names = _columns(cursor)
+    return items_from_rows(alias, names, cursor.fetchall()) if names else []
 
 
 def run_scoped(org_id: uuid.UUID, name: str, params: Params) -> list[WorkItem]:
@@ -138,14 +142,10 @@ def fetch_system_columns(name: str, params: Params) -> tuple[list[str], list[Seq
     """Run statement ``name`` on the system login; returns its column names and rows."""
     with _prepared_cursor(SYSTEM_ALIAS) as cursor:
         cursor.execute(load_sql(name), params)
-        result = cursor.pgresult
-        if result is None or not result.nfields:
-            return [], []
-        return [result.fname(i).decode() for i in range(result.nfields)], cursor.fetchall()
+        names = _columns(cursor)
+        return names, cursor.fetchall() if names else []
 
 
 def fetch_system(name: str, params: Params) -> list[Sequence[Any]]:
     """Run statement ``name`` on the system login; returns its plain rows."""
-    with _prepared_cursor(SYSTEM_ALIAS) as cursor:
-        cursor.execute(load_sql(name), params)
-        return cursor.fetchall() if cursor.description else []
+    return fetch_system_columns(name, params)[1]

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.db import connections
 
+from project.database import url_for
 from tenancy.contexts import OpContext
 from workers.config import WorkerSettings
 from workers.handlers import PermanentError, RetryableError, Run, handles
@@ -125,19 +126,11 @@ def count(**filters: Any) -> int:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """The environment for a ``manage.py`` subprocess on this test database and its logins."""
 
-    def url(alias: str) -> str:
-        db = connections[alias].settings_dict
-        host = db["HOST"] or ""
-        port = f":{db['PORT']}" if db.get("PORT") else ""
-        if host.startswith("/"):
-            return f"postgres://{db['USER']}@/{db['NAME']}?host={host}"
-        return f"postgres://{db['USER']}@{host}{port}/{db['NAME']}"
-
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
     env.update(
-        DATABASE_URL=url("default"),
-        SYSTEM_DATABASE_URL=url("system"),
-        ADMIN_DATABASE_URL=url("admin"),
+        DATABASE_URL=url_for(connections["default"].settings_dict),
+        SYSTEM_DATABASE_URL=url_for(connections["system"].settings_dict),
+        ADMIN_DATABASE_URL=url_for(connections["admin"].settings_dict),
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

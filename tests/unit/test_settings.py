@@ -66,3 +66,17 @@ def test_manage_py_says_what_to_change_for_an_unreachable_server() -> None:
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert "cannot reach the database as the everyday login (DATABASE_URL)" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgres://app:s%40cret@db.example:6432/workqueue",
+        "postgres://app@/workqueue?host=/run/pg",
+    ],
+)
+def test_url_for_is_the_inverse_of_parse(url: str) -> None:
+    from project.database import url_for
+
+    config = parse("DATABASE_URL", url)
+    assert parse("DATABASE_URL", url_for(config)) == config

@@ -7,19 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from project.database import DatabaseUrls
+from project.database import DatabaseUrls, url_for
 from project.logins import ensure_logins
-
-
-def _url(alias: str) -> str:
-    db = settings.DATABASES[alias]
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    host = db.get("HOST") or ""
-    query = ""
-    if host.startswith("/"):
-        host, query = "", f"?host={host}"
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{db['USER']}{password}@{host}{port}/{db['NAME']}{query}"
 
 
 class Command(BaseCommand):
@@ -32,7 +21,9 @@ class Command(BaseCommand):
     requires_system_checks: list[str] = []
 
     def handle(self, *args: Any, **options: Any) -> None:
-        urls = DatabaseUrls(app=_url("default"), system=_url("system"), admin=_url("admin"))
+        urls = DatabaseUrls(
+            *(url_for(settings.DATABASES[a]) for a in ("default", "system", "admin"))
+        )
         ensure_logins(urls)
         self.stdout.write(
             f"logins ready: {settings.DATABASES['default']['USER']} (everyday), "
