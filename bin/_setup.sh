@@ -35,3 +35,12 @@ ensure_venv() {
         echo "$want" >"$stamp"
     fi
 }
+
+ensure_database() {
+    # The set-up path: start the embedded server when DATABASE_URL is unset, then create (or
+    # put back) the two logins. A wrong or unreachable database stops here with one line.
+    if [ -z "${DATABASE_URL:-}" ]; then
+        "$VENV/bin/python" -m project.embedded start >/dev/null || exit 2
+    fi
+    "$VENV/bin/python" "$ROOT/manage.py" create_logins >/dev/null || exit 2
+}

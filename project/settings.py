@@ -9,7 +9,7 @@ from pathlib import Path
 
 import environ
 
-from project.database import database_settings
+from project.database import database_settings, embedded_pgdata
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "workqueue",
     "outbox",
     "workers",
+    "workers.shipment_notifier",
 ]
 
 MIDDLEWARE = [
@@ -44,10 +45,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "tenancy.middleware.TenancyMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # Last: it runs the view itself inside the member's tenant scope (tenancy/middleware.py).
+    "tenancy.middleware.TenancyMiddleware",
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -70,13 +72,17 @@ TEMPLATES = [
 ]
 
 DATABASES = database_settings(env, BASE_DIR)
+# The embedded server's data folder when DATABASE_URL is unset (None otherwise).
+EMBEDDED_PGDATA = embedded_pgdata(env, BASE_DIR)
+# Sign-in tables (users, sessions, permissions) live behind the system login (tenancy/routers.py).
+DATABASE_ROUTERS = ["tenancy.routers.SignInRouter"]
 
 AUTH_USER_MODEL = "tenancy.User"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-# Sessions live in the database; the login's tables are not tenant tables.
+# Sessions live in the database, read and written on the system login (tenancy/routers.py).
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
 
 LANGUAGE_CODE = "en-us"

@@ -36,9 +36,12 @@ class Org(models.Model):
         return self.name
 
     def mark_gone(self) -> None:
-        """Mark the tenant gone, by the database clock."""
-        Org.objects.filter(pk=self.pk).update(gone_at=Now())
-        self.refresh_from_db(fields=["gone_at"])
+        """Mark the tenant gone, by the database clock. On the system login: the everyday
+        login may read its own org but never change one."""
+        from tenancy.scope import SYSTEM_ALIAS
+
+        Org.objects.using(SYSTEM_ALIAS).filter(pk=self.pk).update(gone_at=Now())
+        self.refresh_from_db(using=SYSTEM_ALIAS, fields=["gone_at"])
 
 
 class Role(models.TextChoices):

@@ -16,8 +16,11 @@ from project.sql_files import run_sql_file
 
 SQL_DIR = Path(__file__).with_name("sql")
 POLICY_NAME = "tenant_isolation"
-# What the policy's USING and WITH CHECK must say, as pg_policies prints it back.
-POLICY_EXPRESSION = "(org_id = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
+
+
+def policy_expression(column: str = "org_id") -> str:
+    """What the policy's USING and WITH CHECK must say, as pg_policies prints it back."""
+    return f"({column} = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
 
 
 def apply_tenant_policy(table: str) -> migrations.RunSQL:
@@ -25,41 +28,50 @@ def apply_tenant_policy(table: str) -> migrations.RunSQL:
     return run_sql_file(SQL_DIR, "tenant_policy", table=table)
 
 
-def tenant_tables() -> list[str]:
-    """Every model table with an ``org`` (its ``org_id`` column): each must carry the policy."""
-    tables = []
+def tenant_tables() -> dict[str, str]:
+    """Every model table that belongs to a tenant, with the column naming its tenant: each
+    table with an ``org`` (``org_id``), and the org table itself (``id``)."""
+    from tenancy.models import Org
+
+    tables = {Org._meta.db_table: "id"}
     for model in apps.get_models():
         try:
             field = model._meta.get_field("org")
         except Exception:
             continue
         if isinstance(field, models.ForeignKey) and not model._meta.proxy:
-            tables.append(model._meta.db_table)
-    return sorted(set(tables))
+            tables[model._meta.db_table] = "org_id"
+    return dict(sorted(tables.items()))
 
 
-def tables_missing_policy(connection: BaseDatabaseWrapper, tables: list[str]) -> dict[str, str]:
-    """Which of ``tables`` lack ENABLE, FORCE or the exact tenant policy, and what is missing."""
+def tables_missing_policy(
+    connection: BaseDatabaseWrapper, tables: dict[str, str] | list[str]
+) -> dict[str, str]:
+    """Which of ``tables`` (name -> tenant column, ``org_id`` for a plain list) lack ENABLE,
+    FORCE or the exact tenant policy, and what is missing."""
+    if not isinstance(tables, dict):
+        tables = dict.fromkeys(tables, "org_id")
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity,
-                   p.qual = %(expr)s AND p.with_check = %(expr)s
+            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, p.qual, p.with_check
               FROM pg_class c
               JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
               LEFT JOIN pg_policies p
                 ON p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = %(name)s
              WHERE c.relname = ANY(%(tables)s)
             """,
-            {"expr": POLICY_EXPRESSION, "name": POLICY_NAME, "tables": tables},
+            {"name": POLICY_NAME, "tables": list(tables)},
         )
         found = {row[0]: row[1:] for row in cursor.fetchall()}
     missing = {}
-    for table in tables:
+    for table, column in tables.items():
         if table not in found:
             missing[table] = "no such table"
             continue
-        enabled, forced, policy_ok = found[table]
+        enabled, forced, qual, check = found[table]
+        expected = policy_expression(column)
+        policy_ok = qual == expected and check == expected
         problems = [
             what
             for what, ok in (

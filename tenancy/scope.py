@@ -1,8 +1,11 @@
 """Transactions that name the tenant row-level security lets through.
 
-``tenant_scope(org_id)`` opens a transaction on the everyday login with ``app.org_id`` set for
-that transaction only (``set_config(..., true)``). ``system_scope()`` opens one on the system
-login, which bypasses row-level security; only the named tenant-less operations use it.
+``tenant_scope(org_id)`` runs its block in a transaction on the everyday login with the tenant
+setting (``app.org_id``) set for that transaction only. ``system_scope()`` opens one on the
+system login, which bypasses row-level security; only the named tenant-less operations use it.
+
+The tenant setting is spelled here and nowhere else in Python: ``SET_TENANT`` (a statement) and
+``SET_TENANT_EXPR`` (the same call, for a statement that names its tenant itself).
 """
 
 from __future__ import annotations
@@ -12,29 +15,62 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 SYSTEM_ALIAS = "system"
+TENANT_SETTING = "app.org_id"
+# is_local=true: the setting ends with the transaction that set it.
+SET_TENANT_EXPR = f"set_config('{TENANT_SETTING}', %(org_id)s::text, true)"
+SET_TENANT = f"SELECT {SET_TENANT_EXPR}"
 
-_SET_TENANT = "SELECT current_setting('app.org_id', true), set_config('app.org_id', %s, true)"
+# The tenant each connection's open scope names, kept on the connection wrapper: a statement
+# that names its tenant itself may run bare only where it cannot change what is set.
+_SCOPED = "_workqueue_tenant"
+
+
+def current_tenant(connection: BaseDatabaseWrapper) -> str | None:
+    """The tenant the innermost open ``tenant_scope`` on ``connection`` names, or None."""
+    return getattr(connection, _SCOPED, None)
+
+
+def may_name_tenant_itself(connection: BaseDatabaseWrapper, org_id: uuid.UUID | str) -> bool:
+    """Whether a statement that sets ``org_id`` for its own transaction can run bare here.
+
+    True in autocommit outside any transaction (the statement is its own transaction, so the
+    setting ends with it) and inside a scope of the same tenant (it sets what is already set).
+    Anywhere else the setting would outlive the statement: wrap it in ``tenant_scope``.
+    """
+    if current_tenant(connection) == str(org_id):
+        return True
+    return connection.get_autocommit() and not connection.in_atomic_block
 
 
 @contextmanager
 def tenant_scope(org_id: uuid.UUID | str, using: str = "default") -> Iterator[str]:
     """Run the block in a transaction scoped to ``org_id``; yields the alias to query.
 
-    Nested inside another scope, it restores the outer tenant on exit: a savepoint keeps a
-    ``set_config`` after RELEASE, so without the restore the inner tenant would leak outward.
+    The tenant never outlives the block, under any transaction mode: when the block's
+    transaction goes on after it (a nested scope, an enclosing ``atomic()``, or autocommit turned
+    off by the caller), the setting found on entry is put back on exit; a block that raises rolls
+    its savepoint (and the setting with it) back.
     """
     connection = connections[using]
-    nested = connection.in_atomic_block
+    outer = current_tenant(connection)
+    # The transaction outlives this block: a nested scope, an enclosing atomic(), or autocommit
+    # turned off by the caller. Every tenant setting goes through here, so ``outer`` is what the
+    # connection's transaction names now.
+    lasting = connection.in_atomic_block or not connection.get_autocommit()
     with transaction.atomic(using=using):
         with connection.cursor() as cursor:
-            cursor.execute(_SET_TENANT, [str(org_id)])
-            previous = cursor.fetchone()[0] or ""
-        yield using
-        if nested:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT set_config('app.org_id', %s, true)", [previous])
+            cursor.execute(SET_TENANT, {"org_id": str(org_id)})
+        setattr(connection, _SCOPED, str(org_id))
+        try:
+            yield using
+            if lasting and not connection.needs_rollback:
+                with connection.cursor() as cursor:
+                    cursor.execute(SET_TENANT, {"org_id": outer or ""})
+        finally:
+            setattr(connection, _SCOPED, outer)
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """A worker process's settings: defaults in one place, from the environment, validated at start.
 
-Every name carries its unit. Command-line options (``--lane``, ``--capacity``) override the
-environment (``WORKER_LANE``, ``WORKER_CAPACITY``, ...).
+Every name carries its unit. Command-line options (``--lane``, ``--capacity``, ...) override the
+environment (``WORKER_LANE``, ``WORKER_CAPACITY``, ...). A wrong value is refused with one
+line naming the setting to change.
 """
 
 from __future__ import annotations
@@ -13,12 +14,39 @@ from typing import Any
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from workers import listen
 from workers.handlers import handled_kinds, handler_for, is_async
-from workqueue.kinds import known_kinds
+from workqueue import api
 
-# Connections a worker opens besides its handler threads: claim, batch settle and lease
-# renewal on the loop, LISTEN, two for failures and releases (tenant and system), liveness.
-OWN_CONNECTIONS = 7
+DEFAULT_METRICS_PORT = 9100
+# With the default port taken (another worker on this host), the next free one of these.
+METRICS_PORT_SPAN = 100
+
+
+@dataclass(frozen=True)
+class Connections:
+    """What a worker process opens, besides one connection per sync handler thread: the
+    store's two async pools, the listener, the heartbeat's publisher, and the sweep's thread
+    (on the everyday and system logins) when the sweep runs here. The budget that capacity is
+    checked against is derived from this, not kept in step by hand."""
+
+    store_tenant: int = 2
+    store_system: int = 3
+    listen: int = listen.CONNECTIONS
+    liveness: int = 1
+    sweep: int = 2
+
+    def own(self, *, sweep: bool) -> int:
+        return (
+            self.store_tenant
+            + self.store_system
+            + self.listen
+            + self.liveness
+            + (self.sweep if sweep else 0)
+        )
+
+
+CONNECTIONS = Connections()
 
 
 @dataclass(frozen=True)
@@ -35,6 +63,8 @@ class WorkerSettings:
     renew_timeout_s: float = 5.0
     # The fallback when no work_available notice arrives (a notice wakes the worker at once).
     poll_interval_ms: int = 1000
+    # The longest pause between claims while the database is unreachable (backing off).
+    outage_backoff_max_s: float = 10.0
     heartbeat_interval_s: float = 5.0
     # /healthz answers 503 once the in-memory beat is older than this many intervals.
     stale_after_beats: int = 3
@@ -42,10 +72,15 @@ class WorkerSettings:
     # Completions wait at most this long to share one statement.
     complete_flush_ms: int = 2
     metrics_host: str = "0.0.0.0"
-    # 0 picks a free port (logged at start); -1 serves no endpoint.
-    metrics_port: int = 9100
+    # 0 picks a free port (logged at start); -1 serves no endpoint. Left at its default, a
+    # taken port moves on to the next free one (several workers per host); set explicitly, a
+    # taken port stops the worker with one line.
+    metrics_port: int = DEFAULT_METRICS_PORT
+    metrics_port_fixed: bool = False
     # The database connections this process may open.
     db_pool_size: int = 20
+    # Run the sweep in this process too (one runworker alone is then a complete deployment).
+    sweep: bool = True
     once: bool = False
 
     @classmethod
@@ -54,7 +89,7 @@ class WorkerSettings:
         defaults = cls(kinds=kinds)
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
-            if field.name in ("kinds", "once"):
+            if field.name in ("kinds", "once", "metrics_port_fixed"):
                 continue
             default = getattr(defaults, field.name)
             name = f"WORKER_{field.name.upper()}"
@@ -63,20 +98,21 @@ class WorkerSettings:
                 # capacity stays unset, so it follows the pool size this environment gives
                 values[field.name] = None if field.name == "capacity" else default
                 continue
-            try:
-                values[field.name] = (int if field.name == "capacity" else type(default))(raw)
-            except ValueError:
-                raise ImproperlyConfigured(
-                    f"{name}={raw!r} is not a valid {type(default).__name__}"
-                ) from None
-        values.update({k: v for k, v in overrides.items() if v is not None})
+            if field.name == "metrics_port":
+                values["metrics_port_fixed"] = True
+            values[field.name] = _parse(name, raw, int if field.name == "capacity" else default)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "metrics_port" in given:
+            values["metrics_port_fixed"] = True
+        values.update(given)
         settings = cls(kinds=kinds, **values)
         settings.validate()
         return settings
 
     def __post_init__(self) -> None:
         if self.capacity is None:
-            default = self.db_pool_size - OWN_CONNECTIONS if self.needs_threads else 100
+            own = CONNECTIONS.own(sweep=self.sweep)
+            default = self.db_pool_size - own if self.needs_threads else 100
             object.__setattr__(self, "capacity", max(default, 1))
 
     @property
@@ -86,17 +122,24 @@ class WorkerSettings:
         return any(h is not None and not is_async(h) for h in handlers)
 
     def validate(self) -> None:
-        """One clear message per wrong setting, naming what to change."""
+        """One clear message for the wrong settings, naming what to change."""
         problems = []
+        if not self.kinds:
+            problems.append("name at least one kind to run (e.g. runworker NOOP)")
         for kind in self.kinds:
-            if kind not in known_kinds():
-                problems.append(f"unknown kind {kind!r} (known: {', '.join(known_kinds())})")
+            if kind not in api.known_kinds():
+                problems.append(f"unknown kind {kind!r} (known: {', '.join(api.known_kinds())})")
             elif handler_for(kind) is None:
                 problems.append(
                     f"no worker handles {kind!r} (handled: {', '.join(handled_kinds())})"
                 )
+        try:
+            api.check_lane(self.lane, "--lane/WORKER_LANE")
+        except api.InvalidPayload as exc:
+            problems.append(str(exc))
+        assert self.capacity is not None
         if self.capacity < 1:
-            problems.append(f"capacity must be at least 1 (got {self.capacity})")
+            problems.append(f"--capacity/WORKER_CAPACITY must be at least 1 (got {self.capacity})")
         if self.lease_s < 1:
             problems.append(f"WORKER_LEASE_S must be at least 1 (got {self.lease_s})")
         if not 0 < self.renew_timeout_s <= self.lease_s / 3:
@@ -104,19 +147,50 @@ class WorkerSettings:
                 f"WORKER_RENEW_TIMEOUT_S must be above 0 and at most a third of the lease "
                 f"({self.lease_s / 3:g}); got {self.renew_timeout_s}"
             )
-        for name in ("poll_interval_ms", "heartbeat_interval_s", "claim_batch"):
+        for name in (
+            "poll_interval_ms",
+            "heartbeat_interval_s",
+            "claim_batch",
+            "stale_after_beats",
+            "outage_backoff_max_s",
+            "db_pool_size",
+        ):
             if getattr(self, name) <= 0:
                 problems.append(f"WORKER_{name.upper()} must be above 0")
         if self.shutdown_grace_s < 0 or self.complete_flush_ms < 0:
             problems.append("WORKER_SHUTDOWN_GRACE_S and WORKER_COMPLETE_FLUSH_MS must be >= 0")
+        if not -1 <= self.metrics_port <= 65535:
+            problems.append(
+                f"--metrics-port/WORKER_METRICS_PORT must be a port (1-65535), 0 for any free "
+                f"port or -1 for none (got {self.metrics_port})"
+            )
         if not problems and self.needs_threads:
-            needed = self.capacity + OWN_CONNECTIONS
+            own = CONNECTIONS.own(sweep=self.sweep)
+            needed = self.capacity + own
             if needed > self.db_pool_size:
                 problems.append(
                     f"capacity {self.capacity} runs sync handlers, one database connection each, "
-                    f"plus {OWN_CONNECTIONS} of the worker's own: {needed} connections, but "
+                    f"plus {own} of the worker's own: {needed} connections, but "
                     f"WORKER_DB_POOL_SIZE is {self.db_pool_size}; lower --capacity to "
-                    f"{self.db_pool_size - OWN_CONNECTIONS} or raise WORKER_DB_POOL_SIZE"
+                    f"{self.db_pool_size - own} or raise WORKER_DB_POOL_SIZE"
                 )
         if problems:
             raise ImproperlyConfigured("; ".join(problems))
+
+
+def _parse(name: str, raw: str, kind: Any) -> Any:
+    """One environment value, typed like its default; one line when it is not one."""
+    try:
+        if kind is bool or isinstance(kind, bool):
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        return (kind if isinstance(kind, type) else type(kind))(raw)
+    except ValueError:
+        what = "true or false" if isinstance(kind, bool) else f"a valid {type(kind).__name__}"
+        if isinstance(kind, type):
+            what = f"a valid {kind.__name__}"
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}") from None

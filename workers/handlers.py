@@ -25,7 +25,7 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from tenancy.contexts import OpContext
-from workqueue.models import WorkItem
+from workqueue.api import WorkItem
 
 
 class HandlerError(Exception):

@@ -1,7 +1,8 @@
 """The lease keeper: renews the lease of every item a worker holds, and fences itself.
 
-Every ``lease_s / 3`` it renews all held leases in one statement, each renewal bounded by
-``timeout_s`` (a timeout is a failure). An item the statement did not renew is held by someone
+Every ``lease_s / 3`` (on the periodic primitive, result-aware: ``Worker._lease_task``) it
+renews all held leases in one statement, each renewal bounded by ``timeout_s`` (a timeout is a
+failure). An item the statement did not renew is held by someone
 else now (``Conflict``): its task is cancelled at once. Any other failure is retried sooner; an
 item whose lease has not been renewed for half the lease, by the wall-clock time since its last
 success, is cancelled by the worker itself, before another worker could take it over.
@@ -17,12 +18,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from workers.metrics import RENEWALS_FAILED
+from workers.outage import Outage
+from workqueue.api import Fence
 
 logger = logging.getLogger(__name__)
 
-# (org_id, item_id, claim_token)
-Held = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
-Renew = Callable[[list[Held], float], Awaitable[set[uuid.UUID]]]
+Renew = Callable[[list[Fence], float], Awaitable[set[uuid.UUID]]]
 OnLost = Callable[[uuid.UUID, str], None]
 
 CONFLICT = "conflict"
@@ -31,7 +32,7 @@ SELF_FENCED = "renewal_failing"
 
 @dataclass
 class _Lease:
-    held: Held
+    fence: Fence
     last_success: float
 
 
@@ -43,10 +44,12 @@ class LeaseKeeper:
         *,
         lease_s: float,
         timeout_s: float,
+        outage: Outage | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._renew = renew
         self._on_lost = on_lost
+        self._outage = outage or Outage(clock)
         self.lease_s = lease_s
         self.timeout_s = timeout_s
         self._clock = clock
@@ -61,9 +64,9 @@ class LeaseKeeper:
         """After a failure, retry sooner than the interval: half the lease is the whole budget."""
         return max(self.lease_s / 12, 0.05)
 
-    def hold(self, held: Held) -> None:
-        """Start keeping ``held``; its claim just set the lease, so that counts as a success."""
-        self._leases[held[1]] = _Lease(held, self._clock())
+    def hold(self, fence: Fence) -> None:
+        """Start keeping ``fence``'s lease; its claim just set it, so that counts as a success."""
+        self._leases[fence.item_id] = _Lease(fence, self._clock())
 
     def drop(self, item_id: uuid.UUID) -> None:
         self._leases.pop(item_id, None)
@@ -78,25 +81,27 @@ class LeaseKeeper:
         snapshot = list(self._leases.values())
         try:
             renewed = await asyncio.wait_for(
-                self._renew([lease.held for lease in snapshot], self.lease_s), self.timeout_s
+                self._renew([lease.fence for lease in snapshot], self.lease_s), self.timeout_s
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a timeout or a database error: retried, then self-fenced
             RENEWALS_FAILED.inc()
             now = self._clock()
-            logger.warning(
-                "lease_renewal_failed items=%d error=%s", len(snapshot), type(exc).__name__
-            )
+            if not self._outage.failed("lease", exc):
+                logger.warning(
+                    "lease_renewal_failed items=%d error=%s", len(snapshot), type(exc).__name__
+                )
             for lease in snapshot:
-                item_id = lease.held[1]
+                item_id = lease.fence.item_id
                 if item_id in self._leases and now - lease.last_success >= self.lease_s / 2:
                     self.drop(item_id)
                     self._on_lost(item_id, SELF_FENCED)
             return False
+        self._outage.ok()
         now = self._clock()
         for lease in snapshot:
-            item_id = lease.held[1]
+            item_id = lease.fence.item_id
             if item_id not in self._leases:
                 continue  # finished while the statement ran
             if item_id in renewed:
@@ -105,12 +110,3 @@ class LeaseKeeper:
                 self.drop(item_id)
                 self._on_lost(item_id, CONFLICT)
         return True
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Renew until ``stop`` is set: every interval, or sooner after a failure."""
-        while not stop.is_set():
-            ok = await self.renew_once()
-            try:
-                await asyncio.wait_for(stop.wait(), self.interval_s if ok else self.retry_s)
-            except TimeoutError:
-                pass

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from django.db import connections
 
+from tenancy.scope import SYSTEM_ALIAS
 from workers.metrics import LIVENESS_PUBLISH_FAILED
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class Liveness:
         self.stale_after_s = stale_after_s
         self._clock = clock
         self.last_beat: float | None = None
+        self.last_error: Exception | None = None
         self.state = "running"
 
     def beat(self) -> None:
@@ -55,9 +57,13 @@ class Liveness:
         return None if self.last_beat is None else self._clock() - self.last_beat
 
     def publish(self) -> bool:
-        """Write this worker's row (sync; run it off the event loop). False when it failed."""
+        """Write this worker's row (sync; run it off the event loop). False when it failed.
+
+        On the system login: a worker's row belongs to no tenant (it serves them all), and the
+        everyday login has no right on the workers table.
+        """
         try:
-            with connections["default"].cursor() as cursor:
+            with connections[SYSTEM_ALIAS].cursor() as cursor:
                 cursor.execute(
                     _PUBLISH,
                     {
@@ -72,6 +78,6 @@ class Liveness:
             return True
         except Exception as exc:
             LIVENESS_PUBLISH_FAILED.inc()
-            logger.warning("liveness_publish_failed worker=%s error=%s", self.worker_id, exc)
-            connections["default"].close_if_unusable_or_obsolete()
+            self.last_error = exc
+            connections[SYSTEM_ALIAS].close_if_unusable_or_obsolete()
             return False

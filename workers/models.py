@@ -29,7 +29,3 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"
-
-
-# Each worker package's models, so Django finds them in this app.
-from workers.shipment_notifier.models import Shipment, ShipmentNotice  # noqa: E402, F401

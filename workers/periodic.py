@@ -13,16 +13,16 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Any, Literal
 
 logger = logging.getLogger(__name__)
 
-Mode = Literal["fixed_delay", "fixed_rate"]
+Mode = Literal["fixed_delay", "fixed_rate", "result_aware"]
 ErrorPolicy = Literal["continue", "stop"]
 Clock = Callable[[], float]
 StopAwareSleep = Callable[[float, asyncio.Event], Awaitable[bool]]
 
-_MODES: tuple[Mode, ...] = ("fixed_delay", "fixed_rate")
+_MODES: tuple[Mode, ...] = ("fixed_delay", "fixed_rate", "result_aware")
 _POLICIES: tuple[ErrorPolicy, ...] = ("continue", "stop")
 
 
@@ -46,7 +46,14 @@ class PeriodicTask:
     ``fixed_delay`` waits the full interval after each run ends, so a slow run pushes the next
     one back. ``fixed_rate`` runs at ``start + k * interval_s`` on the monotonic clock; a run that
     overruns skips the slots it missed rather than bursting to catch up, so a stall never turns
-    into a storm of back-to-back runs.
+    into a storm of back-to-back runs. ``result_aware`` waits ``delay_for(result)`` seconds
+    after a run that returned ``result`` (0: run again at once), and ``error_delay_s`` after a
+    failure or a timeout: a retry backoff kept apart from the working interval.
+
+    ``is_failure(result)`` may declare a returned result a failure (work that was not done):
+    it counts toward readiness like a raised error, without a traceback. Failures are logged on
+    transitions only: the first of a streak (with its traceback), then readiness lost and
+    regained, and the streak's length when it ends.
     """
 
     def __init__(
@@ -60,6 +67,9 @@ class PeriodicTask:
         stop: asyncio.Event,
         on_error: ErrorPolicy,
         failures_to_unready: int = 1,
+        delay_for: Callable[[Any], float] | None = None,
+        error_delay_s: float | None = None,
+        is_failure: Callable[[Any], bool] | None = None,
         clock: Clock = time.monotonic,
         sleep: StopAwareSleep | None = None,
     ) -> None:
@@ -73,6 +83,10 @@ class PeriodicTask:
             raise ValueError(f"timeout_s must be positive or None, not {timeout_s!r}")
         if failures_to_unready < 1:
             raise ValueError(f"failures_to_unready must be at least 1, not {failures_to_unready}")
+        if (mode == "result_aware") != (delay_for is not None):
+            raise ValueError("delay_for is required by mode='result_aware' and only by it")
+        if error_delay_s is not None and not error_delay_s >= 0:
+            raise ValueError(f"error_delay_s must be >= 0 or None, not {error_delay_s!r}")
         self.name = name
         self.interval_s = interval_s
         self.mode: Mode = mode
@@ -80,6 +94,9 @@ class PeriodicTask:
         self.on_error: ErrorPolicy = on_error
         self.failures_to_unready = failures_to_unready
         self._operation = operation
+        self._delay_for = delay_for
+        self.error_delay_s = interval_s if error_delay_s is None else error_delay_s
+        self._is_failure = is_failure
         self._stop = stop
         self._clock = clock
         self._sleep: StopAwareSleep = sleep if sleep is not None else wait_or_stop
@@ -87,6 +104,7 @@ class PeriodicTask:
         self._in_flight = False
         self._looping = False
         self.last_success_at: float | None = None
+        self.last_result: Any = None
         self.consecutive_failures = 0
         self.iterations = 0
 
@@ -107,8 +125,10 @@ class PeriodicTask:
         try:
             if self.mode == "fixed_delay":
                 await self._run_fixed_delay()
-            else:
+            elif self.mode == "fixed_rate":
                 await self._run_fixed_rate()
+            else:
+                await self._run_result_aware()
         finally:
             self._looping = False
 
@@ -116,6 +136,14 @@ class PeriodicTask:
         while not self._stop.is_set():
             await self.run_once()
             if await self._sleep(self.interval_s, self._stop):
+                return
+
+    async def _run_result_aware(self) -> None:
+        assert self._delay_for is not None
+        while not self._stop.is_set():
+            ok = await self.run_once()
+            delay_s = self._delay_for(self.last_result) if ok else self.error_delay_s
+            if delay_s > 0 and await self._sleep(delay_s, self._stop):
                 return
 
     async def _run_fixed_rate(self) -> None:
@@ -133,9 +161,10 @@ class PeriodicTask:
     async def run_once(self) -> bool:
         """Run the operation once with the timeout and the error policy applied.
 
-        Returns True on success and False on a failure the policy lets pass; with
-        ``on_error="stop"`` the failure (or ``TimeoutError``) is raised instead. Cancellation is
-        never swallowed.
+        Returns True on success and False on a failure the policy lets pass (a raised error, a
+        timeout, or a result ``is_failure`` declares one); with ``on_error="stop"`` a raised
+        failure (or ``TimeoutError``) is raised instead. The result is kept in ``last_result``.
+        Cancellation is never swallowed.
         """
         if self._in_flight:
             raise RuntimeError(f"periodic task {self.name} is already running an iteration")
@@ -145,13 +174,18 @@ class PeriodicTask:
                 # asyncio.timeout cancels the operation and waits for it to finish unwinding, so
                 # a timed-out run is fully over before the next one can start.
                 async with asyncio.timeout(self.timeout_s) as deadline:
-                    await self._operation()
+                    result = await self._operation()
             except Exception as exc:
                 # The operation's own TimeoutError is an ordinary failure, not our timeout.
                 timed_out = isinstance(exc, TimeoutError) and deadline.expired()
+                self.last_result = None
                 self._failed(timed_out=timed_out)
                 if self.on_error == "stop":
                     raise
+                return False
+            self.last_result = result
+            if self._is_failure is not None and self._is_failure(result):
+                self._failed(timed_out=False, raised=False)
                 return False
             self._succeeded()
             return True
@@ -161,26 +195,38 @@ class PeriodicTask:
     def _succeeded(self) -> None:
         self.iterations += 1
         self.last_success_at = self._clock()
+        if self.consecutive_failures:
+            logger.info(
+                "periodic_recovered task=%s failures=%d", self.name, self.consecutive_failures
+            )
         self.consecutive_failures = 0
         if not self._ready:
             self._ready = True
             logger.info("periodic_ready task=%s", self.name)
 
-    def _failed(self, *, timed_out: bool) -> None:
-        """Count the failure and log it once; called inside the except block for the traceback."""
+    def _failed(self, *, timed_out: bool, raised: bool = True) -> None:
+        """Count the failure; log it when it starts a streak (called inside the except block,
+        for the traceback), at debug level while the streak goes on."""
         self.iterations += 1
         self.consecutive_failures += 1
+        first = self.consecutive_failures == 1
+        level = logging.ERROR if first else logging.DEBUG
         if timed_out:
             # The traceback of a timeout only shows asyncio internals; the numbers say it all.
-            logger.error(
+            logger.log(
+                level,
                 "periodic_timeout task=%s timeout_s=%s failures=%d",
                 self.name,
                 self.timeout_s,
                 self.consecutive_failures,
             )
         else:
-            logger.exception(
-                "periodic_failed task=%s failures=%d", self.name, self.consecutive_failures
+            logger.log(
+                level,
+                "periodic_failed task=%s failures=%d",
+                self.name,
+                self.consecutive_failures,
+                exc_info=raised and first,
             )
         if self._ready and self.consecutive_failures >= self.failures_to_unready:
             self._ready = False

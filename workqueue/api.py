@@ -1,16 +1,37 @@
-"""The work queue's transitions in one place: what views, workers and the sweep call."""
+"""The work queue's public face: what views, workers, the sweep and the outbox relay call.
 
-from workqueue.claim import claim, fail_orphaned
-from workqueue.enqueue import NewItem, Outcome, enqueue, enqueue_many
+Every transition comes in a pair, one per face of the store (``workqueue/store.py``): the sync
+one on Django's connections (joining the caller's transaction), the async one (``a...``) on the
+store's own connections on the running event loop. Both run the same plan and the same named
+statements. ``workers`` and other apps import from here, nothing deeper.
+"""
+
+from workqueue.claim import aclaim, claim, fail_orphaned
+from workqueue.enqueue import NewItem, Outcome, aenqueue, aenqueue_many, enqueue, enqueue_many
+from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
+from workqueue.fence import Fence
+from workqueue.inputs import check_lane, storable_text
+from workqueue.kinds import Kind, Payload, get_kind, known_kinds, register
 from workqueue.maintenance import (
     Gauges,
     Requeued,
+    arequeue_stale,
     maintenance_contexts,
     purge_items,
     read_gauges,
     requeue_stale,
+    stale_tenants,
 )
+from workqueue.models import Status, WorkItem
+from workqueue.rules import RetryPolicy
 from workqueue.settle import (
+    acomplete,
+    acomplete_many,
+    adefer,
+    aextend_lease,
+    aextend_leases,
+    afail,
+    arelease,
     complete,
     complete_many,
     defer,
@@ -19,12 +40,37 @@ from workqueue.settle import (
     fail,
     release,
 )
+from workqueue.store import AsyncStore, aclose_async_store, use_async_store
 
 __all__ = [
+    "AsyncStore",
+    "Conflict",
+    "Fence",
     "Gauges",
+    "InvalidPayload",
+    "Kind",
     "NewItem",
+    "NotFound",
     "Outcome",
+    "Payload",
     "Requeued",
+    "RetryPolicy",
+    "Status",
+    "WorkItem",
+    "WorkQueueError",
+    "aclaim",
+    "aclose_async_store",
+    "acomplete",
+    "acomplete_many",
+    "adefer",
+    "aenqueue",
+    "aenqueue_many",
+    "aextend_lease",
+    "aextend_leases",
+    "afail",
+    "arelease",
+    "arequeue_stale",
+    "check_lane",
     "claim",
     "complete",
     "complete_many",
@@ -35,9 +81,15 @@ __all__ = [
     "extend_leases",
     "fail",
     "fail_orphaned",
+    "get_kind",
+    "known_kinds",
     "maintenance_contexts",
     "purge_items",
     "read_gauges",
+    "register",
     "release",
     "requeue_stale",
+    "stale_tenants",
+    "storable_text",
+    "use_async_store",
 ]

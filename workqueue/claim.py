@@ -5,37 +5,74 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import NamedTuple
+
+from django.conf import settings
+from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.scope import SYSTEM_ALIAS
 from tenancy.services import contexts_from_rows, with_cause
-from workqueue.db import fetch_system_columns, items_from_rows, run_system
 from workqueue.exceptions import Conflict
+from workqueue.inputs import check_lane, storable_text
+from workqueue.kinds import known_kinds
+from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
-from workqueue.models import WorkItem
+from workqueue.models import Status, WorkItem
+from workqueue.statements import Locking, Statement, locking
+from workqueue.store import Plan, Rows, System, arun, run
 
 logger = logging.getLogger(__name__)
 
 ORPHAN_ERROR = "tenant is gone"
 
+WorkItem._meta.get_field("kind").register_lookup(AnyOf)
+WorkItem._meta.get_field("status").register_lookup(AnyOf)
 
-def claim_params(
-    lane: str, kinds: Sequence[str] | None, worker_id: str, lease_s: float, limit: int
-) -> dict[str, Any]:
-    """The parameters of ``sql/claim.sql``."""
-    return {
-        "lane": lane,
-        "any_kind": kinds is None,
-        "kinds": list(kinds or []),
-        "worker_id": worker_id,
-        "lease_s": float(lease_s),
-        "limit": int(limit),
-    }
+
+class ClaimParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    # 'on': the claim (and the attempt it spends) is durable before any handler runs.
+    synchronous_commit: str
+
+
+class FailOrphanedParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    error: str
+
+
+# Sentinels the locking queryset is compiled with; each becomes a named parameter.
+_LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
+
+
+def _claim_locking() -> Locking:
+    """The card's claim: pending, due items of the lane and kinds, highest priority then oldest
+    first, locked with ``select_for_update(skip_locked=True)`` so claimers never wait on each
+    other. Compiled once into the claim statement (an UPDATE around it, one round trip per
+    batch) rather than evaluated, which would cost a round trip for the ids and another for
+    the update."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit")
+
+
+CLAIM = Statement("claim", ClaimParams, build_locking=_claim_locking)
+FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams)
 
 
 def hand_out(
-    rctx: RequestContext, names: Sequence[str], rows: Sequence[Sequence[Any]]
+    rctx: RequestContext, rows: Rows
 ) -> tuple[list[tuple[OpContext, WorkItem]], list[WorkItem]]:
     """Pair each claimed row with the context it runs under, in the order the claim picked
     them; items whose tenant is gone come back separately, to be failed as orphans.
@@ -43,13 +80,13 @@ def hand_out(
     The claim's rows carry ``tenancy_live`` and ``tenancy_role``, which tenancy turns into the
     context (``contexts_from_rows``), as ``claim_context`` would.
     """
-    items = items_from_rows(SYSTEM_ALIAS, names, rows)
-    live, role = names.index("tenancy_live"), names.index("tenancy_role")
+    items = rows.items(SYSTEM_ALIAS)
+    live, role = rows.names.index("tenancy_live"), rows.names.index("tenancy_role")
     contexts = contexts_from_rows(
         rctx,
         [
             (i.org_id, i.created_by, row[live], row[role])
-            for i, row in zip(items, rows, strict=True)
+            for i, row in zip(items, rows.rows, strict=True)
         ],
     )
     # RETURNING keeps no order; hand items out in the order the claim picked them.
@@ -64,9 +101,40 @@ def hand_out(
     return claimed, orphans
 
 
-def count_orphan(item: WorkItem) -> None:
+def _count_orphan(item: WorkItem) -> None:
     ORPHANED.labels(item.kind).inc()
     logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
+
+
+def claim_plan(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int,
+) -> Plan:
+    kinds = known_kinds() if kinds is None else list(kinds)
+    if limit < 1 or not kinds:
+        return []
+    durable = getattr(settings, "WORKQUEUE_CLAIM_DURABLE", True)
+    params = ClaimParams(
+        check_lane(lane),
+        kinds,
+        worker_id,
+        float(lease_s),
+        int(limit),
+        "on" if durable else "off",
+    )
+    rows: Rows = yield System(CLAIM, params)
+    if not rows.rows:
+        return []
+    claimed, orphans = hand_out(rctx, rows)
+    for item in orphans:
+        # Another claimer may have failed it first: either way it does not run.
+        yield System(FAIL_ORPHANED, FailOrphanedParams(item.id, item.claim_token, ORPHAN_ERROR))
+        _count_orphan(item)
+    return claimed
 
 
 def claim(
@@ -77,42 +145,47 @@ def claim(
     lease_s: float,
     limit: int = 1,
 ) -> list[tuple[OpContext, WorkItem]]:
-    """Claim up to ``limit`` due pending items of ``lane`` (and ``kinds``; None for any kind).
+    """Claim up to ``limit`` due pending items of ``lane`` and ``kinds`` (None: every
+    registered kind).
 
-    One statement locks the items with ``FOR UPDATE SKIP LOCKED`` (priority, then age), mints a
-    claim token each, sets ``lease_expires_at = now() + lease_s`` and spends one attempt, counted
-    here so a worker that dies on a poison item still runs out of attempts. Each item comes
-    with the context tenancy builds for it (``contexts_from_rows``): its enqueuer's, or its tenant's
-    service context, naming the item's request as the cause, read by the same statement (one
-    round trip). An item whose tenant is gone is failed by ``fail_orphaned``, never returned.
+    One statement locks the items (``select_for_update(skip_locked=True)``, priority then
+    age), mints a claim token each, sets ``lease_expires_at = now() + lease_s`` and spends one
+    attempt, counted here so a worker that dies on a poison item still runs out of attempts;
+    by default it commits durably before any handler runs (``WORKQUEUE_CLAIM_DURABLE``). Each
+    item comes with the context tenancy builds for it (its enqueuer's, or its tenant's
+    service context, naming the item's request as the cause), read by the same statement. An
+    item whose tenant is gone is failed by ``fail_orphaned``, never returned.
 
     Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
     the system login, and each item comes back with the tenant it belongs to.
     """
-    if limit < 1:
-        return []
-    names, rows = fetch_system_columns(
-        "claim", claim_params(lane, kinds, worker_id, lease_s, limit)
-    )
-    if not rows:
-        return []
-    claimed, orphans = hand_out(rctx, names, rows)
-    for item in orphans:
-        try:
-            fail_orphaned(item.id, item.claim_token, ORPHAN_ERROR)
-        except Conflict:
-            pass  # another sweep or claimer got to it first; either way it does not run
-        count_orphan(item)
-    return claimed
+    return run(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
 
 
-def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID | None, error: str) -> WorkItem:
+async def aclaim(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int = 1,
+) -> list[tuple[OpContext, WorkItem]]:
+    """Async version of ``claim``."""
+    return await arun(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+
+
+def fail_orphaned_plan(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> Plan:
+    params = FailOrphanedParams(item_id, claim_token, storable_text(error))
+    rows: Rows = yield System(FAIL_ORPHANED, params)
+    if not rows.rows:
+        raise Conflict(f"work item {item_id} is no longer held under this claim token")
+    return rows.items(SYSTEM_ALIAS)[0]
+
+
+def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> WorkItem:
     """Fail for good an item whose tenant is gone, if ``claim_token`` still holds it.
 
     Takes no tenant: the tenant is gone, so no tenant context can be built for it; the claim
     token is the fence. No audit entry, since no tenant is left to hold one.
     """
-    rows = run_system("dead_letter", {"id": item_id, "claim_token": claim_token, "error": error})
-    if not rows:
-        raise Conflict(f"work item {item_id} is no longer held under this claim token")
-    return rows[0]
+    return run(fail_orphaned_plan(item_id, claim_token, error))

@@ -1,4 +1,10 @@
-"""enqueue: put work on the queue for a tenant, never overwriting what is already there."""
+"""enqueue: put work on the queue for a tenant, never overwriting what is already there.
+
+Everything a caller gives is validated first (``workqueue.inputs``, the kind's schema): an
+invalid item stores nothing and raises ``InvalidPayload`` naming the field, before any
+statement runs. The queue stamps the status, the attempts and the author (the context's user,
+whatever the caller sends), and clears every claim field.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +18,20 @@ from typing import Any, NamedTuple
 
 from project.observability import current_traceparent
 from tenancy.contexts import OpContext
-from workqueue.db import fetch_scoped_prepared, run_prepared, run_scoped
 from workqueue.exceptions import Conflict, InvalidPayload
+from workqueue.inputs import (
+    KEY_MAX,
+    check_id,
+    check_lane,
+    check_priority,
+    check_text,
+    check_traceparent,
+    check_when,
+)
 from workqueue.kinds import get_kind, validate_payload
-from workqueue.models import WorkItem, new_item_id
+from workqueue.models import Status, WorkItem, new_item_id
+from workqueue.statements import Statement
+from workqueue.store import Plan, Rows, Tenant, arun, run
 
 
 class Outcome(StrEnum):
@@ -28,46 +44,232 @@ class Outcome(StrEnum):
 
 
 class NewItem(NamedTuple):
-    """One item to enqueue. The queue stamps status, attempts, actor, and clears claim fields.
+    """One item to enqueue. The queue stamps status, attempts, author, and clears claim fields.
 
     A named tuple: bulk producers build thousands, and a frozen dataclass costs more to make.
     """
 
     kind: str
     payload: dict[str, Any]
-    id: uuid.UUID | None = None
+    id: uuid.UUID | str | None = None
     idempotency_key: str | None = None
     lane: str | None = None
     priority: int = 0
     available_at: datetime | None = None
 
 
-def _row(new: NewItem, where: str) -> dict[str, Any]:
-    """The validated columns of one item, or ``InvalidPayload`` saying which and why."""
+class Author(NamedTuple):
+    """Who an item is enqueued for and by whom: stamped by the queue, never by the caller."""
+
+    org_id: uuid.UUID
+    created_by: uuid.UUID
+    request_id: uuid.UUID | None
+    traceparent: str | None
+
+    @classmethod
+    def of(cls, ctx: OpContext) -> Author:
+        return cls(
+            ctx.org_id,
+            ctx.user_id,
+            ctx.caused_by_request_id or ctx.request_id,
+            check_traceparent(ctx.rctx.traceparent or current_traceparent()),
+        )
+
+
+class Row(NamedTuple):
+    """One validated item, as its columns."""
+
+    id: uuid.UUID
+    kind: str
+    lane: str
+    payload: str  # JSON text, as validated
+    idempotency_key: str | None
+    priority: int
+    available_at: datetime | None
+    max_attempts: int
+
+
+class EnqueueParams(NamedTuple):
+    org_id: uuid.UUID
+    id: uuid.UUID
+    kind: str
+    lane: str
+    payload: str
+    idempotency_key: str | None
+    priority: int
+    available_at: datetime | None
+    max_attempts: int
+    created_by: uuid.UUID
+    request_id: uuid.UUID | None
+    traceparent: str | None
+
+
+class EnqueueManyParams(NamedTuple):
+    org_id: uuid.UUID
+    items: str  # one JSON array of rows
+    created_by: uuid.UUID
+    request_id: uuid.UUID | None
+    traceparent: str | None
+    # The lane announced on work_available ("*" when the batch spans lanes).
+    notice: str
+
+
+class ReadItemsParams(NamedTuple):
+    ids: list[uuid.UUID]
+    keys: list[str]
+
+
+ENQUEUE = Statement("enqueue", EnqueueParams, names_tenant=True)
+ENQUEUE_MANY = Statement("enqueue_many", EnqueueManyParams, names_tenant=True)
+READ_ITEMS = Statement("read_items", ReadItemsParams)
+
+
+def validated(new: NewItem, where: str = "") -> Row:
+    """The validated columns of one item, or ``InvalidPayload`` saying which field and why."""
     try:
+        if not isinstance(new, NewItem):
+            raise InvalidPayload(f"must be a NewItem, got {type(new).__name__}")
         kind = get_kind(new.kind)
         payload = validate_payload(kind, new.payload)
+        key = new.idempotency_key
+        return Row(
+            id=new_item_id() if new.id is None else check_id(new.id),
+            kind=kind.name,
+            lane=kind.lane if new.lane is None else check_lane(new.lane),
+            payload=payload,
+            idempotency_key=None if key is None else check_text("idempotency_key", key, KEY_MAX),
+            priority=check_priority(new.priority),
+            available_at=check_when(new.available_at),
+            max_attempts=kind.max_attempts,
+        )
     except InvalidPayload as exc:
+        if not where:
+            raise
         raise InvalidPayload(f"{where}{exc}") from None
-    if new.idempotency_key is not None and not (0 < len(new.idempotency_key) <= 200):
-        raise InvalidPayload(f"{where}idempotency_key: must be 1 to 200 characters")
-    if not -32768 <= new.priority <= 32767:
-        raise InvalidPayload(f"{where}priority: must fit in a smallint (-32768..32767)")
-    if new.available_at is not None and new.available_at.tzinfo is None:
-        raise InvalidPayload(f"{where}available_at: must carry a time zone")
-    lane = new.lane or kind.lane
-    if not (0 < len(lane) <= 50):
-        raise InvalidPayload(f"{where}lane: must be 1 to 50 characters")
-    return {
-        "id": new.id or new_item_id(),
-        "kind": kind.name,
-        "lane": lane,
-        "payload": payload,
-        "idempotency_key": new.idempotency_key,
-        "priority": new.priority,
-        "available_at": new.available_at,
-        "max_attempts": kind.max_attempts,
+
+
+# -- building the returned item ---------------------------------------------------------------
+
+
+@cache
+def _attnames() -> tuple[str, ...]:
+    return tuple(f.attname for f in WorkItem._meta.concrete_fields)
+
+
+def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
+    """The item as the insert stored it, from what the caller sent and what the server stamped
+    (the statement returns only those, not the whole row)."""
+    item_id, available_at, created_at = stamped
+    values = {
+        "id": item_id,
+        "org_id": author.org_id,
+        "kind": row.kind,
+        "lane": row.lane,
+        "status": Status.PENDING.value,
+        "payload": json.loads(row.payload),
+        "idempotency_key": row.idempotency_key,
+        "priority": row.priority,
+        "available_at": available_at,
+        "claimed_by": None,
+        "claim_token": None,
+        "lease_expires_at": None,
+        "attempts": 0,
+        "max_attempts": row.max_attempts,
+        "last_error": "",
+        "created_by": author.created_by,
+        "updated_by": author.created_by,
+        "request_id": author.request_id,
+        "traceparent": author.traceparent,
+        "created_at": created_at,
+        "updated_at": created_at,
     }
+    names = _attnames()
+    return WorkItem.from_db("default", names, [values[name] for name in names])
+
+
+def _read_back(author: Author, rows: Sequence[Row]) -> Plan:
+    """The rows that already held the given ids or keys, by id and by key."""
+    found: Rows = yield Tenant(
+        author.org_id,
+        READ_ITEMS,
+        ReadItemsParams(
+            ids=[r.id for r in rows],
+            keys=[r.idempotency_key for r in rows if r.idempotency_key],
+        ),
+    )
+    by: dict[uuid.UUID | str, WorkItem] = {}
+    for item in found.items("default"):
+        by[item.id] = item
+        if item.idempotency_key:
+            by[item.idempotency_key] = item
+    return by
+
+
+def _outcome(row: Row, by: dict[uuid.UUID | str, WorkItem]) -> tuple[WorkItem, Outcome]:
+    if row.id in by:
+        return by[row.id], Outcome.ID_EXISTS
+    if row.idempotency_key in by:
+        return by[row.idempotency_key], Outcome.KEY_EXISTS
+    # The id is held by another tenant's row: nothing was written and nothing can be shown.
+    raise Conflict(f"work item id {row.id} is taken")
+
+
+# -- one item -----------------------------------------------------------------------------------
+
+
+def enqueue_plan(author: Author, row: Row) -> Plan:
+    """Insert ``row`` for ``author``; an id or key that exists is read back, untouched."""
+    # Positional, in EnqueueParams' order: the row's columns, then the author's stamps.
+    params = EnqueueParams(author.org_id, *row, *author[1:])
+    inserted: Rows = yield Tenant(author.org_id, ENQUEUE, params)
+    if inserted.rows:
+        return _inserted(author, row, inserted.rows[0]), Outcome.INSERTED
+    by = yield from _read_back(author, [row])
+    return _outcome(row, by)
+
+
+def enqueue(
+    ctx: OpContext,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    id: uuid.UUID | str | None = None,
+    idempotency_key: str | None = None,
+    lane: str | None = None,
+    priority: int = 0,
+    available_at: datetime | None = None,
+) -> tuple[WorkItem, Outcome]:
+    """Insert one pending item in the context's tenant, by the context's user, and announce it
+    on ``work_available`` (delivered when the enqueue commits).
+
+    One statement and one round trip: outside a transaction it is its own; inside the caller's
+    ``atomic()`` (or a view's tenant scope) it joins it, so a rollback takes the item back. An
+    id or idempotency key that already exists inserts nothing; that row is returned untouched,
+    so a retried enqueue never resets a claim. ``available_at`` defaults to the database's
+    ``now()``.
+    """
+    row = validated(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at))
+    return run(enqueue_plan(Author.of(ctx), row))
+
+
+async def aenqueue(
+    ctx: OpContext,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    id: uuid.UUID | str | None = None,
+    idempotency_key: str | None = None,
+    lane: str | None = None,
+    priority: int = 0,
+    available_at: datetime | None = None,
+) -> tuple[WorkItem, Outcome]:
+    """Async version of ``enqueue``, on the store's own connection: it commits on its own and
+    joins no transaction of the caller's (use ``enqueue`` or ``outbox.emit`` for that)."""
+    row = validated(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at))
+    return await arun(enqueue_plan(Author.of(ctx), row))
+
+
+# -- many items ---------------------------------------------------------------------------------
 
 
 @cache
@@ -76,84 +278,72 @@ def _json_name(name: str) -> str:
     return json.dumps(name)
 
 
-def _json_row(row: dict[str, Any]) -> str:
-    key, available_at = row["idempotency_key"], row["available_at"]
-    when = "null" if available_at is None else json.dumps(available_at.isoformat())
+def _json_row(row: Row) -> str:
+    """One row of the batch's JSON array. Every value is validated and typed (a UUID, ints, a
+    datetime, names and keys escaped by ``json.dumps``, the payload pydantic's own JSON), so
+    nothing a caller sends can close the object early."""
+    key, when = row.idempotency_key, row.available_at
     return (
-        f'{{"id":"{row["id"]}","kind":{_json_name(row["kind"])},'
-        f'"lane":{_json_name(row["lane"])},"payload":{row["payload"]},'
+        f'{{"id":"{row.id}","kind":{_json_name(row.kind)},"lane":{_json_name(row.lane)},'
+        f'"payload":{row.payload},'
         f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
-        f'"priority":{row["priority"]},"max_attempts":{row["max_attempts"]},'
-        f'"available_at":{when}}}'
+        f'"priority":{row.priority:d},"max_attempts":{row.max_attempts:d},'
+        f'"available_at":{"null" if when is None else json.dumps(when.isoformat())}}}'
     )
 
 
-def _stamp(ctx: OpContext, created_by: uuid.UUID | None = None) -> dict[str, Any]:
-    return {
-        "created_by": created_by or ctx.user_id,
-        "request_id": ctx.caused_by_request_id or ctx.request_id,
-        "traceparent": ctx.rctx.traceparent or current_traceparent(),
-    }
+def enqueue_many_plan(author: Author, rows: Sequence[Row]) -> Plan:
+    """Insert ``rows`` in one statement; returns each row's (id, outcome), in input order.
 
-
-def _read_back(ctx: OpContext, rows: list[dict[str, Any]]) -> dict[uuid.UUID | str, WorkItem]:
-    """The rows that already held the given ids or keys, by id and by key."""
-    found = run_scoped(
-        ctx.org_id,
-        "read_items",
-        {
-            "ids": [r["id"] for r in rows],
-            "keys": [r["idempotency_key"] for r in rows if r["idempotency_key"]],
-        },
-    )
-    by: dict[uuid.UUID | str, WorkItem] = {}
-    for item in found:
-        by[item.id] = item
-        if item.idempotency_key:
-            by[item.idempotency_key] = item
-    return by
-
-
-def _outcome(row: dict[str, Any], by: dict[uuid.UUID | str, WorkItem]) -> tuple[WorkItem, Outcome]:
-    if row["id"] in by:
-        return by[row["id"]], Outcome.ID_EXISTS
-    if row["idempotency_key"] in by:
-        return by[row["idempotency_key"]], Outcome.KEY_EXISTS
-    # The id is held by another tenant's row: nothing was written and nothing can be shown.
-    raise Conflict(f"work item id {row['id']} is taken")
-
-
-def enqueue(
-    ctx: OpContext,
-    kind: str,
-    payload: dict[str, Any],
-    *,
-    id: uuid.UUID | None = None,
-    idempotency_key: str | None = None,
-    lane: str | None = None,
-    priority: int = 0,
-    available_at: datetime | None = None,
-    created_by: uuid.UUID | None = None,
-) -> tuple[WorkItem, Outcome]:
-    """Insert one pending item in the context's tenant and announce it on ``work_available``.
-
-    One round trip and one prepared statement (``workqueue_enqueue``): the tenant setting, the
-    insert and the NOTIFY, in their own transaction or inside the caller's, whose commit then
-    announces it. An id or idempotency key that already
-    exists inserts nothing; that row is read back and returned untouched, so a retried enqueue
-    never resets a claim. ``available_at`` defaults to the database's ``now()``.
+    A repeated id or key within the batch is inserted once: the later ones are reported as
+    ``ID_EXISTS`` or ``KEY_EXISTS`` of the first, as a second call would report them.
     """
-    row = _row(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at), "")
-    params = {**row, **_stamp(ctx, created_by), "org_id": ctx.org_id}
-    inserted = run_prepared("enqueue", params)
-    if inserted:
-        return inserted[0], Outcome.INSERTED
-    return _outcome(row, _read_back(ctx, [row]))
+    first_of: dict[uuid.UUID | str, int] = {}
+    repeats: dict[int, tuple[int, Outcome]] = {}
+    unique: list[Row] = []
+    for i, row in enumerate(rows):
+        if row.id in first_of:
+            repeats[i] = (first_of[row.id], Outcome.ID_EXISTS)
+            continue
+        if row.idempotency_key is not None and row.idempotency_key in first_of:
+            repeats[i] = (first_of[row.idempotency_key], Outcome.KEY_EXISTS)
+            continue
+        first_of[row.id] = i
+        if row.idempotency_key is not None:
+            first_of[row.idempotency_key] = i
+        unique.append(row)
+    lanes = {r.lane for r in unique}
+    inserted: Rows = yield Tenant(
+        author.org_id,
+        ENQUEUE_MANY,
+        EnqueueManyParams(
+            author.org_id,
+            "[" + ",".join(map(_json_row, unique)) + "]",
+            *author[1:],
+            notice=next(iter(lanes)) if len(lanes) == 1 else "*",
+        ),
+    )
+    new_ids = set(inserted.column(0))
+    missing = [r for r in unique if r.id not in new_ids]
+    existing = (yield from _read_back(author, missing)) if missing else {}
+    results: list[tuple[uuid.UUID, Outcome]] = []
+    for i, row in enumerate(rows):
+        if i in repeats:
+            first, outcome = repeats[i]
+            results.append((results[first][0], outcome))
+        elif row.id in new_ids:
+            results.append((row.id, Outcome.INSERTED))
+        else:
+            item, outcome = _outcome(row, existing)
+            results.append((item.id, outcome))
+    return results
 
 
-def enqueue_many(
-    ctx: OpContext, items: Sequence[NewItem], *, created_by: uuid.UUID | None = None
-) -> list[tuple[uuid.UUID, Outcome]]:
+def _rows(items: Sequence[NewItem]) -> list[Row]:
+    return [validated(new, f"items[{i}].") for i, new in enumerate(items)]
+
+
+def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UUID, Outcome]]:
     """Insert many items in one statement, with ``enqueue``'s rules; returns, in input order,
     each item's id (for ``KEY_EXISTS``, the id of the row that holds the key) and outcome.
 
@@ -161,27 +351,13 @@ def enqueue_many(
     and nothing is stored. Ids, not rows, come back: a bulk producer pays for reading back
     only what collided.
     """
-    rows = [_row(new, f"items[{i}].") for i, new in enumerate(items)]
-    if not rows:
-        return []
-    # One JSON array for the whole batch: the server parses it faster than the driver can
-    # write eight typed arrays, and each payload is already JSON text.
-    batch = "[" + ",".join(map(_json_row, rows)) + "]"
-    lanes = sorted({r["lane"] for r in rows})
-    inserted = fetch_scoped_prepared(
-        ctx.org_id,
-        "enqueue_many",
-        {"items": batch, **_stamp(ctx, created_by)},
-        notify=lanes[0] if len(lanes) == 1 else "*",
-    )
-    new_ids = {row[0] for row in inserted}
-    missing = [r for r in rows if r["id"] not in new_ids]
-    existing = _read_back(ctx, missing) if missing else {}
-    results = []
-    for r in rows:
-        if r["id"] in new_ids:
-            results.append((r["id"], Outcome.INSERTED))
-        else:
-            item, outcome = _outcome(r, existing)
-            results.append((item.id, outcome))
-    return results
+    rows = _rows(items)
+    return run(enqueue_many_plan(Author.of(ctx), rows)) if rows else []
+
+
+async def aenqueue_many(
+    ctx: OpContext, items: Sequence[NewItem]
+) -> list[tuple[uuid.UUID, Outcome]]:
+    """Async version of ``enqueue_many`` (on the store's own connection, as ``aenqueue``)."""
+    rows = _rows(items)
+    return await arun(enqueue_many_plan(Author.of(ctx), rows)) if rows else []

@@ -1,26 +1,37 @@
-"""The kinds of work: each declares its payload schema, lane, attempts and retry policy.
+"""Kinds of work: each declares its payload schema, lane, attempts and retry policy.
 
-A kind is registered once (at import, or from an app's ``ready()``); an enqueue of an unknown
-kind, or of a payload that does not fit the kind's schema, is refused before anything is stored.
+The queue registers and validates kinds but names none: a worker package declares its kind
+beside its handler (``workers/<worker>/kind.py``). An enqueue of an unknown kind, or of a
+payload that does not fit the kind's schema, is refused before anything is stored.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
 import pydantic_core
+from django.conf import settings
 
 from workqueue.exceptions import InvalidPayload
+from workqueue.inputs import KIND_MAX, check_lane, check_name, find_unstorable
 from workqueue.rules import DEFAULT_RETRY, RetryPolicy
+
+DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
 
 
 class Payload(pydantic.BaseModel):
-    """Base of payload schemas: unknown fields are refused, so a typo never enqueues."""
+    """Base of payload schemas: unknown fields are refused, so a typo never enqueues.
 
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    NaN and infinity are refused in typed float fields; in free-form fields (``dict``,
+    ``Any``) they are written as the bare tokens ``NaN``/``Infinity`` so that the check on the
+    JSON text finds and refuses them too (``validate_payload``).
+    """
+
+    model_config = pydantic.ConfigDict(
+        extra="forbid", frozen=True, allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,19 @@ class Kind:
     max_attempts: int = 5
     retry: RetryPolicy = field(default=DEFAULT_RETRY)
     description: str = ""
+
+    def __post_init__(self) -> None:
+        # Refused where it is declared, not at every enqueue: a name the column cannot hold
+        # would make every enqueue of the kind fail.
+        try:
+            check_name("kind", self.name, KIND_MAX)
+            check_lane(self.lane, "lane")
+        except InvalidPayload as exc:
+            raise ValueError(f"work kind {self.name!r}: {exc}") from None
+        if type(self.max_attempts) is not int or not 1 <= self.max_attempts <= 1000:
+            raise ValueError(f"work kind {self.name!r}: max_attempts must be 1 to 1000")
+        if not (isinstance(self.schema, type) and issubclass(self.schema, Payload)):
+            raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
 
 
 _KINDS: dict[str, Kind] = {}
@@ -45,66 +69,54 @@ def register(kind: Kind) -> Kind:
     return kind
 
 
-def get_kind(name: str) -> Kind:
+def get_kind(name: Any) -> Kind:
     try:
         return _KINDS[name]
-    except KeyError:
+    except (KeyError, TypeError):
         known = ", ".join(sorted(_KINDS)) or "none"
-        raise InvalidPayload(f"kind: unknown work kind {name!r} (known: {known})") from None
+        shown = name[:60] if isinstance(name, str) else name
+        raise InvalidPayload(f"kind: unknown work kind {shown!r} (known: {known})") from None
 
 
 def known_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+def max_payload_bytes() -> int:
+    return int(getattr(settings, "WORKQUEUE_MAX_PAYLOAD_BYTES", DEFAULT_MAX_PAYLOAD_BYTES))
+
+
 def validate_payload(kind: Kind, payload: Any) -> str:
     """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
 
-    pydantic validates and writes the JSON in one pass; NaN and infinity are refused (jsonb
-    has no such numbers), and so is a value of a type JSON cannot hold.
+    pydantic validates and writes the JSON in one pass. Then the text is checked for what
+    jsonb cannot hold (NaN, infinity, NUL, lone surrogates: a walk of the value names the
+    field, and runs only when a fast scan of the text finds a suspect) and for its size.
     """
     if not isinstance(payload, dict):
         raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
     try:
         model = kind.schema.model_validate(payload)
-        return model.model_dump_json(exclude_none=True)
+        text = model.model_dump_json(exclude_none=True)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "payload"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
-    except pydantic_core.PydanticSerializationError as exc:
-        raise InvalidPayload(f"payload: not JSON-serialisable ({exc})") from None
-
-
-# The built-in kinds.
-
-
-class NoopPayload(Payload):
-    """Nothing to do; benchmarks and smoke tests."""
-
-    n: int | None = None
-    # Wall-clock time of the enqueue's commit, for latency benchmarks.
-    sent_at: float | None = None
-    # Seconds to spend "working" (async sleep), for shutdown and lease tests.
-    sleep_s: float | None = pydantic.Field(default=None, ge=0, le=3600)
-
-
-class NotifyShipmentPayload(Payload):
-    """Tell the recipient a shipment moved, and advance the shipment's notified version."""
-
-    shipment_id: uuid.UUID
-    # The shipment's version this notice is about; the handler's compare-and-set uses it.
-    version: int = pydantic.Field(ge=1)
-    channel: str = pydantic.Field(default="email", pattern="^(email|sms)$")
-
-
-NOOP = register(Kind("NOOP", NoopPayload, max_attempts=3, description="does nothing"))
-NOTIFY_SHIPMENT = register(
-    Kind(
-        "NOTIFY_SHIPMENT",
-        NotifyShipmentPayload,
-        max_attempts=5,
-        description="notify a shipment's recipient once per version",
-    )
-)
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+        problem = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
+        raise InvalidPayload(problem) from None
+    try:
+        size = len(text.encode("utf-8")) if not text.isascii() else len(text)
+        suspect = "NaN" in text or "Infinity" in text or "\\u0000" in text
+    except UnicodeEncodeError:
+        size, suspect = 0, True
+    if suspect and (problem := find_unstorable(model.model_dump(exclude_none=True))):
+        raise InvalidPayload(problem)
+    limit = max_payload_bytes()
+    if size > limit:
+        raise InvalidPayload(
+            f"payload: {size} bytes is more than the {limit} allowed "
+            "(the setting WORKQUEUE_MAX_PAYLOAD_BYTES)"
+        )
+    return text

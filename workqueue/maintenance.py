@@ -3,18 +3,81 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import NamedTuple
 
-from audit.services import append as audit
+from django.db.models import DateTimeField, Value
+from django.db.models.functions import Coalesce, Now
+
 from tenancy.contexts import OpContext, RequestContext
-from tenancy.scope import tenant_scope
 from tenancy.services import service_contexts
-from workqueue.db import fetch_system, run_scoped
 from workqueue.metrics import DEAD_LETTERED
-from workqueue.models import Status
+from workqueue.models import Status, WorkItem
+from workqueue.statements import Locking, Statement, locking
+from workqueue.store import Plan, Rows, System, Tenant, arun, run
 
 logger = logging.getLogger(__name__)
+
+
+class RequeueStaleParams(NamedTuple):
+    # Leases that passed before this moment (None: the database's now()).
+    before: datetime | None
+    limit: int
+    # Who the audit entry of a dead-lettered item names: the sweep's service context.
+    actor_id: uuid.UUID
+    request_id: uuid.UUID
+
+
+class StaleTenantsParams(NamedTuple):
+    limit: int
+
+
+class PurgeItemsParams(NamedTuple):
+    statuses: list[str]
+    before: datetime
+    batch: int
+
+
+class NoParams(NamedTuple):
+    pass
+
+
+# Sentinels the locking querysets are compiled with; each becomes a named parameter.
+_BEFORE = datetime(1, 1, 1, 0, 0, 0, 424242, tzinfo=UTC)
+_STATUSES = ("\x00statuses",)
+_LIMIT = 987_654_321
+
+
+def _stale_locking() -> Locking:
+    """The tenant's claimed items whose lease passed, oldest lease first, locked with
+    ``select_for_update(skip_locked=True)`` (a holder settling one now wins; it is skipped)."""
+    before = Coalesce(Value(_BEFORE, output_field=DateTimeField()), Now())
+    queryset = (
+        WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
+        .order_by("lease_expires_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_BEFORE: "before"}, "limit")
+
+
+def _purge_locking() -> Locking:
+    """Finished items of the given statuses last changed before ``before``, locked with
+    ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(status__any_of=_STATUSES, updated_at__lt=_BEFORE)
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
+
+
+REQUEUE_STALE = Statement("requeue_stale", RequeueStaleParams, build_locking=_stale_locking)
+STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams)
+PURGE_ITEMS = Statement("purge_items", PurgeItemsParams, build_locking=_purge_locking)
+READ_GAUGES = Statement("read_gauges", NoParams)
 
 
 @dataclass(frozen=True)
@@ -23,21 +86,11 @@ class Requeued:
     dead_lettered: int
 
 
-def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1000) -> Requeued:
-    """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
-    database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
-    instead, with an audit entry, so a poison item that crashes its worker every time ends.
-    """
-    with tenant_scope(ctx.org_id):
-        moved = run_scoped(ctx.org_id, "requeue_stale", {"before": before, "limit": int(limit)})
-        dead = [item for item in moved if item.status == Status.FAILED]
-        for item in dead:
-            audit(
-                ctx,
-                "work.dead_lettered",
-                item,
-                {"kind": item.kind, "attempts": item.attempts, "error": item.last_error},
-            )
+def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
+    params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
+    rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
+    moved = rows.items("default")
+    dead = [item for item in moved if item.status == Status.FAILED]
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
     result = Requeued(requeued=len(moved) - len(dead), dead_lettered=len(dead))
@@ -51,24 +104,69 @@ def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1
     return result
 
 
+def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1000) -> Requeued:
+    """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
+    database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
+    instead, with an audit entry written by the same statement, so a poison item that crashes
+    its worker every time ends.
+    """
+    return run(requeue_stale_plan(ctx, before, limit))
+
+
+async def arequeue_stale(
+    ctx: OpContext, before: datetime | None = None, limit: int = 1000
+) -> Requeued:
+    """Async version of ``requeue_stale``."""
+    return await arun(requeue_stale_plan(ctx, before, limit))
+
+
+def stale_tenants_plan(limit: int) -> Plan:
+    rows = yield System(STALE_TENANTS, StaleTenantsParams(int(limit)))
+    return rows.column(0)
+
+
+def stale_tenants(limit: int = 1000) -> list[uuid.UUID]:
+    """The tenants holding claimed items whose lease passed (at most ``limit``).
+
+    Takes no tenant: it finds which tenants the sweep must visit, so it reads across tenants
+    on the system login; the requeue itself then runs under each tenant.
+    """
+    return run(stale_tenants_plan(limit))
+
+
+def purge_items_plan(statuses: list[str], before: datetime, batch: int, max_batches: int) -> Plan:
+    total = 0
+    for _ in range(max_batches):
+        rows = yield System(PURGE_ITEMS, PurgeItemsParams(statuses, before, int(batch)))
+        deleted = rows.rows[0][0]
+        total += deleted
+        if deleted < batch:
+            break  # a short batch: nothing more is old enough
+    return total
+
+
 def purge_items(
-    rctx: RequestContext, before: datetime, batch: int = 1000, max_batches: int = 100
+    rctx: RequestContext,
+    before: datetime,
+    batch: int = 1000,
+    max_batches: int = 100,
+    statuses: tuple[str, ...] = (Status.DONE, Status.FAILED),
 ) -> int:
-    """Delete done and failed items last changed before ``before``, in every tenant; returns
-    how many. Bounded: batches of ``batch``, at most ``max_batches`` per call; it stops early
-    when a batch comes back smaller than ``batch`` (nothing more is old enough).
+    """Delete items of ``statuses`` (done and failed by default) last changed before
+    ``before``, in every tenant; returns how many. Bounded: batches of ``batch``, at most
+    ``max_batches`` per call; it stops early when a batch comes back smaller than ``batch``.
 
     Takes no tenant: retention is the operator's rule for the whole table, and one statement
     per batch across tenants is what keeps the purge cheap; runs on the system login.
     """
-    total = 0
-    for _ in range(max_batches):
-        deleted = fetch_system("purge_items", {"before": before, "batch": int(batch)})[0][0]
-        total += deleted
-        if deleted < batch:
-            break
+    total = run(purge_items_plan([str(s) for s in statuses], before, batch, max_batches))
     if total:
-        logger.info("items_purged count=%d before=%s", total, before.isoformat())
+        logger.info(
+            "items_purged count=%d statuses=%s before=%s",
+            total,
+            ",".join(statuses),
+            before.isoformat(),
+        )
     return total
 
 
@@ -81,6 +179,17 @@ class Gauges:
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
+def read_gauges_plan() -> Plan:
+    rows = yield System(READ_GAUGES, NoParams())
+    counts = {(lane, kind, status): n for lane, kind, status, n, _ in rows.rows}
+    ages = [float(age) for *_, age in rows.rows if age is not None]
+    return Gauges(
+        oldest_age_s=max(ages, default=0.0),
+        failed=sum(n for (_, _, status), n in counts.items() if status == Status.FAILED),
+        counts=counts,
+    )
+
+
 def read_gauges(rctx: RequestContext) -> Gauges:
     """The queue's gauges in one statement: the oldest waiting item's age, the failed count,
     and counts by lane, kind and status.
@@ -88,14 +197,7 @@ def read_gauges(rctx: RequestContext) -> Gauges:
     Takes no tenant: the gauges describe the whole queue for the operator, so they read across
     tenants on the system login.
     """
-    rows = fetch_system("read_gauges", {})
-    counts = {(lane, kind, status): n for lane, kind, status, n, _ in rows}
-    ages = [float(age) for *_, age in rows if age is not None]
-    return Gauges(
-        oldest_age_s=max(ages, default=0.0),
-        failed=sum(n for (_, _, status), n in counts.items() if status == Status.FAILED),
-        counts=counts,
-    )
+    return run(read_gauges_plan())
 
 
 def maintenance_contexts(rctx: RequestContext) -> list[OpContext]:

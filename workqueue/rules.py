@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -16,6 +17,12 @@ class RetryPolicy:
     # The delay is drawn from [d * (1 - jitter), d]; spreads a burst of failures out.
     jitter: float = 0.25
 
+    def __post_init__(self) -> None:
+        if not (self.base_s > 0 and self.factor >= 1 and self.cap_s > 0):
+            raise ValueError("a retry policy needs base_s > 0, factor >= 1 and cap_s > 0")
+        if not 0 <= self.jitter < 1:
+            raise ValueError("a retry policy's jitter must be in [0, 1)")
+
 
 DEFAULT_RETRY = RetryPolicy()
 
@@ -23,9 +30,19 @@ DEFAULT_RETRY = RetryPolicy()
 def retry_delay(
     attempts: int, policy: RetryPolicy = DEFAULT_RETRY, rng: random.Random | None = None
 ) -> float:
-    """Seconds to wait after the ``attempts``-th attempt failed (attempts counts from 1)."""
+    """Seconds to wait after the ``attempts``-th attempt failed (attempts counts from 1).
+
+    The cap is applied before the power is taken, so no attempt count can overflow.
+    """
     exponent = max(attempts - 1, 0)
-    delay = min(policy.base_s * policy.factor**exponent, policy.cap_s)
+    if policy.base_s >= policy.cap_s:
+        delay = policy.cap_s
+    elif policy.factor == 1:
+        delay = policy.base_s
+    elif exponent >= math.log(policy.cap_s / policy.base_s, policy.factor):
+        delay = policy.cap_s
+    else:
+        delay = min(policy.base_s * policy.factor**exponent, policy.cap_s)
     draw = (rng or random).random()
     return delay * (1.0 - policy.jitter * draw)
 

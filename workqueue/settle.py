@@ -2,125 +2,235 @@
 
 Each is one statement conditioned on the item's ``claim_token`` (and status ``claimed``),
 never on ``claimed_by``: one worker can hold one item twice across a requeue. No row changed
-means the caller no longer holds the claim: ``Conflict``, and nothing changes.
+means the caller no longer holds the claim: ``Conflict``, and nothing changes. Refused writes
+are counted here, and only here (``workqueue_stale_writes_refused_total``).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import NamedTuple
 
-from audit.services import append as audit
 from tenancy.contexts import OpContext
-from tenancy.scope import tenant_scope
-from workqueue.db import fetch_system, run_scoped
 from workqueue.exceptions import Conflict
+from workqueue.fence import Fence, Fences
+from workqueue.inputs import storable_text
 from workqueue.kinds import get_kind
 from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
 from workqueue.models import WorkItem
 from workqueue.rules import is_exhausted, retry_delay
+from workqueue.statements import Statement
+from workqueue.store import Plan, Rows, System, Tenant, arun, run
 
-# (org_id, item_id, claim_token): what a batch write presents for each item.
-Held = tuple[uuid.UUID, uuid.UUID, uuid.UUID]
+
+class FenceParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
 
 
-def _one(transition: str, rows: list[WorkItem], item: WorkItem) -> WorkItem:
-    if not rows:
-        STALE_WRITES.labels(transition).inc()
+class RetryParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    delay_s: float
+    error: str
+
+
+class DeadLetterParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    error: str
+    permanent: bool
+    # Who the audit entry names: the context the work ran under, and its request.
+    actor_id: uuid.UUID
+    request_id: uuid.UUID
+
+
+class GiveBackParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    delay_s: float
+    note: str
+
+
+class ExtendLeaseParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    lease_s: float
+
+
+class ExtendLeasesParams(NamedTuple):
+    org_ids: list[uuid.UUID]
+    ids: list[uuid.UUID]
+    tokens: list[uuid.UUID]
+    lease_s: float
+
+
+COMPLETE = Statement("complete", FenceParams)
+RETRY = Statement("retry", RetryParams)
+DEAD_LETTER = Statement("dead_letter", DeadLetterParams)
+GIVE_BACK = Statement("give_back", GiveBackParams)
+EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams)
+COMPLETE_MANY = Statement("complete_many", Fences)
+EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams)
+
+
+def count_refused(transition: str, n: int = 1) -> None:
+    """Count writes refused because the writer no longer held the claim token."""
+    if n:
+        STALE_WRITES.labels(transition).inc(n)
+
+
+def _held(transition: str, item: WorkItem, rows: Rows) -> WorkItem:
+    if not rows.rows:
+        count_refused(transition)
         raise Conflict(
             f"{transition}: work item {item.id} is no longer held under this claim token"
         )
-    return rows[0]
+    return rows.items("default")[0]
 
 
-def _fence(item: WorkItem) -> dict[str, object]:
-    return {"id": item.id, "claim_token": item.claim_token}
+def _fence(item: WorkItem) -> FenceParams:
+    fence = Fence.of(item)
+    return FenceParams(fence.item_id, fence.claim_token)
+
+
+# -- one item, under its tenant -----------------------------------------------------------------
+
+
+def complete_plan(ctx: OpContext, item: WorkItem) -> Plan:
+    rows = yield Tenant(ctx.org_id, COMPLETE, _fence(item))
+    return _held("complete", item, rows)
 
 
 def complete(ctx: OpContext, item: WorkItem) -> WorkItem:
     """Mark the item done, if ``item.claim_token`` still holds it."""
-    return _one("complete", run_scoped(ctx.org_id, "complete", _fence(item)), item)
+    return run(complete_plan(ctx, item))
 
 
-def fail(ctx: OpContext, item: WorkItem, error: str, *, permanent: bool = False) -> WorkItem:
-    """Requeue after ``retry_delay(attempts)``, or, when attempts are spent or the error is
-    permanent, fail for good: a dead letter, with an audit entry in the same transaction and a
-    metric. Conditioned on ``item.claim_token``.
-    """
+async def acomplete(ctx: OpContext, item: WorkItem) -> WorkItem:
+    """Async version of ``complete``."""
+    return await arun(complete_plan(ctx, item))
+
+
+def fail_plan(ctx: OpContext, item: WorkItem, error: str, permanent: bool) -> Plan:
+    error = storable_text(error)
+    fence = _fence(item)
     if not (permanent or is_exhausted(item.attempts, item.max_attempts)):
         delay = retry_delay(item.attempts, get_kind(item.kind).retry)
-        params = {**_fence(item), "delay_s": delay, "error": error[:10_000]}
-        return _one("fail", run_scoped(ctx.org_id, "retry", params), item)
-    with tenant_scope(ctx.org_id):
-        params = {**_fence(item), "error": error[:10_000]}
-        failed = _one("fail", run_scoped(ctx.org_id, "dead_letter", params), item)
-        audit(
-            ctx,
-            "work.dead_lettered",
-            failed,
-            {
-                "kind": failed.kind,
-                "attempts": failed.attempts,
-                "permanent": permanent,
-                "error": error[:2000],
-            },
-        )
+        rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error))
+        return _held("fail", item, rows)
+    params = DeadLetterParams(*fence, error, permanent, ctx.user_id, ctx.request_id)
+    failed = _held("fail", item, (yield Tenant(ctx.org_id, DEAD_LETTER, params)))
     DEAD_LETTERED.labels(failed.kind).inc()
     return failed
 
 
+def fail(ctx: OpContext, item: WorkItem, error: str, *, permanent: bool = False) -> WorkItem:
+    """Requeue after ``retry_delay(attempts)``, or, when attempts are spent or the error is
+    permanent, fail for good: a dead letter, with an audit entry written by the same statement,
+    and a metric. Conditioned on ``item.claim_token``. ``error`` is stored as storable text
+    (NUL and lone surrogates replaced, at most 10,000 characters): what a handler says never
+    stops a settle.
+    """
+    return run(fail_plan(ctx, item, error, permanent))
+
+
+async def afail(ctx: OpContext, item: WorkItem, error: str, *, permanent: bool = False) -> WorkItem:
+    """Async version of ``fail``."""
+    return await arun(fail_plan(ctx, item, error, permanent))
+
+
+def give_back_plan(
+    transition: str, ctx: OpContext, item: WorkItem, delay_s: float, note: str
+) -> Plan:
+    params = GiveBackParams(*_fence(item), max(float(delay_s), 0.0), storable_text(note))
+    rows = yield Tenant(ctx.org_id, GIVE_BACK, params)
+    return _held(transition, item, rows)
+
+
 def defer(ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred") -> WorkItem:
     """Hand the item back to run after ``delay_s``, giving back the attempt its claim spent."""
-    params = {**_fence(item), "delay_s": max(float(delay_s), 0.0), "note": note}
-    return _one("defer", run_scoped(ctx.org_id, "give_back", params), item)
+    return run(give_back_plan("defer", ctx, item, delay_s, note))
+
+
+async def adefer(
+    ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred"
+) -> WorkItem:
+    """Async version of ``defer``."""
+    return await arun(give_back_plan("defer", ctx, item, delay_s, note))
 
 
 def release(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
     """Hand the item back to run now (shutdown, a kind this worker does not handle), giving
     back the attempt its claim spent; ``note`` says why."""
-    params = {**_fence(item), "delay_s": 0.0, "note": note}
-    return _one("release", run_scoped(ctx.org_id, "give_back", params), item)
+    return run(give_back_plan("release", ctx, item, 0.0, note))
+
+
+async def arelease(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
+    """Async version of ``release``."""
+    return await arun(give_back_plan("release", ctx, item, 0.0, note))
+
+
+def extend_lease_plan(ctx: OpContext, item: WorkItem, lease_s: float) -> Plan:
+    rows = yield Tenant(ctx.org_id, EXTEND_LEASE, ExtendLeaseParams(*_fence(item), float(lease_s)))
+    return _held("extend_lease", item, rows)
 
 
 def extend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
     """Push the lease to ``now() + lease_s``, if ``item.claim_token`` still holds the item."""
-    params = {**_fence(item), "lease_s": float(lease_s)}
-    return _one("extend_lease", run_scoped(ctx.org_id, "extend_lease", params), item)
+    return run(extend_lease_plan(ctx, item, lease_s))
 
 
-def held_columns(held: Iterable[Held]) -> dict[str, list[uuid.UUID]]:
-    rows = list(held)
-    return {
-        "org_ids": [h[0] for h in rows],
-        "ids": [h[1] for h in rows],
-        "tokens": [h[2] for h in rows],
-    }
+async def aextend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
+    """Async version of ``extend_lease``."""
+    return await arun(extend_lease_plan(ctx, item, lease_s))
 
 
-def complete_many(held: Iterable[Held]) -> set[uuid.UUID]:
-    """Mark done every ``(org_id, id, claim_token)`` still held; returns the ids completed.
+# -- many items, across tenants, fenced by (org, id, token) -------------------------------------
+
+
+def complete_many_plan(fences: Iterable[Fence]) -> Plan:
+    held = list(fences)
+    if not held:
+        return set()
+    rows = yield System(COMPLETE_MANY, Fences.of(held))
+    done = set(rows.column(0))
+    count_refused("complete", len({f.item_id for f in held} - done))
+    return done
+
+
+def complete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
+    """Mark done every fence's item still held under its token; returns the ids completed.
 
     An id missing from the result was refused (a stale holder). Runs on the system login
     across tenants because the token, with the org and the id, is the fence here: no row of
     another tenant can match a token minted for this claim.
     """
-    columns = held_columns(held)
-    if not columns["ids"]:
+    return run(complete_many_plan(fences))
+
+
+async def acomplete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
+    """Async version of ``complete_many``."""
+    return await arun(complete_many_plan(fences))
+
+
+def extend_leases_plan(fences: Iterable[Fence], lease_s: float) -> Plan:
+    held = list(fences)
+    if not held:
         return set()
-    done = {row[0] for row in fetch_system("complete_many", columns)}
-    refused = len(set(columns["ids"])) - len(done)
-    if refused:
-        STALE_WRITES.labels("complete").inc(refused)
-    return done
+    rows = yield System(EXTEND_LEASES, ExtendLeasesParams(*Fences.of(held), float(lease_s)))
+    renewed = set(rows.column(0))
+    count_refused("extend_lease", len({f.item_id for f in held} - renewed))
+    return renewed
 
 
-def extend_leases(held: Iterable[Held], lease_s: float) -> set[uuid.UUID]:
-    """Renew the lease of every ``(org_id, id, claim_token)`` still held; returns the ids renewed.
+def extend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+    """Renew the lease of every fence's item still held under its token; returns the ids
+    renewed. Across tenants on the system login for the reason ``complete_many`` gives."""
+    return run(extend_leases_plan(fences, lease_s))
 
-    Across tenants on the system login for the reason ``complete_many`` gives: the token is
-    the fence.
-    """
-    columns = held_columns(held)
-    if not columns["ids"]:
-        return set()
-    return {row[0] for row in fetch_system("extend_leases", {**columns, "lease_s": float(lease_s)})}
+
+async def aextend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+    """Async version of ``extend_leases``."""
+    return await arun(extend_leases_plan(fences, lease_s))

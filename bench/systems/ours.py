@@ -325,7 +325,7 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     rctx = new_request_context(AppType.WORKER)
     pushed = 0
     while batch := api.claim(rctx, "default", [KIND], "churn", 30, 1000):
-        done = api.complete_many([(i.org_id, i.id, i.claim_token) for _, i in batch])
+        done = api.complete_many([api.Fence.of(i) for _, i in batch])
         pushed += len(done)
     # one sweep: the purge of done items (the sweep's step for finished work)
     with connections["admin"].cursor() as cursor:

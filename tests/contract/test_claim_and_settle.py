@@ -24,6 +24,7 @@ from workqueue.api import (
     release,
 )
 from workqueue.exceptions import Conflict
+from workqueue.fence import Fence
 from workqueue.models import Status, WorkItem
 
 
@@ -97,13 +98,13 @@ def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx) -> None:
 def test_the_claims_context_lookup_agrees_with_claim_context(ctx, make_ctx, worker_rctx) -> None:
     from tenancy.exceptions import NotFound
     from tenancy.models import Org
-    from tenancy.services import claim_context
+    from tenancy.services import claim_context, service_context
 
     departed = make_ctx(Org.objects.using("admin").get(pk=ctx.org_id))
     gone = make_ctx()
     enqueue(ctx, "NOOP", {"n": 1})
     enqueue(departed, "NOOP", {"n": 2})
-    enqueue(ctx, "NOOP", {"n": 3}, created_by=SYSTEM_USER_ID)
+    enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {"n": 3})
     enqueue(gone, "NOOP", {"n": 4})
     Membership.objects.using("admin").filter(user_id=departed.user_id).delete()
     Org.objects.using("admin").get(pk=gone.org_id).mark_gone()
@@ -226,9 +227,11 @@ def test_complete_many_reports_what_it_refused(ctx, make_ctx, worker_rctx) -> No
     assert len(held) == 3
     stale = held[0]
     release(ctx if stale.org_id == ctx.org_id else other, stale, "x")
-    triples = [(i.org_id, i.id, i.claim_token) for i in held]
+    triples = [Fence.of(i) for i in held]
     # a wrong org with the right token and id is refused too
-    triples[1] = (ctx.org_id if held[1].org_id != ctx.org_id else other.org_id, *triples[1][1:])
+    triples[1] = Fence(
+        ctx.org_id if held[1].org_id != ctx.org_id else other.org_id, *triples[1][1:]
+    )
     done = complete_many(triples)
     assert done == {held[2].id}
     assert row(held[1].id).status == Status.CLAIMED
@@ -239,7 +242,7 @@ def test_extend_leases_renews_only_what_is_held(ctx, worker_rctx) -> None:
         enqueue(ctx, "NOOP", {})
     held = [item for _, item in claim(worker_rctx, "default", None, "w1", 5, 10)]
     complete(ctx, held[0])
-    renewed = extend_leases([(i.org_id, i.id, i.claim_token) for i in held], 300)
+    renewed = extend_leases([Fence.of(i) for i in held], 300)
     assert renewed == {held[1].id, held[2].id}
 
 
@@ -328,3 +331,29 @@ def test_the_claim_never_waits_on_a_locked_row(ctx, worker_rctx) -> None:
     finally:
         release_lock.set()
         holder.join()
+
+
+@pytest.mark.parametrize(
+    "error",
+    ["NUL \x00 inside", "a lone surrogate \udcff", "x" * 50_000, "\x00" * 10],
+)
+def test_an_unstorable_error_text_still_settles(ctx, worker_rctx, error: str) -> None:
+    """Issue 8.10: what a handler says never stops a settle (the item would stay claimed)."""
+    enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    failed = fail(item_ctx, held, error, permanent=True)
+    assert failed.status == Status.FAILED
+    stored = row(held.id).last_error
+    assert "\x00" not in stored and len(stored) <= 10_000
+    stored.encode("utf-8")
+
+
+def test_attempt_five_thousand_settles(ctx, worker_rctx) -> None:
+    item, _ = enqueue(ctx, "NOOP", {})
+    WorkItem.objects.using("admin").filter(pk=item.id).update(attempts=4999, max_attempts=10_000)
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert held.attempts == 5000
+    retried = fail(item_ctx, held, "again")
+    assert retried.status == Status.PENDING
+    delay = (retried.available_at - _db_now()).total_seconds()
+    assert 3600 * 0.74 < delay <= 3600

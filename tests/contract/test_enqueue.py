@@ -11,9 +11,8 @@ from django.db import connections, transaction
 
 from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tests.helpers import row, statements
-from workqueue.api import NewItem, Outcome, claim, enqueue, enqueue_many
+from workqueue.api import Kind, NewItem, Outcome, Payload, claim, enqueue, enqueue_many, register
 from workqueue.exceptions import Conflict, InvalidPayload
-from workqueue.kinds import Kind, Payload, register
 from workqueue.models import Status, WorkItem
 
 SHIPMENT = {"shipment_id": str(uuid.uuid4()), "version": 1}
@@ -144,9 +143,23 @@ def test_enqueue_inside_a_transaction_rolls_back_with_it(ctx: OpContext) -> None
     assert WorkItem.objects.using("admin").count() == 0
 
 
-def test_created_by_may_name_the_system_user(ctx: OpContext) -> None:
-    item, _ = enqueue(ctx, "NOOP", {}, created_by=SYSTEM_USER_ID)
+def test_a_service_context_enqueues_as_the_system_user(ctx: OpContext) -> None:
+    from tenancy.services import service_context
+
+    item, _ = enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {})
     assert row(item.id).created_by == SYSTEM_USER_ID
+
+
+def test_the_author_is_the_contexts_user_whatever_the_caller_sends(ctx, make_ctx) -> None:
+    """Issue 8.6: no caller names another author (work would run with that user's rights)."""
+    other = make_ctx()
+    with pytest.raises(TypeError):
+        enqueue(ctx, "NOOP", {}, created_by=other.user_id)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        NewItem("NOOP", {}, created_by=other.user_id)  # type: ignore[call-arg]
+    [(item_id, _)] = enqueue_many(ctx, [NewItem("NOOP", {})])
+    assert WorkItem.objects.using("admin").count() == 1
+    assert (row(item_id).created_by, row(item_id).updated_by) == (ctx.user_id, ctx.user_id)
 
 
 def test_enqueue_inside_another_scope_leaves_that_scopes_tenant(ctx: OpContext, make_ctx) -> None:

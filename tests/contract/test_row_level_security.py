@@ -65,20 +65,34 @@ def test_a_tenant_sees_only_its_own_rows() -> None:
 
 
 def test_writing_another_tenants_row_is_refused() -> None:
+    """On a table the everyday login may write (shipments), the policy's WITH CHECK refuses a
+    row of another tenant and its USING hides the other tenant's rows from UPDATE."""
+    from workers.shipment_notifier.models import Shipment
+
     a, b = OrgFactory(), OrgFactory()
-    mine = MembershipFactory(org=a)
-    theirs = MembershipFactory(org=b)
+    mine = Shipment.objects.using("admin").create(org=a, reference="a", recipient_email="a@x.io")
+    theirs = Shipment.objects.using("admin").create(org=b, reference="b", recipient_email="b@x.io")
     with pytest.raises(ProgrammingError, match="row-level security"):
         with tenant_scope(a.pk):
-            Membership.objects.create(org=b, user=mine.user)
-    with pytest.raises(ProgrammingError, match="row-level security"):
-        with tenant_scope(a.pk):
-            Membership.objects.filter(pk=mine.pk).update(org=b)
+            Shipment.objects.create(org=b, reference="c", recipient_email="c@x.io")
     with tenant_scope(a.pk):
-        assert Membership.objects.filter(pk=theirs.pk).update(role="admin") == 0
-        assert Membership.objects.filter(pk=theirs.pk).delete()[0] == 0
-    theirs_now = Membership.objects.using("admin").get(pk=theirs.pk)
-    assert (theirs_now.org_id, theirs_now.role) == (b.pk, "member")
+        assert Shipment.objects.filter(pk=theirs.pk).update(status="delivered") == 0
+        assert Shipment.objects.filter(pk=mine.pk).update(status="delivered") == 1
+    assert Shipment.objects.using("admin").get(pk=theirs.pk).status == "created"
+
+
+def test_memberships_are_read_only_to_the_everyday_login() -> None:
+    a = OrgFactory()
+    mine = MembershipFactory(org=a)
+    for write in (
+        lambda: Membership.objects.create(org=a, user=mine.user),
+        lambda: Membership.objects.filter(pk=mine.pk).update(role="owner"),
+        lambda: Membership.objects.filter(pk=mine.pk).delete(),
+    ):
+        with pytest.raises(ProgrammingError, match="permission denied"):
+            with tenant_scope(a.pk):
+                write()
+    assert Membership.objects.using("admin").get(pk=mine.pk).role == "member"
 
 
 def test_the_system_login_sees_every_tenant() -> None:

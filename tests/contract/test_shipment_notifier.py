@@ -19,7 +19,7 @@ from workers.shipment_notifier.models import Shipment, ShipmentNotice, ShipmentS
 from workqueue.api import claim, enqueue
 from workqueue.models import WorkItem
 
-TABLES = ("workers_shipment", "workers_shipmentnotice")
+TABLES = ("shipment_notifier_shipment", "shipment_notifier_shipmentnotice")
 
 
 def make_shipment(org_id: uuid.UUID, **fields: Any) -> Shipment:
@@ -156,11 +156,12 @@ def test_a_change_between_read_and_write_fails_the_compare_and_set(
 
     def someone_else_changes_it() -> None:
         as_owner(
-            "UPDATE workers_shipment SET status = %s, version = version + 1 WHERE id = %s",
+            "UPDATE shipment_notifier_shipment SET status = %s, version = version + 1"
+            " WHERE id = %s",
             [ShipmentStatus.IN_TRANSIT, shipment.pk],
         )
 
-    with before_statement('UPDATE "workers_shipment"', someone_else_changes_it) as fired:
+    with before_statement('UPDATE "shipment_notifier_shipment"', someone_else_changes_it) as fired:
         with pytest.raises(RetryableError, match="changed after version 1"):
             NotifyShipmentHandler().handle(item_ctx, item, run)
 
@@ -233,17 +234,17 @@ def test_a_notice_a_concurrent_run_committed_counts_as_done(ctx: OpContext, work
 
     def another_run_sends_and_advances() -> None:
         as_owner(
-            "INSERT INTO workers_shipmentnotice (id, org_id, shipment_id, version, channel)"
-            " VALUES (%s, %s, %s, 1, 'email')",
+            "INSERT INTO shipment_notifier_shipmentnotice"
+            " (id, org_id, shipment_id, version, channel) VALUES (%s, %s, %s, 1, 'email')",
             [uuid.uuid4(), ctx.org_id, shipment.pk],
         )
         as_owner(
-            "UPDATE workers_shipment SET notified_version = 1, version = 2 WHERE id = %s",
+            "UPDATE shipment_notifier_shipment SET notified_version = 1, version = 2 WHERE id = %s",
             [shipment.pk],
         )
 
     with before_statement(
-        'INSERT INTO "workers_shipmentnotice"', another_run_sends_and_advances
+        'INSERT INTO "shipment_notifier_shipmentnotice"', another_run_sends_and_advances
     ) as fired:
         NotifyShipmentHandler().handle(item_ctx, item, run)
 

@@ -16,8 +16,8 @@ from project.database import url_for
 from tenancy.contexts import OpContext
 from workers.config import WorkerSettings
 from workers.handlers import PermanentError, RetryableError, Run, handles
-from workers.loop import Worker
-from workqueue.kinds import Kind, Payload, register
+from workers.worker import Worker
+from workqueue.api import Kind, Payload, register
 from workqueue.models import WorkItem
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,8 +22,8 @@ class Clock:
         return self.now
 
 
-def _held() -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
-    return (uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
+def _held() -> api.Fence:
+    return api.Fence(uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
 
 
 def _keeper(renew, clock: Clock, lost: list, lease_s: float = 30) -> LeaseKeeper:
@@ -47,7 +47,7 @@ def test_renewal_extends_the_lease_in_the_database(ctx) -> None:
         return await asyncio.to_thread(extend_and_close, held, lease_s)
 
     keeper = _keeper(renew, Clock(), lost, lease_s=600)
-    keeper.hold((item.org_id, item.id, item.claim_token))
+    keeper.hold(api.Fence.of(item))
     assert asyncio.run(keeper.renew_once()) is True
     assert (row(item.id).lease_expires_at - item.lease_expires_at).total_seconds() > 500
     assert lost == []

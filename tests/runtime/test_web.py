@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connections
-from django.http import HttpRequest, HttpResponse
-from django.test import Client, RequestFactory
+from django.test import Client, override_settings
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -13,8 +11,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 from project.observability import add_span_processor
-from tenancy.middleware import TenancyMiddleware
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, OrgFactory, UserFactory
+from workqueue.models import WorkItem
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -43,26 +41,62 @@ def test_metrics_answer() -> None:
     assert b"django_http_requests_total_by_method_total" in response.content
 
 
-def _seen_tenant(request: HttpRequest) -> HttpResponse:
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT current_setting('app.org_id', true)")
-        return HttpResponse(cursor.fetchone()[0] or "")
+def _member_client(member) -> Client:  # type: ignore[no-untyped-def]
+    client = Client()
+    client.force_login(member.user)
+    return client
 
 
+@override_settings(ROOT_URLCONF="tests.web_urls")
 def test_a_members_request_runs_in_its_tenant() -> None:
     member = MembershipFactory()
-    request = RequestFactory().get("/", HTTP_X_REQUEST_ID="6f1c2a8e-0000-4000-8000-000000000001")
-    request.user = member.user
-    request.session = {}
-    response = TenancyMiddleware(_seen_tenant)(request)
+    response = _member_client(member).get(
+        "/test/tenant/", HTTP_X_REQUEST_ID="6f1c2a8e-0000-4000-8000-000000000001"
+    )
     assert response.content.decode() == str(member.org_id)
-    assert request.op.org_id == member.org_id and request.op.user_id == member.user_id
-    assert str(request.rctx.request_id) == "6f1c2a8e-0000-4000-8000-000000000001"
+    assert response.wsgi_request.op.org_id == member.org_id
+    assert response.wsgi_request.op.user_id == member.user_id
+    assert str(response.wsgi_request.rctx.request_id) == "6f1c2a8e-0000-4000-8000-000000000001"
 
 
+@override_settings(ROOT_URLCONF="tests.web_urls")
 def test_a_stranger_runs_with_no_tenant() -> None:
-    request = RequestFactory().get("/")
-    request.user = UserFactory()
-    request.session = {}
-    assert TenancyMiddleware(_seen_tenant)(request).content == b""
-    assert request.op is None and request.rctx.request_id
+    client = Client()
+    client.force_login(UserFactory())
+    response = client.get("/test/tenant/")
+    assert response.content == b""
+    assert response.wsgi_request.op is None and response.wsgi_request.rctx.request_id
+
+
+@override_settings(ROOT_URLCONF="tests.web_urls")
+def test_a_template_response_renders_in_the_tenant() -> None:
+    member = MembershipFactory()
+    response = _member_client(member).get("/test/tenant-at-render/")
+    assert response.content.decode().strip() == str(member.org_id)
+
+
+@override_settings(ROOT_URLCONF="tests.web_urls")
+def test_a_view_that_raises_commits_nothing() -> None:
+    """Issue 8.3: the scope wraps the view, so its exception rolls the enqueue back (a scope
+    around the middleware chain would see Django's 500 response and commit)."""
+    member = MembershipFactory()
+    client = _member_client(member)
+    client.raise_request_exception = False
+    response = client.get("/test/enqueue-then-raise/")
+    assert response.status_code == 500
+    assert WorkItem.objects.using("admin").count() == 0
+    ok = client.get("/test/enqueue/")
+    assert ok.status_code == 201
+    assert WorkItem.objects.using("admin").filter(org_id=member.org_id).count() == 1
+
+
+@override_settings(ROOT_URLCONF="tests.web_urls")
+def test_naming_an_org_the_user_is_not_a_member_of_is_refused() -> None:
+    member = MembershipFactory()
+    stranger_org = OrgFactory()
+    client = _member_client(member)
+    assert client.get("/test/tenant/", HTTP_X_ORG_ID=str(stranger_org.pk)).status_code == 403
+    assert client.get("/test/tenant/", HTTP_X_ORG_ID="not-a-uuid").status_code == 403
+    second = MembershipFactory(user=member.user)
+    chosen = client.get("/test/tenant/", HTTP_X_ORG_ID=str(second.org_id))
+    assert chosen.content.decode() == str(second.org_id)

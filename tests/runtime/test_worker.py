@@ -20,7 +20,7 @@ from project.observability import add_span_processor
 from tenancy.contexts import AppType, OpContext, RequestContext
 from tests.runtime.support import EVENTS, count, run_until, settings
 from workers import liveness
-from workers.loop import Worker
+from workers.worker import Worker
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
@@ -235,17 +235,17 @@ def _committed(committed: None) -> None:
 
 
 def test_rctx_is_minted_per_claim(ctx, monkeypatch) -> None:
-    from workers.hot_path import HotPath
+    from workers import claiming
 
     _enqueue(ctx, 2)
     contexts: list[RequestContext] = []
-    original = HotPath.claim
+    original = api.aclaim
 
-    async def spy(self, rctx, *args, **kwargs):
+    async def spy(rctx, *args, **kwargs):
         contexts.append(rctx)
-        return await original(self, rctx, *args, **kwargs)
+        return await original(rctx, *args, **kwargs)
 
-    monkeypatch.setattr(HotPath, "claim", spy)
+    monkeypatch.setattr(claiming.api, "aclaim", spy)
     asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 2))
     assert contexts and all(c.app.type == AppType.WORKER for c in contexts)
     assert len({c.request_id for c in contexts}) == len(contexts)

@@ -509,8 +509,18 @@ def test_readiness_turns_false_after_n_failures_and_true_after_one_success(
     assert [r.getMessage() for r in records(caplog, "periodic_ready")] == [
         "periodic_ready task=heartbeat"
     ]
-    assert len(records(caplog, "periodic_failed")) == 5  # each failure once, no success lines
-    assert len(caplog.records) == 7
+    # Transitions only: the first failure of each streak (with its traceback), readiness lost
+    # and regained, and the streak's end; no line for the failures in between or a success.
+    failed = records(caplog, "periodic_failed")
+    assert [r.getMessage() for r in failed] == [
+        "periodic_failed task=heartbeat failures=1",
+        "periodic_failed task=heartbeat failures=1",
+    ]
+    assert all(r.exc_info for r in failed)
+    assert [r.getMessage() for r in records(caplog, "periodic_recovered")] == [
+        "periodic_recovered task=heartbeat failures=4"
+    ]
+    assert len(caplog.records) == 5
 
 
 def test_ready_at_start_and_default_threshold_is_one_failure() -> None:

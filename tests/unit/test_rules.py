@@ -35,3 +35,15 @@ def test_jittered_delays_still_grow() -> None:
 )
 def test_is_exhausted(attempts: int, max_attempts: int, exhausted: bool) -> None:
     assert is_exhausted(attempts, max_attempts) is exhausted
+
+
+@pytest.mark.parametrize("attempts", [1024, 1025, 5000, 10**9])
+def test_no_attempt_count_overflows_the_delay(attempts: int) -> None:
+    """Issue 8.10: the power was taken before the cap (OverflowError from attempt 1,025)."""
+    delay = retry_delay(attempts, RetryPolicy(jitter=0))
+    assert delay == RetryPolicy().cap_s
+
+
+def test_a_policy_that_cannot_grow_stays_at_its_base() -> None:
+    assert retry_delay(10**6, RetryPolicy(base_s=3, factor=1, jitter=0)) == 3
+    assert retry_delay(5, RetryPolicy(base_s=7200, jitter=0)) == 3600

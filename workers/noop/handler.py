@@ -7,14 +7,15 @@ import time
 
 from tenancy.contexts import OpContext
 from workers.handlers import Run, handles
-from workqueue.models import WorkItem
+from workers.noop.kind import NOOP
+from workqueue.api import WorkItem
 
 # Wake latencies seen by this process (seconds from the enqueue's commit to the handler's start),
 # when the payload carries ``sent_at``; the benchmark reads them.
 LATENCIES: list[float] = []
 
 
-@handles("NOOP")
+@handles(NOOP.name)
 class NoopHandler:
     async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
         sent_at = item.payload.get("sent_at")

@@ -16,12 +16,12 @@ from django.db.models.functions import Now
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from workers.handlers import PermanentError, RetryableError, Run, handles
+from workers.shipment_notifier.kind import NOTIFY_SHIPMENT, NotifyShipmentPayload
 from workers.shipment_notifier.models import Shipment, ShipmentNotice
-from workqueue.kinds import NotifyShipmentPayload
-from workqueue.models import WorkItem
+from workqueue.api import WorkItem
 
 
-@handles("NOTIFY_SHIPMENT")
+@handles(NOTIFY_SHIPMENT.name)
 class NotifyShipmentHandler:
     def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
         """Send the notice for ``payload.version`` unless it went out already; then advance.

@@ -2,5 +2,5 @@
 UPDATE workqueue_workitem
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = '00000000-0000-0000-0000-000000000000'
- WHERE id = %(id)s AND claim_token = %(claim_token)s AND status = 'claimed'
+ WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *

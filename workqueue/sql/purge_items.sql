@@ -1,10 +1,6 @@
--- purge_items: delete up to batch done or failed items last changed before `before`, in every tenant; returns how many
+-- purge_items: delete up to batch items of the given statuses last changed before `before`, in every tenant (the locking subquery is the queryset workqueue/maintenance.py compiles); returns how many
 WITH doomed AS (
-    SELECT id
-      FROM workqueue_workitem
-     WHERE status IN ('done', 'failed') AND updated_at < %(before)s::timestamptz
-     LIMIT %(batch)s
-       FOR UPDATE SKIP LOCKED
+    {locking}
 ), gone AS (
     DELETE FROM workqueue_workitem AS w USING doomed WHERE w.id = doomed.id RETURNING 1
 )

@@ -1,14 +1,8 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before`; one whose attempts are spent becomes a dead letter instead
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, with its audit entry in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
 WITH stale AS (
-    SELECT id
-      FROM workqueue_workitem
-     WHERE status = 'claimed'
-       AND lease_expires_at < COALESCE(%(before)s::timestamptz, now())
-     ORDER BY lease_expires_at
-     LIMIT %(limit)s
-       FOR UPDATE SKIP LOCKED
-)
+    {locking}
+), moved AS (
 UPDATE workqueue_workitem AS w
    SET status = CASE WHEN w.attempts >= w.max_attempts THEN 'failed' ELSE 'pending' END,
        available_at = now(),
@@ -20,3 +14,15 @@ UPDATE workqueue_workitem AS w
   FROM stale
  WHERE w.id = stale.id
 RETURNING w.*
+), audited AS (
+    INSERT INTO audit_auditentry
+           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
+    SELECT gen_random_uuid(), m.org_id, %(actor_id)s::uuid, 'work.dead_lettered',
+           'workqueue.workitem', m.id::text,
+           jsonb_build_object('kind', m.kind, 'attempts', m.attempts, 'permanent', false,
+                              'error', m.last_error),
+           %(request_id)s::uuid, now()
+      FROM moved m
+     WHERE m.status = 'failed'
+)
+SELECT * FROM moved

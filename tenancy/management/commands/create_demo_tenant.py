@@ -35,7 +35,9 @@ class Command(BaseCommand):
             user.is_staff = user.is_superuser = True
             user.set_password(password)
             user.save(using="admin")
-            # The membership is a tenant row: the owner obeys its policy too (FORCE).
+            # The membership is a tenant row. FORCE makes a table's owner obey its policy, so an
+            # owner login that is not a superuser may insert it only under the tenant's scope;
+            # a superuser owner (the default, postgres) bypasses row-level security anyway.
             with tenant_scope(tenant.pk, using="admin"):
                 Membership.objects.using("admin").get_or_create(
                     org=tenant, user=user, defaults={"role": Role.OWNER}

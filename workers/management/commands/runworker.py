@@ -12,17 +12,22 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from project.checks import startup_problem
 from workers.config import WorkerSettings
-from workers.loop import Worker
+from workers.worker import Worker
 
 
 class Command(BaseCommand):
     help = (
         "Run a worker for KIND (e.g. NOOP, NOTIFY_SHIPMENT; several as NOOP,NOTIFY_SHIPMENT): "
-        "claim work of the lane, run it, renew leases, serve /healthz and /metrics on "
-        "WORKER_METRICS_PORT. SIGTERM or Ctrl-C drains (a second one stops at once, still "
-        "handing back what was running). Other settings: WORKER_* in .env.example."
+        "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
+        "it off), serve /healthz and /metrics on WORKER_METRICS_PORT (default 9100, or the "
+        "next free port when another worker on this host has it). SIGTERM or Ctrl-C drains (a "
+        "second one stops at once, still handing back what was running). Other settings: "
+        "WORKER_* and SWEEP_* in .env.example."
     )
+    # The database set-up is checked below with one line, not Django's multi-line report.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
@@ -34,7 +39,9 @@ class Command(BaseCommand):
             "--once", action="store_true", help="run what is available now, then exit"
         )
         parser.add_argument(
-            "--metrics-port", type=int, help="port for /healthz and /metrics (0: any free port)"
+            "--metrics-port",
+            type=int,
+            help="port for /healthz and /metrics (WORKER_METRICS_PORT; 0: any free port, -1: none)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -49,9 +56,11 @@ class Command(BaseCommand):
                 once=options["once"] or None,
                 metrics_port=options["metrics_port"],
             )
+            if problem := startup_problem():
+                raise ImproperlyConfigured(problem)
+            asyncio.run(self._run(settings))
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
-        asyncio.run(self._run(settings))
         # A sync handler cancelled on shutdown may still be running in its thread; its item was
         # released and its writes are refused by the token, so do not wait for it to return.
         if threading.active_count() > 1 and any(

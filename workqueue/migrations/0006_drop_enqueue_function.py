@@ -1,3 +1,16 @@
+"""Drop the enqueue function of 0003: the enqueue is now one plain statement
+(workqueue/sql/enqueue.sql). The reverse puts version 1 back, frozen as 0003 applied it."""
+
+from django.db import migrations
+
+FORWARD = """
+-- enqueue_function_reverse: undo enqueue_function.
+DROP FUNCTION IF EXISTS workqueue_enqueue(
+    uuid, uuid, text, text, jsonb, text, smallint, timestamptz, integer, uuid, uuid, text)
+"""
+
+# Version 1, as 0003 created it.
+REVERSE = """
 -- workqueue_enqueue: an enqueue in one round trip and one statement: it names the tenant for
 -- row-level security, inserts the item as pending (never overwriting: a taken id or idempotency
 -- key inserts nothing and returns no row), announces the lane on work_available (delivered at
@@ -28,3 +41,10 @@ BEGIN
     PERFORM set_config('app.org_id', COALESCE(previous, ''), true);
 END
 $$
+"""
+
+
+class Migration(migrations.Migration):
+    dependencies = [("workqueue", "0005_autovacuum")]
+
+    operations = [migrations.RunSQL(FORWARD, reverse_sql=REVERSE)]

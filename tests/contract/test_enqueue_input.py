@@ -1,0 +1,187 @@
+"""Outside input to enqueue, tried as an attacker would: refused before any statement runs,
+naming the field, storing nothing, and leaving the caller's transaction usable."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from django.db import transaction
+from django.test import override_settings
+
+from tenancy.contexts import OpContext
+from tests.helpers import statements
+from workqueue.api import (
+    InvalidPayload,
+    Kind,
+    NewItem,
+    Outcome,
+    Payload,
+    enqueue,
+    enqueue_many,
+    register,
+)
+from workqueue.models import WorkItem
+
+
+class FreeForm(Payload):
+    data: Any = None
+    tags: dict[str, Any] = {}
+
+
+register(Kind("TEST_FREE_FORM", FreeForm))
+
+
+def _stored() -> int:
+    return WorkItem.objects.using("admin").count()
+
+
+CRAFTED_IDS = [
+    # closes the JSON object early and smuggles a second row with its own kind and attempts
+    (
+        '0190a0b0-0000-7000-8000-000000000001","kind":"EVIL","lane":"default","payload":{},'
+        '"idempotency_key":null,"priority":0,"max_attempts":1000000,"available_at":null},'
+        '{"id":"0190a0b0-0000-7000-8000-000000000002'
+    ),
+    'x" , "kind": "EVIL',
+    "'; DROP TABLE workqueue_workitem; --",
+    "not-a-uuid",
+    "",
+    "0190a0b0-0000-7000-8000-00000000000\u0000",
+    12345,
+]
+
+
+@pytest.mark.parametrize("crafted", CRAFTED_IDS)
+def test_a_crafted_id_in_a_batch_is_refused_and_nothing_is_stored(ctx: OpContext, crafted) -> None:
+    batch = [NewItem("NOOP", {"n": 1}), NewItem("NOOP", {"n": 2}, id=crafted)]
+    with statements("default", "system") as sent:
+        with pytest.raises(InvalidPayload, match=r"items\[1\]\.id: must be a UUID"):
+            enqueue_many(ctx, batch)
+    assert sent == [] and _stored() == 0
+
+
+@pytest.mark.parametrize("crafted", CRAFTED_IDS)
+def test_a_crafted_id_alone_is_invalid_payload_not_a_driver_error(ctx, crafted) -> None:
+    with transaction.atomic():
+        with pytest.raises(InvalidPayload, match="id: must be a UUID"):
+            enqueue(ctx, "NOOP", {}, id=crafted)
+        # the caller's transaction is still usable
+        _, outcome = enqueue(ctx, "NOOP", {"n": 3})
+    assert outcome == Outcome.INSERTED and _stored() == 1
+
+
+def test_a_uuid_given_as_text_is_accepted(ctx: OpContext) -> None:
+    wanted = uuid.uuid4()
+    item, _ = enqueue(ctx, "NOOP", {}, id=str(wanted))
+    assert item.id == wanted
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("priority", '1,"max_attempts":99', "priority: must be an integer"),
+        ("priority", True, "priority: must be an integer"),
+        ("priority", 40000, "priority: must be an integer"),
+        ("lane", 'a","kind":"EVIL', "lane: must be 1 to 50"),
+        ("lane", "", "lane: must be a non-empty string"),
+        ("lane", "x" * 51, "lane: must be 1 to 50"),
+        ("lane", "a\u0000b", "lane: must be 1 to 50"),
+        ("idempotency_key", "a\u0000b", "idempotency_key: must not contain a NUL"),
+        ("idempotency_key", "x" * 201, "idempotency_key: must be at most 200"),
+        ("idempotency_key", "\ud800", "idempotency_key: must be valid Unicode"),
+        ("available_at", "2026-01-01", "available_at: must be a datetime"),
+    ],
+)
+def test_every_field_is_checked_in_both_shapes(ctx, field: str, value, says: str) -> None:
+    with transaction.atomic():
+        with pytest.raises(InvalidPayload, match=says):
+            enqueue(ctx, "NOOP", {}, **{field: value})
+        with pytest.raises(InvalidPayload, match=rf"items\[0\]\.{says}"):
+            enqueue_many(ctx, [NewItem("NOOP", {}, **{field: value})])
+        enqueue(ctx, "NOOP", {})  # still usable
+    assert _stored() == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({"data": float("nan")}, "payload.data: NaN and infinity cannot be stored"),
+        ({"data": [1, float("inf")]}, r"payload.data\[1\]: NaN and infinity"),
+        ({"tags": {"x": {"y": float("-inf")}}}, "payload.tags.x.y: NaN and infinity"),
+        ({"data": "a\u0000b"}, "payload.data: must not contain a NUL"),
+        ({"tags": {"k\u0000": 1}}, "payload.tags key: must not contain a NUL"),
+        ({"data": "\udc80"}, "payload.data: must be valid Unicode"),
+    ],
+)
+def test_what_jsonb_cannot_hold_is_refused_naming_the_field(ctx, payload, says: str) -> None:
+    with transaction.atomic():
+        with pytest.raises(InvalidPayload, match=says):
+            enqueue(ctx, "TEST_FREE_FORM", payload)
+        enqueue(ctx, "NOOP", {})
+    assert _stored() == 1
+
+
+def test_text_that_only_looks_suspect_is_stored(ctx: OpContext) -> None:
+    payload = {"data": "NaN Infinity \\u0000 are just words here"}
+    item, _ = enqueue(ctx, "TEST_FREE_FORM", payload)
+    assert WorkItem.objects.using("admin").get(pk=item.id).payload["data"] == payload["data"]
+
+
+def test_a_payload_over_the_size_limit_is_refused_naming_the_setting(ctx: OpContext) -> None:
+    big = {"data": "x" * (256 * 1024)}
+    with pytest.raises(InvalidPayload, match="WORKQUEUE_MAX_PAYLOAD_BYTES"):
+        enqueue(ctx, "TEST_FREE_FORM", big)
+    with override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=1024 * 1024):
+        enqueue(ctx, "TEST_FREE_FORM", big)
+    multibyte = {"data": "\u00e9" * (140 * 1024)}  # 140 KiB of characters, 280 KiB of UTF-8
+    with pytest.raises(InvalidPayload, match="bytes is more than"):
+        enqueue(ctx, "TEST_FREE_FORM", multibyte)
+    assert _stored() == 1
+
+
+def test_the_same_id_twice_in_a_batch_is_one_insert_and_one_id_exists(ctx: OpContext) -> None:
+    same = uuid.uuid4()
+    results = enqueue_many(
+        ctx,
+        [
+            NewItem("NOOP", {"n": 1}, id=same),
+            NewItem("NOOP", {"n": 2}, id=same),
+            NewItem("NOOP", {"n": 3}, idempotency_key="k"),
+            NewItem("NOOP", {"n": 4}, idempotency_key="k"),
+        ],
+    )
+    assert [outcome for _, outcome in results] == [
+        Outcome.INSERTED,
+        Outcome.ID_EXISTS,
+        Outcome.INSERTED,
+        Outcome.KEY_EXISTS,
+    ]
+    assert results[0][0] == results[1][0] == same and results[2][0] == results[3][0]
+    assert _stored() == 2
+    assert WorkItem.objects.using("admin").get(pk=same).payload == {"n": 1}
+
+
+def test_a_batch_item_that_is_not_a_new_item_is_refused(ctx: OpContext) -> None:
+    with pytest.raises(InvalidPayload, match=r"items\[0\]"):
+        enqueue_many(ctx, [{"kind": "NOOP", "payload": {}}])  # type: ignore[list-item]
+    assert _stored() == 0
+
+
+def test_names_the_columns_cannot_hold_are_refused_where_they_are_declared() -> None:
+    with pytest.raises(ValueError, match="must be 1 to 100"):
+        Kind("K" * 101, FreeForm)
+    with pytest.raises(ValueError, match="lane"):
+        Kind("TEST_LONG_LANE", FreeForm, lane="l" * 51)
+    with pytest.raises(ValueError, match="max_attempts"):
+        Kind("TEST_NO_ATTEMPTS", FreeForm, max_attempts=0)
+
+
+def test_the_stored_json_is_the_validated_json(ctx: OpContext) -> None:
+    payload = {"data": {"quote": '"', "backslash": "\\", "close": '"}]},{'}}
+    [(item_id, _)] = enqueue_many(ctx, [NewItem("TEST_FREE_FORM", payload)])
+    stored = WorkItem.objects.using("admin").get(pk=item_id)
+    assert stored.payload["data"] == json.loads(json.dumps(payload))["data"]
+    assert stored.kind == "TEST_FREE_FORM"

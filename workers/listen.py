@@ -1,0 +1,88 @@
+"""Listening: wake the worker when work is announced on its lane.
+
+One connection on the everyday login holds ``LISTEN work_available``; each notice names a lane
+(``*`` for a batch that spans lanes). A notice for this lane sets the wake event; the claim loop
+also polls, so a lost connection costs latency, never work. Reconnects after a pause.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import psycopg
+from django.db import connections
+
+from workers.outage import Outage
+
+CHANNEL = "work_available"
+# The connections a Listener holds open.
+CONNECTIONS = 1
+
+
+def connection_kwargs() -> dict[str, object]:
+    params = connections["default"].get_connection_params()
+    for django_only in ("cursor_factory", "context", "server_side_binding"):
+        params.pop(django_only, None)
+    return params
+
+
+class Listener:
+    def __init__(
+        self,
+        lane: str,
+        wake: asyncio.Event,
+        outage: Outage,
+        *,
+        on_notice: Callable[[str, str], None] | None = None,
+        channels: tuple[str, ...] = (CHANNEL,),
+        retry_s: float = 1.0,
+    ) -> None:
+        self.lane = lane
+        self.wake = wake
+        self.outage = outage
+        self.on_notice = on_notice
+        self.channels = channels
+        self.retry_s = retry_s
+
+    async def run(self, stop: asyncio.Event) -> None:
+        params = await asyncio.to_thread(connection_kwargs)
+        while not stop.is_set():
+            try:
+                async with await psycopg.AsyncConnection.connect(**params, autocommit=True) as conn:
+                    for channel in self.channels:
+                        await conn.execute(f"LISTEN {channel}")
+                    self.outage.ok()
+                    self.wake.set()  # anything enqueued while we were not listening
+                    await self._relay_notices(conn, stop)
+            except StopAsyncIteration:
+                pass  # the server closed the connection: listen again
+            except (psycopg.Error, OSError) as exc:
+                if not self.outage.failed("listen", exc):
+                    raise
+            if not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), self.retry_s)
+                except TimeoutError:
+                    pass
+
+    async def _relay_notices(
+        self, conn: psycopg.AsyncConnection[object], stop: asyncio.Event
+    ) -> None:
+        notices = conn.notifies()
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            while True:
+                nxt = asyncio.ensure_future(anext(notices))
+                done, _ = await asyncio.wait({nxt, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if stopping in done:
+                    nxt.cancel()
+                    return
+                notice = nxt.result()
+                if notice.channel == CHANNEL:
+                    if notice.payload in (self.lane, "*"):
+                        self.wake.set()
+                elif self.on_notice is not None:
+                    self.on_notice(notice.channel, notice.payload)
+        finally:
+            stopping.cancel()

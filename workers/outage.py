@@ -1,0 +1,72 @@
+"""One account of whether the database answers, shared by every part of a worker.
+
+During an outage every part fails at once (the claim, the completions, the lease renewals, the
+heartbeat, LISTEN). Each reports here; the worker logs the state change twice (``database_
+unreachable`` once when it starts, ``database_back`` once when it ends) instead of one line or
+traceback per part per attempt, and the claim loop backs off while it lasts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import psycopg
+import psycopg_pool
+
+logger = logging.getLogger(__name__)
+
+# Errors that mean "the database is not answering", not "this statement is wrong".
+# A timeout (a renewal or a statement bounded by the worker) counts: a database that does not
+# answer in time is, for the worker, not answering.
+UNREACHABLE = (
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    psycopg_pool.PoolTimeout,
+    OSError,
+    TimeoutError,
+)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    if isinstance(exc, UNREACHABLE):
+        return True
+    # Django wraps driver errors; look at the cause.
+    cause = exc.__cause__
+    return cause is not None and isinstance(cause, UNREACHABLE)
+
+
+class Outage:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self.since: float | None = None
+        self.failures = 0
+
+    @property
+    def active(self) -> bool:
+        return self.since is not None
+
+    def failed(self, part: str, exc: BaseException) -> bool:
+        """Record a failure of ``part``; True when it is the database not answering (logged
+        once per outage), False for any other error (the caller logs that one itself)."""
+        if not is_unreachable(exc):
+            return False
+        self.failures += 1
+        if self.since is None:
+            self.since = self._clock()
+            logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
+        return True
+
+    def ok(self) -> None:
+        """Record that the database answered; logs the end of an outage once."""
+        if self.since is not None:
+            logger.warning(
+                "database_back after_s=%.1f failures=%d", self._clock() - self.since, self.failures
+            )
+            self.since, self.failures = None, 0
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

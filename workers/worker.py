@@ -1,0 +1,256 @@
+"""The worker: wires the parts of one ``runworker`` process and drains it on stop.
+
+One asyncio loop per process. The parts, one job each: the listener (``listen.py``) wakes the
+claim loop (``claiming.py``), which starts each item as a task (``running.py``); finished items
+complete in batches (``completing.py``); the lease keeper (``lease.py``) renews what is held;
+the heartbeat (``liveness.py``) beats in memory for ``/healthz`` (``http.py``) and publishes
+best effort; the sweep (``sweep/``) runs on its timer unless turned off. The claim, the
+completions, the renewals and the failures run on the store's async connections on this loop;
+sync handlers run in a thread pool sized to the capacity; async handlers run on the loop.
+
+Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
+rest and release each with a note, flush completions, stop the heartbeat, mark the worker
+offline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.db import connections
+
+from tenancy.contexts import OpContext
+from workers.claiming import ClaimLoop
+from workers.completing import Completer
+from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
+from workers.handlers import Handler, handler_for
+from workers.http import bind, serve
+from workers.lease import LeaseKeeper
+from workers.listen import Listener
+from workers.liveness import Liveness
+from workers.metrics import IN_FLIGHT
+from workers.outage import Outage
+from workers.periodic import PeriodicTask
+from workers.running import SHUTDOWN, Job, Runner
+from workqueue import api
+
+logger = logging.getLogger(__name__)
+
+
+class Worker:
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.kinds = list(settings.kinds)
+        # A kind with no handler here (a release that dropped it) is claimed and released.
+        self.handlers: dict[str, Handler] = {
+            kind: handler for kind in self.kinds if (handler := handler_for(kind)) is not None
+        }
+        self.jobs: dict[uuid.UUID, Job] = {}
+        self.outage = Outage()
+        self.stop_claiming = asyncio.Event()
+        self.stopped = asyncio.Event()
+        self.force = asyncio.Event()
+        self.wake = asyncio.Event()
+        self.slot_freed = asyncio.Event()
+        self.signals = 0
+        self.store = api.AsyncStore(
+            tenant_size=CONNECTIONS.store_tenant, system_size=CONNECTIONS.store_system
+        )
+        self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
+        self._handler_pool = (
+            ThreadPoolExecutor(settings.capacity, thread_name_prefix="worker-handler")
+            if settings.needs_threads
+            else None
+        )
+        self.liveness = Liveness(
+            self.worker_id,
+            ",".join(self.kinds),
+            settings.lane,
+            stale_after_s=settings.heartbeat_interval_s * settings.stale_after_beats,
+        )
+        self.lease_keeper = LeaseKeeper(
+            api.aextend_leases,
+            self._lost,
+            lease_s=settings.lease_s,
+            timeout_s=settings.renew_timeout_s,
+            outage=self.outage,
+        )
+        self.completer = Completer(self.outage, flush_ms=settings.complete_flush_ms)
+        self.runner = Runner(
+            self.worker_id,
+            self.handlers,
+            self.completer,
+            self.lease_keeper,
+            self.outage,
+            self._handler_pool,
+            self._done,
+        )
+        self.listener = Listener(settings.lane, self.wake, self.outage)
+        self.claim_loop = ClaimLoop(
+            settings,
+            self.worker_id,
+            self.outage,
+            in_flight=lambda: len(self.jobs),
+            start=self._start,
+            wake=self.wake,
+            slot_freed=self.slot_freed,
+        )
+        self.http: Any = None
+
+    @property
+    def own_connections(self) -> int:
+        """The connections this worker opens besides its handler threads."""
+        return CONNECTIONS.own(sweep=self.settings.sweep)
+
+    def request_stop(self) -> None:
+        """First signal: drain. Second: cancel what runs now (still releasing it)."""
+        self.signals += 1
+        if self.signals == 1:
+            logger.info("worker_stopping worker=%s in_flight=%d", self.worker_id, len(self.jobs))
+            self.liveness.state = "draining"
+            self.stop_claiming.set()
+        else:
+            logger.info(
+                "worker_stopping_now worker=%s in_flight=%d", self.worker_id, len(self.jobs)
+            )
+            self.force.set()
+
+    async def run(self) -> None:
+        s = self.settings
+        api.use_async_store(self.store)
+        self.liveness.beat()
+        if s.metrics_port >= 0:
+            host, port = bind(
+                s.metrics_host, s.metrics_port, fixed=s.metrics_port_fixed, span=METRICS_PORT_SPAN
+            )
+            self.http = serve(self.liveness, host, port)
+        logger.info(
+            "worker_started worker=%s kinds=%s lane=%s capacity=%d metrics_port=%s",
+            self.worker_id,
+            ",".join(self.kinds),
+            s.lane,
+            s.capacity,
+            self.http.server_port if self.http else "-",
+        )
+        background = [
+            asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
+            asyncio.create_task(self._lease_task().run(), name="lease-keeper"),
+            asyncio.create_task(self.completer.run(self.stopped), name="completions"),
+            asyncio.create_task(self.listener.run(self.stopped), name="listen"),
+            *self._extra_tasks(),
+        ]
+        try:
+            await self.claim_loop.run(self.stop_claiming)
+            await self._drain()
+        finally:
+            self.stopped.set()
+            self.completer.waiting.set()
+            await asyncio.gather(*background, return_exceptions=True)
+            await self.completer.flush()  # nothing finished is left uncompleted
+            self.liveness.state = "offline"
+            await self._publish()
+            if self.http:
+                self.http.shutdown()
+            await api.aclose_async_store()
+            await self._close_thread(self._liveness_thread)
+            if self._handler_pool:
+                self._handler_pool.shutdown(wait=False, cancel_futures=True)
+            logger.info("worker_offline worker=%s", self.worker_id)
+
+    def _extra_tasks(self) -> list[asyncio.Task[None]]:
+        """Tasks a worker runs beside its own (the sweep, in a later part)."""
+        return []
+
+    # -- timers, each on the periodic primitive ------------------------------------------------
+
+    def _heartbeat_task(self) -> PeriodicTask:
+        s = self.settings
+        return PeriodicTask(
+            name="heartbeat",
+            operation=self._heartbeat,
+            interval_s=s.heartbeat_interval_s,
+            mode="fixed_rate",
+            timeout_s=s.heartbeat_interval_s,
+            stop=self.stopped,
+            on_error="continue",
+        )
+
+    def _lease_task(self) -> PeriodicTask:
+        keeper = self.lease_keeper
+        return PeriodicTask(
+            name="lease_keeper",
+            operation=keeper.renew_once,
+            interval_s=keeper.interval_s,
+            mode="result_aware",
+            # A failed renewal is retried sooner: half the lease is the whole budget.
+            delay_for=lambda renewed: keeper.interval_s if renewed else keeper.retry_s,
+            error_delay_s=keeper.retry_s,
+            # Each renewal is bounded by its own timeout inside renew_once.
+            timeout_s=None,
+            stop=self.stopped,
+            on_error="continue",
+        )
+
+    async def _heartbeat(self) -> None:
+        self.liveness.beat()
+        await self._publish()
+
+    async def _publish(self) -> None:
+        """Publish the heartbeat, best effort: a failure is counted and logged, never raised."""
+        loop = asyncio.get_running_loop()
+        if await loop.run_in_executor(self._liveness_thread, self.liveness.publish):
+            self.outage.ok()
+            return
+        error = self.liveness.last_error
+        if error is not None and not self.outage.failed("heartbeat", error):
+            logger.warning("liveness_publish_failed worker=%s error=%s", self.worker_id, error)
+
+    async def _close_thread(self, executor: ThreadPoolExecutor) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(executor, connections.close_all)
+        executor.shutdown(wait=True)
+
+    # -- items ----------------------------------------------------------------------------------
+
+    def _start(self, ctx: OpContext, item: api.WorkItem) -> None:
+        job = Job(ctx, item)
+        self.jobs[item.id] = job
+        self.runner.start(job)
+
+    def _done(self, item_id: uuid.UUID) -> None:
+        self.jobs.pop(item_id, None)
+        IN_FLIGHT.set(len(self.jobs))
+        self.slot_freed.set()
+
+    def _lost(self, item_id: uuid.UUID, reason: str) -> None:
+        """The lease keeper lost this item: cancel its task now (the token refuses its writes)."""
+        job = self.jobs.get(item_id)
+        if job is None or job.task is None:
+            return
+        logger.warning("item_lost item=%s reason=%s", item_id, reason)
+        job.cancel(reason)
+
+    # -- shutdown -------------------------------------------------------------------------------
+
+    async def _drain(self) -> None:
+        tasks = [job.task for job in self.jobs.values() if job.task is not None]
+        if tasks:
+            force = asyncio.create_task(self.force.wait())
+            grace = asyncio.create_task(asyncio.sleep(self.settings.shutdown_grace_s))
+            waiting = asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.wait({waiting, force, grace}, return_when=asyncio.FIRST_COMPLETED)
+            force.cancel()
+            grace.cancel()
+        left = [job for job in self.jobs.values() if job.task is not None]
+        for job in left:
+            job.cancel(SHUTDOWN)
+        if left:
+            logger.info("worker_released_on_stop items=%d", len(left))
+            await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]

@@ -1,0 +1,130 @@
+"""What outside input may be stored, checked before any statement runs.
+
+Every value that reaches SQL or JSON from a caller is checked here (or, for payloads, in
+``kinds.validate_payload``) and refused with ``InvalidPayload`` naming the field: nothing is
+stored and the caller's transaction stays usable. Texts a handler or the database produces
+(error messages) are made storable instead of refused: a settle must never fail on them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from datetime import datetime
+from typing import Any
+
+from workqueue.exceptions import InvalidPayload
+
+# Kind and lane names: letters, digits and _ . : - (they travel in NOTIFY payloads and logs).
+NAME_PATTERN = re.compile(r"[A-Za-z0-9_.:-]+")
+KIND_MAX = 100  # WorkItem.kind
+LANE_MAX = 50  # WorkItem.lane
+KEY_MAX = 200  # WorkItem.idempotency_key
+ERROR_MAX = 10_000  # characters of an error kept on the item
+SMALLINT = (-32768, 32767)
+_TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def check_name(field: str, value: Any, max_length: int) -> str:
+    """A kind or lane name, or ``InvalidPayload`` saying what a name may be."""
+    if not isinstance(value, str) or not value:
+        raise InvalidPayload(f"{field}: must be a non-empty string")
+    if len(value) > max_length or not NAME_PATTERN.fullmatch(value):
+        raise InvalidPayload(
+            f"{field}: must be 1 to {max_length} letters, digits or _ . : - (got {value[:60]!r})"
+        )
+    return value
+
+
+def check_lane(value: Any, field: str = "lane") -> str:
+    return check_name(field, value, LANE_MAX)
+
+
+def check_text(field: str, value: Any, max_length: int) -> str:
+    """A caller's string that will be stored as is: 1 to ``max_length`` characters, no NUL
+    (PostgreSQL text cannot hold it), valid Unicode (no lone surrogates)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidPayload(f"{field}: must be a non-empty string")
+    if len(value) > max_length:
+        raise InvalidPayload(f"{field}: must be at most {max_length} characters")
+    if "\x00" in value:
+        raise InvalidPayload(f"{field}: must not contain a NUL character")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidPayload(f"{field}: must be valid Unicode (a lone surrogate)") from None
+    return value
+
+
+def check_id(value: Any, field: str = "id") -> uuid.UUID:
+    """An item id: a UUID, or a string that is one."""
+    if isinstance(value, uuid.UUID):
+        return value
+    if isinstance(value, str):
+        try:
+            return uuid.UUID(value)
+        except ValueError:
+            pass
+    raise InvalidPayload(f"{field}: must be a UUID")
+
+
+def check_priority(value: Any, field: str = "priority") -> int:
+    low, high = SMALLINT
+    if type(value) is not int or not low <= value <= high:
+        raise InvalidPayload(f"{field}: must be an integer from {low} to {high}")
+    return value
+
+
+def check_when(value: Any, field: str = "available_at") -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise InvalidPayload(f"{field}: must be a datetime with a time zone")
+    return value
+
+
+def check_traceparent(value: str | None) -> str | None:
+    """A W3C traceparent to record, or None: a malformed one is dropped, never stored."""
+    return value if value and _TRACEPARENT.fullmatch(value) else None
+
+
+def storable_text(text: str, limit: int = ERROR_MAX) -> str:
+    """``text`` as PostgreSQL can store it: NUL and lone surrogates replaced, at most
+    ``limit`` characters. Used for what handlers say, which must never stop a settle."""
+    if not isinstance(text, str):
+        text = repr(text)
+    text = text[:limit].replace("\x00", "\ufffd")
+    if not text.isascii():
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def find_unstorable(value: Any, path: str = "payload") -> str | None:
+    """Where in a JSON-like value something PostgreSQL's jsonb cannot hold sits (NaN or an
+    infinity, a NUL character, a lone surrogate), as ``path: reason``; None when nothing does.
+    Walks the value only when the fast checks on its JSON text found a suspect."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}: NaN and infinity cannot be stored (JSON has no such numbers)"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{path}: must not contain a NUL character"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{path}: must be valid Unicode (a lone surrogate)"
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+            if isinstance(key, str) and (problem := find_unstorable(key, f"{path} key")):
+                return problem
+            if problem := find_unstorable(item, where):
+                return problem
+        return None
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if problem := find_unstorable(item, f"{path}[{i}]"):
+                return problem
+    return None

@@ -1,0 +1,110 @@
+"""The queue's statements: each named once, in ``sql/<name>.sql`` with a line of intent, with
+its parameters typed by a ``NamedTuple``.
+
+A statement that locks rows takes its locking subquery from a Django queryset, compiled once
+(``locking``): the card's ``select_for_update(skip_locked=True)`` is what picks the
+rows, and the ``UPDATE ... FROM (that subquery) ... RETURNING`` around it keeps a claim batch
+at one round trip. A statement that names its tenant itself takes ``{set_tenant}``, the
+tenancy app's spelling of the tenant setting.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from django.db import transaction
+from django.db.models import QuerySet
+
+from tenancy.scope import SET_TENANT_EXPR, SYSTEM_ALIAS
+
+SQL_DIR = Path(__file__).with_name("sql")
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s")
+
+
+def load_sql(name: str) -> str:
+    """The text of ``sql/<name>.sql``, its comment lines kept (they name it in logs)."""
+    return (SQL_DIR / f"{name}.sql").read_text().strip().rstrip(";")
+
+
+@dataclass(frozen=True)
+class Locking:
+    """A queryset's SQL with its parameters named: the constants it was built with, and
+    ``slots`` (sentinel value -> parameter field) for the values each run supplies."""
+
+    sql: str
+    constants: dict[str, Any]
+
+
+def locking(queryset: QuerySet[Any], slots: dict[Any, str], limit_slot: str) -> Locking:
+    """Compile ``queryset`` (a ``select_for_update(...)`` slice of ``values("id")``) into SQL
+    whose parameters are named: each sentinel in ``slots`` becomes ``%(<field>)s``, any other
+    parameter a constant, and the slice's limit ``%(<limit_slot>)s``."""
+    # Django compiles a locking queryset only inside a transaction; nothing runs in this one.
+    with transaction.atomic(using=SYSTEM_ALIAS):
+        text, params = queryset.query.get_compiler(using=SYSTEM_ALIAS).as_sql()
+    pieces = text.split("%s")
+    if len(pieces) != len(params) + 1:
+        raise ValueError(f"cannot name the parameters of {text!r}")
+    out, constants = [pieces[0]], {}
+    for i, (value, rest) in enumerate(zip(params, pieces[1:], strict=True)):
+        key = slots.get(value) if isinstance(value, Hashable) else None
+        if key is None:
+            key = f"c{i}"
+            constants[key] = value
+        out.append(f"%({key})s{rest}")
+    text = "".join(out)
+    limit = queryset.query.high_mark
+    text, found = re.subn(rf"\bLIMIT {limit}\b", f"LIMIT %({limit_slot})s", text)
+    if found != 1:
+        raise ValueError(f"cannot find the limit in {text!r}")
+    return Locking(text, constants)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One named statement. ``params`` is its NamedTuple of parameters; ``names_tenant`` says
+    it sets the tenant for its own transaction (``{set_tenant}``), so it may run bare where
+    that setting ends with it (``tenancy.scope.may_name_tenant_itself``)."""
+
+    name: str
+    params: type[NamedTuple]
+    names_tenant: bool = False
+    # Builds the locking subquery (compiled on first use: Django compiles a locking queryset
+    # only on a connection, inside a transaction).
+    build_locking: Callable[[], Locking] | None = field(default=None, compare=False)
+
+    @cached_property
+    def locking(self) -> Locking | None:
+        return self.build_locking() if self.build_locking is not None else None
+
+    @cached_property
+    def sql(self) -> str:
+        text = load_sql(self.name).replace("{set_tenant}", SET_TENANT_EXPR)
+        if self.locking is not None:
+            text = text.replace("{locking}", self.locking.sql)
+        wanted = set(_PLACEHOLDER.findall(text)) - set(self.constants)
+        given = set(self.params._fields)
+        if wanted != given:
+            raise TypeError(
+                f"statement {self.name}: the SQL names {sorted(wanted)}, "
+                f"the parameters are {sorted(given)}"
+            )
+        return text
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        return self.locking.constants if self.locking is not None else {}
+
+    def bind(self, params: NamedTuple) -> dict[str, Any]:
+        """The mapping the driver binds: the run's parameters and the compiled constants."""
+        if type(params) is not self.params:
+            raise TypeError(f"statement {self.name} takes {self.params.__name__}")
+        values = params._asdict()
+        if self.locking is not None:
+            values.update(self.locking.constants)
+        return values
