@@ -39,3 +39,12 @@ def statements(*aliases: str) -> Iterator[list[str]]:
         for alias in aliases:
             stack.enter_context(connections[alias].execute_wrapper(wrapper))
         yield seen
+
+
+def back_date_outbox(row_id: uuid.UUID, **seconds_ago: float) -> None:
+    """Move an outbox row's timestamps into the past, as ``back_date`` does for items."""
+    sets = ", ".join(f"{column} = now() - make_interval(secs => %s)" for column in seconds_ago)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            f"UPDATE outbox_outboxrow SET {sets} WHERE id = %s", [*seconds_ago.values(), row_id]
+        )

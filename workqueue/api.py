@@ -7,11 +7,21 @@ statements. ``workers`` and other apps import from here, nothing deeper.
 """
 
 from workqueue.claim import aclaim, claim, fail_orphaned
-from workqueue.enqueue import NewItem, Outcome, aenqueue, aenqueue_many, enqueue, enqueue_many
+from workqueue.enqueue import (
+    NewItem,
+    Outcome,
+    Relayed,
+    aenqueue,
+    aenqueue_many,
+    enqueue,
+    enqueue_many,
+    enqueue_relayed,
+    validated,
+)
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.fence import Fence
-from workqueue.inputs import check_lane, storable_text
-from workqueue.kinds import Kind, Payload, get_kind, known_kinds, register
+from workqueue.inputs import check_lane, check_name, find_unstorable, storable_text
+from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_bytes, register
 from workqueue.maintenance import (
     Gauges,
     Requeued,
@@ -40,7 +50,18 @@ from workqueue.settle import (
     fail,
     release,
 )
-from workqueue.store import AsyncStore, aclose_async_store, use_async_store
+from workqueue.statements import Statement
+from workqueue.store import (
+    AsyncStore,
+    Plan,
+    Rows,
+    System,
+    Tenant,
+    aclose_async_store,
+    execute,
+    run,
+    use_async_store,
+)
 
 __all__ = [
     "AsyncStore",
@@ -53,9 +74,15 @@ __all__ = [
     "NotFound",
     "Outcome",
     "Payload",
+    "Plan",
+    "Relayed",
     "Requeued",
     "RetryPolicy",
+    "Rows",
+    "Statement",
     "Status",
+    "System",
+    "Tenant",
     "WorkItem",
     "WorkQueueError",
     "aclaim",
@@ -71,25 +98,32 @@ __all__ = [
     "arelease",
     "arequeue_stale",
     "check_lane",
+    "check_name",
     "claim",
     "complete",
     "complete_many",
     "defer",
     "enqueue",
     "enqueue_many",
+    "enqueue_relayed",
+    "execute",
     "extend_lease",
     "extend_leases",
     "fail",
     "fail_orphaned",
+    "find_unstorable",
     "get_kind",
     "known_kinds",
     "maintenance_contexts",
+    "max_payload_bytes",
     "purge_items",
     "read_gauges",
     "register",
     "release",
     "requeue_stale",
+    "run",
     "stale_tenants",
     "storable_text",
     "use_async_store",
+    "validated",
 ]

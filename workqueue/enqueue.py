@@ -361,3 +361,33 @@ async def aenqueue_many(
     """Async version of ``enqueue_many`` (on the store's own connection, as ``aenqueue``)."""
     rows = _rows(items)
     return await arun(enqueue_many_plan(Author.of(ctx), rows)) if rows else []
+
+
+# -- from the outbox ----------------------------------------------------------------------------
+
+
+class Relayed(NamedTuple):
+    """What the outbox relay hands over: one ``work.<KIND>`` row, as written by ``emit``."""
+
+    id: uuid.UUID
+    kind: str  # the work kind, after "work."
+    payload: dict[str, Any]
+    actor_id: uuid.UUID
+    request_id: uuid.UUID | None
+    traceparent: str | None
+
+
+def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> tuple[WorkItem, Outcome]:
+    """Enqueue the work an outbox row asks for, in ``org_id``: the row's id is the item's id
+    and its idempotency key (a second relay of the row meets its own item: ``ID_EXISTS``), the
+    row's actor is the author, its request id and traceparent carry over, and the payload's
+    ``lane`` entry (default: the kind's lane) becomes the lane and is left out of the payload.
+
+    Takes no context: the relay acts for the row's author, whose context wrote the row; the
+    row's tenant is the tenant of the insert, under row-level security like every enqueue.
+    """
+    payload = dict(row.payload)
+    lane = payload.pop("lane", None)
+    new = NewItem(row.kind, payload, id=row.id, idempotency_key=str(row.id), lane=lane)
+    author = Author(org_id, row.actor_id, row.request_id, check_traceparent(row.traceparent))
+    return run(enqueue_plan(author, validated(new)))

@@ -26,9 +26,9 @@ SQL_DIR = Path(__file__).with_name("sql")
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
 
-def load_sql(name: str) -> str:
-    """The text of ``sql/<name>.sql``, its comment lines kept (they name it in logs)."""
-    return (SQL_DIR / f"{name}.sql").read_text().strip().rstrip(";")
+def load_sql(name: str, directory: Path = SQL_DIR) -> str:
+    """The text of ``<directory>/<name>.sql``, its comment lines kept (they name it in logs)."""
+    return (directory / f"{name}.sql").read_text().strip().rstrip(";")
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,8 @@ class Statement:
     name: str
     params: type[NamedTuple]
     names_tenant: bool = False
+    # Where ``<name>.sql`` lives: this app's sql/ unless another app owns the statement.
+    directory: Path = field(default=SQL_DIR, compare=False)
     # Builds the locking subquery (compiled on first use: Django compiles a locking queryset
     # only on a connection, inside a transaction).
     build_locking: Callable[[], Locking] | None = field(default=None, compare=False)
@@ -84,7 +86,7 @@ class Statement:
 
     @cached_property
     def sql(self) -> str:
-        text = load_sql(self.name).replace("{set_tenant}", SET_TENANT_EXPR)
+        text = load_sql(self.name, self.directory).replace("{set_tenant}", SET_TENANT_EXPR)
         if self.locking is not None:
             text = text.replace("{locking}", self.locking.sql)
         wanted = set(_PLACEHOLDER.findall(text)) - set(self.constants)
