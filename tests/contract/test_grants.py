@@ -82,16 +82,18 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
-    """Tenant A (the attacker's) and B, each with a member, an item, an audit entry, a
-    shipment and a notice, and a signed-in session for B's user."""
+    """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
+    entry, a shipment and a notice, and a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
+    from outbox.emit import emit
     from workers.shipment_notifier.models import Shipment, ShipmentNotice
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
         api.enqueue(ctx, "NOOP", {})
+        emit(ctx, "work.NOOP", {})
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
             org_id=ctx.org_id, reference="r", recipient_email="r@example.com"
