@@ -11,9 +11,10 @@ class ProjectConfig(AppConfig):
     verbose_name = "Work queue project"
 
     def ready(self) -> None:
-        from project import checks, grants, observability
+        from project import checks, gauges, grants, observability
 
         # Once per migrate (sender=self), after every app's tables exist.
         post_migrate.connect(grants.apply_grants, sender=self, dispatch_uid="project.apply_grants")
         checks.register()
         observability.configure_tracing()
+        gauges.register()

@@ -97,6 +97,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # The version a process reports in its contexts (RequestContext.app.version).
 RELEASE = env.str("RELEASE", default="dev")
 
+# The queue. Modules that declare kinds and handlers outside workers/<worker>/ (imported at
+# start in every process).
+WORKER_HANDLER_MODULES = env.list("WORKER_HANDLER_MODULES", default=[])
+# The largest payload an enqueue accepts, in bytes of JSON.
+WORKQUEUE_MAX_PAYLOAD_BYTES = env.int("WORKQUEUE_MAX_PAYLOAD_BYTES", default=256 * 1024)
+# A claim commits durably (the attempt it spends survives a database crash) before any handler
+# runs; false trades that for speed (see README, benchmarks).
+WORKQUEUE_CLAIM_DURABLE = env.bool("WORKQUEUE_CLAIM_DURABLE", default=True)
+# /metrics reads the queue's gauges at most once per this many seconds.
+GAUGES_CACHE_S = env.float("GAUGES_CACHE_S", default=5.0)
+# A worker whose heartbeat is older than this is not counted live.
+GAUGES_WORKER_STALE_AFTER_S = env.float("GAUGES_WORKER_STALE_AFTER_S", default=30.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -19,6 +19,8 @@ from workers.handlers import handled_kinds, handler_for, is_async
 from workqueue import api
 
 DEFAULT_METRICS_PORT = 9100
+# Settings that, left unset, follow others (the pool size, the lease).
+_DERIVED = ("capacity", "renew_timeout_s")
 # With the default port taken (another worker on this host), the next free one of these.
 METRICS_PORT_SPAN = 100
 
@@ -26,23 +28,19 @@ METRICS_PORT_SPAN = 100
 @dataclass(frozen=True)
 class Connections:
     """What a worker process opens, besides one connection per sync handler thread: the
-    store's two async pools, the listener, the heartbeat's publisher, and the sweep's thread
-    (on the everyday and system logins) when the sweep runs here. The budget that capacity is
-    checked against is derived from this, not kept in step by hand."""
+    store's two async pools, the listener, the heartbeat's publisher, and the maintenance
+    thread (the outbox relay and the sweep, on the everyday and system logins). The budget
+    that capacity is checked against is derived from this, not kept in step by hand."""
 
     store_tenant: int = 2
     store_system: int = 3
     listen: int = listen.CONNECTIONS
     liveness: int = 1
-    sweep: int = 2
+    maintenance: int = 2
 
-    def own(self, *, sweep: bool) -> int:
+    def own(self) -> int:
         return (
-            self.store_tenant
-            + self.store_system
-            + self.listen
-            + self.liveness
-            + (self.sweep if sweep else 0)
+            self.store_tenant + self.store_system + self.listen + self.liveness + self.maintenance
         )
 
 
@@ -59,8 +57,9 @@ class WorkerSettings:
     # The most items one claim statement takes.
     claim_batch: int = 100
     lease_s: float = 30.0
-    # Bounds each lease renewal; a renewal that takes longer counts as failed.
-    renew_timeout_s: float = 5.0
+    # Bounds each lease renewal; a renewal that takes longer counts as failed. None: 5 s, or a
+    # third of the lease when that is shorter.
+    renew_timeout_s: float | None = None
     # The fallback when no work_available notice arrives (a notice wakes the worker at once).
     poll_interval_ms: int = 1000
     # The longest pause between claims while the database is unreachable (backing off).
@@ -95,12 +94,13 @@ class WorkerSettings:
             name = f"WORKER_{field.name.upper()}"
             raw = env.str(name, default="")
             if raw == "":
-                # capacity stays unset, so it follows the pool size this environment gives
-                values[field.name] = None if field.name == "capacity" else default
+                # capacity and the renewal timeout stay unset: they follow other settings
+                values[field.name] = None if field.name in _DERIVED else default
                 continue
             if field.name == "metrics_port":
                 values["metrics_port_fixed"] = True
-            values[field.name] = _parse(name, raw, int if field.name == "capacity" else default)
+            kind = {"capacity": int, "renew_timeout_s": float}.get(field.name, default)
+            values[field.name] = _parse(name, raw, kind)
         given = {k: v for k, v in overrides.items() if v is not None}
         if "metrics_port" in given:
             values["metrics_port_fixed"] = True
@@ -110,8 +110,10 @@ class WorkerSettings:
         return settings
 
     def __post_init__(self) -> None:
+        if self.renew_timeout_s is None:
+            object.__setattr__(self, "renew_timeout_s", min(5.0, self.lease_s / 3))
         if self.capacity is None:
-            own = CONNECTIONS.own(sweep=self.sweep)
+            own = CONNECTIONS.own()
             default = self.db_pool_size - own if self.needs_threads else 100
             object.__setattr__(self, "capacity", max(default, 1))
 
@@ -142,6 +144,7 @@ class WorkerSettings:
             problems.append(f"--capacity/WORKER_CAPACITY must be at least 1 (got {self.capacity})")
         if self.lease_s < 1:
             problems.append(f"WORKER_LEASE_S must be at least 1 (got {self.lease_s})")
+        assert self.renew_timeout_s is not None
         if not 0 < self.renew_timeout_s <= self.lease_s / 3:
             problems.append(
                 f"WORKER_RENEW_TIMEOUT_S must be above 0 and at most a third of the lease "
@@ -165,7 +168,7 @@ class WorkerSettings:
                 f"port or -1 for none (got {self.metrics_port})"
             )
         if not problems and self.needs_threads:
-            own = CONNECTIONS.own(sweep=self.sweep)
+            own = CONNECTIONS.own()
             needed = self.capacity + own
             if needed > self.db_pool_size:
                 problems.append(

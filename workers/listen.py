@@ -2,7 +2,9 @@
 
 One connection on the everyday login holds ``LISTEN work_available``; each notice names a lane
 (``*`` for a batch that spans lanes). A notice for this lane sets the wake event; the claim loop
-also polls, so a lost connection costs latency, never work. Reconnects after a pause.
+also polls, so a lost connection costs latency, never work. Notices on the other channels it
+listens to (``outbox_pending``) go to ``on_notice``, which also hears of each (re)connection.
+Reconnects after a pause.
 """
 
 from __future__ import annotations
@@ -53,7 +55,12 @@ class Listener:
                     for channel in self.channels:
                         await conn.execute(f"LISTEN {channel}")
                     self.outage.ok()
-                    self.wake.set()  # anything enqueued while we were not listening
+                    # Anything announced while we were not listening.
+                    self.wake.set()
+                    if self.on_notice is not None:
+                        for channel in self.channels:
+                            if channel != CHANNEL:
+                                self.on_notice(channel, "")
                     await self._relay_notices(conn, stop)
             except StopAsyncIteration:
                 pass  # the server closed the connection: listen again

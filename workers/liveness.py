@@ -12,11 +12,14 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 from django.db import connections
 
 from tenancy.scope import SYSTEM_ALIAS
 from workers.metrics import LIVENESS_PUBLISH_FAILED
+from workqueue import api
 
 logger = logging.getLogger(__name__)
 
@@ -81,3 +84,13 @@ class Liveness:
             self.last_error = exc
             connections[SYSTEM_ALIAS].close_if_unusable_or_obsolete()
             return False
+
+
+class ReadWorkersParams(NamedTuple):
+    stale_after_s: float
+
+
+# The live workers by state, for the gauges (project/gauges.py embeds it in its one statement).
+READ_WORKERS = api.Statement(
+    "read_workers", ReadWorkersParams, directory=Path(__file__).with_name("sql")
+)

@@ -30,22 +30,27 @@ from workers.claiming import ClaimLoop
 from workers.completing import Completer
 from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
 from workers.handlers import Handler, handler_for
-from workers.http import bind, serve
+from workers.http import serve
 from workers.lease import LeaseKeeper
-from workers.listen import Listener
+from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
 from workers.metrics import IN_FLIGHT
 from workers.outage import Outage
 from workers.periodic import PeriodicTask
+from workers.relayer import CHANNEL as OUTBOX_CHANNEL
+from workers.relayer import Relayer
 from workers.running import SHUTDOWN, Job, Runner
+from workers.sweep.config import SweepSettings
+from workers.sweep.sweeper import sweep_once
 from workqueue import api
 
 logger = logging.getLogger(__name__)
 
 
 class Worker:
-    def __init__(self, settings: WorkerSettings) -> None:
+    def __init__(self, settings: WorkerSettings, sweep: SweepSettings | None = None) -> None:
         self.settings = settings
+        self.sweep_settings = sweep or SweepSettings()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.kinds = list(settings.kinds)
         # A kind with no handler here (a release that dropped it) is claimed and released.
@@ -64,6 +69,8 @@ class Worker:
             tenant_size=CONNECTIONS.store_tenant, system_size=CONNECTIONS.store_system
         )
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
+        # The outbox relay and the sweep passes: one thread, so they never overlap.
+        self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
         self._handler_pool = (
             ThreadPoolExecutor(settings.capacity, thread_name_prefix="worker-handler")
             if settings.needs_threads
@@ -92,7 +99,14 @@ class Worker:
             self._handler_pool,
             self._done,
         )
-        self.listener = Listener(settings.lane, self.wake, self.outage)
+        self.relayer = Relayer(self._in_maintenance_thread, self.outage)
+        self.listener = Listener(
+            settings.lane,
+            self.wake,
+            self.outage,
+            on_notice=lambda channel, payload: self.relayer.notice(),
+            channels=(CHANNEL, OUTBOX_CHANNEL),
+        )
         self.claim_loop = ClaimLoop(
             settings,
             self.worker_id,
@@ -107,7 +121,7 @@ class Worker:
     @property
     def own_connections(self) -> int:
         """The connections this worker opens besides its handler threads."""
-        return CONNECTIONS.own(sweep=self.settings.sweep)
+        return CONNECTIONS.own()
 
     def request_stop(self) -> None:
         """First signal: drain. Second: cancel what runs now (still releasing it)."""
@@ -127,16 +141,20 @@ class Worker:
         api.use_async_store(self.store)
         self.liveness.beat()
         if s.metrics_port >= 0:
-            host, port = bind(
-                s.metrics_host, s.metrics_port, fixed=s.metrics_port_fixed, span=METRICS_PORT_SPAN
+            self.http = serve(
+                self.liveness,
+                s.metrics_host,
+                s.metrics_port,
+                fixed=s.metrics_port_fixed,
+                span=METRICS_PORT_SPAN,
             )
-            self.http = serve(self.liveness, host, port)
         logger.info(
-            "worker_started worker=%s kinds=%s lane=%s capacity=%d metrics_port=%s",
+            "worker_started worker=%s kinds=%s lane=%s capacity=%d sweep=%s metrics_port=%s",
             self.worker_id,
             ",".join(self.kinds),
             s.lane,
             s.capacity,
+            "on" if s.sweep else "off",
             self.http.server_port if self.http else "-",
         )
         background = [
@@ -160,13 +178,21 @@ class Worker:
                 self.http.shutdown()
             await api.aclose_async_store()
             await self._close_thread(self._liveness_thread)
+            await self._close_thread(self._maintenance_thread)
             if self._handler_pool:
                 self._handler_pool.shutdown(wait=False, cancel_futures=True)
             logger.info("worker_offline worker=%s", self.worker_id)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
-        """Tasks a worker runs beside its own (the sweep, in a later part)."""
-        return []
+        """The outbox relayer, and the sweep on its timer unless it is turned off here."""
+        tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
+        if self.settings.sweep:
+            tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
+        return tasks
+
+    async def _in_maintenance_thread(self, fn: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._maintenance_thread, _closing_broken(fn))
 
     # -- timers, each on the periodic primitive ------------------------------------------------
 
@@ -194,6 +220,18 @@ class Worker:
             error_delay_s=keeper.retry_s,
             # Each renewal is bounded by its own timeout inside renew_once.
             timeout_s=None,
+            stop=self.stopped,
+            on_error="continue",
+        )
+
+    def _sweep_task(self) -> PeriodicTask:
+        sweep = self.sweep_settings
+        return PeriodicTask(
+            name="sweep",
+            operation=lambda: self._in_maintenance_thread(lambda: sweep_once(sweep)),
+            interval_s=sweep.interval_s,
+            mode="fixed_delay",
+            timeout_s=sweep.timeout_s,
             stop=self.stopped,
             on_error="continue",
         )
@@ -254,3 +292,18 @@ class Worker:
         if left:
             logger.info("worker_released_on_stop items=%d", len(left))
             await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]
+
+
+def _closing_broken(fn: Any) -> Any:
+    """Run ``fn`` on a worker thread; a connection it broke is dropped, so the next call on
+    that thread reconnects instead of failing too."""
+
+    def call() -> Any:
+        try:
+            return fn()
+        except Exception:
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()
+            raise
+
+    return call

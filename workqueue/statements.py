@@ -79,6 +79,9 @@ class Statement:
     # Builds the locking subquery (compiled on first use: Django compiles a locking queryset
     # only on a connection, inside a transaction).
     build_locking: Callable[[], Locking] | None = field(default=None, compare=False)
+    # Statements whose text this one embeds where it says ``{<their name>}`` (each still named
+    # once, in its own app).
+    includes: tuple[Statement, ...] = field(default=(), compare=False)
 
     @cached_property
     def locking(self) -> Locking | None:
@@ -89,6 +92,8 @@ class Statement:
         text = load_sql(self.name, self.directory).replace("{set_tenant}", SET_TENANT_EXPR)
         if self.locking is not None:
             text = text.replace("{locking}", self.locking.sql)
+        for part in self.includes:
+            text = text.replace("{" + part.name + "}", part.sql)
         wanted = set(_PLACEHOLDER.findall(text)) - set(self.constants)
         given = set(self.params._fields)
         if wanted != given:

@@ -86,6 +86,8 @@ def settings(*kinds: str, **overrides: Any) -> WorkerSettings:
         "metrics_port": 0,
         "metrics_host": "127.0.0.1",
         "complete_flush_ms": 1,
+        # In-process workers run without the sweep unless a test is about it.
+        "sweep": False,
     }
     base.update(overrides)
     return WorkerSettings(kinds=kinds or ("TEST_SCRIPTED",), **base)
@@ -123,8 +125,9 @@ def count(**filters: Any) -> int:
     return WorkItem.objects.using("admin").filter(**filters).count()
 
 
-def subprocess_env(**extra: str) -> dict[str, str]:
-    """The environment for a ``manage.py`` subprocess on this test database and its logins."""
+def subprocess_env(*, handlers: bool = False, **extra: str) -> dict[str, str]:
+    """The environment for a ``manage.py`` subprocess on this test database and its logins;
+    ``handlers`` loads the test kinds of ``tests/runtime/subprocess_kinds.py`` too."""
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
     env.update(
@@ -133,6 +136,8 @@ def subprocess_env(**extra: str) -> dict[str, str]:
         ADMIN_DATABASE_URL=url_for(connections["admin"].settings_dict),
         PYTHONUNBUFFERED="1",
     )
+    if handlers:
+        env["WORKER_HANDLER_MODULES"] = "tests.runtime.subprocess_kinds"
     env.update(extra)
     return env
 

@@ -122,7 +122,7 @@ def test_runworker_checks_capacity_against_its_pool() -> None:
     from workers.config import CONNECTIONS
 
     # The worker's own connections are derived from what it opens (workers/config.py).
-    room = 20 - CONNECTIONS.own(sweep=True)
+    room = 20 - CONNECTIONS.own()
     assert f"lower --capacity to {room} or raise WORKER_DB_POOL_SIZE" in done.stderr
 
 

@@ -100,3 +100,12 @@ def test_naming_an_org_the_user_is_not_a_member_of_is_refused() -> None:
     second = MembershipFactory(user=member.user)
     chosen = client.get("/test/tenant/", HTTP_X_ORG_ID=str(second.org_id))
     assert chosen.content.decode() == str(second.org_id)
+
+
+def test_the_queue_gauges_are_on_the_webs_metrics() -> None:
+    from project.gauges import GAUGES
+
+    GAUGES.forget()
+    page = Client().get("/metrics").content.decode()
+    assert "workqueue_queue_oldest_age_seconds" in page
+    assert "workqueue_outbox_lag_seconds" in page and "workqueue_work_failed" in page

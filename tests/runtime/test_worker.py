@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from django.db import connections
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -267,3 +268,80 @@ def test_work_of_a_gone_tenant_is_failed_never_run(ctx, make_ctx) -> None:
     assert str(doomed.id) not in {i for i, _, _ in EVENTS}
     assert WorkItem.objects.using("admin").get(pk=doomed.id).last_error == "tenant is gone"
     assert _metric("workqueue_orphaned_total", kind="TEST_SCRIPTED") == orphaned_before + 1
+
+
+def _logins_down(down: bool) -> None:
+    """Simulate a database outage for the worker's logins: refuse their new connections and
+    end their sessions (the owner's connection, which the test uses, is untouched)."""
+    login = "NOLOGIN" if down else "LOGIN"
+    with connections["admin"].cursor() as cursor:
+        for alias in ("default", "system"):
+            user = connections[alias].settings_dict["USER"]
+            cursor.execute(f'ALTER ROLE "{user}" {login}')
+            if down:
+                cursor.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                    [user],
+                )
+
+
+def test_a_database_outage_is_logged_as_two_lines_not_one_per_poll(ctx, caplog) -> None:
+    """Issue 8.13: the parts that fail together report to one account of the outage; the
+    claim loop backs off meanwhile."""
+    import logging
+
+    worker = Worker(settings(poll_interval_ms=20, outage_backoff_max_s=0.5))
+    phase = {"n": 0, "down_at": 0.0}
+
+    def outage_then_back() -> bool:
+        if phase["n"] == 0 and worker.http is not None:
+            time.sleep(0.3)
+            _logins_down(True)
+            phase.update(n=1, down_at=time.monotonic())
+        elif phase["n"] == 1 and time.monotonic() - phase["down_at"] > 3:
+            _logins_down(False)
+            phase["n"] = 2
+            _enqueue(ctx, 1)
+        elif phase["n"] == 2:
+            return count(status=Status.DONE) == 1
+        return False
+
+    try:
+        with caplog.at_level(logging.INFO):
+            asyncio.run(run_until(worker, outage_then_back, timeout_s=30))
+    finally:
+        _logins_down(False)
+        # This thread's own sessions on those logins were ended too.
+        for alias in ("default", "system"):
+            connections[alias].close()
+    during = [
+        r for r in caplog.records if r.name.startswith("workers") and r.levelno >= logging.WARNING
+    ]
+    messages = [r.getMessage().split(" ", 1)[0] for r in during]
+    assert messages == ["database_unreachable", "database_back"], [r.getMessage() for r in during]
+    assert not any(r.exc_info for r in during)
+
+
+def test_the_queue_gauges_are_on_the_workers_metrics(ctx) -> None:
+    _enqueue(ctx, 1, sleep_s=5)
+    worker = Worker(settings())
+    page: dict[str, str] = {}
+
+    def scraped() -> bool:
+        if worker.http is None or not worker.jobs:
+            return False
+        url = f"http://127.0.0.1:{worker.http.server_port}/metrics"
+        with urllib.request.urlopen(url, timeout=2) as response:
+            page["text"] = response.read().decode()
+        return True
+
+    asyncio.run(run_until(worker, scraped))
+    for name in (
+        "workqueue_queue_oldest_age_seconds",
+        "workqueue_work_failed",
+        "workqueue_records_parked",
+        "workqueue_outbox_lag_seconds",
+        "workqueue_workers_live",
+    ):
+        assert name in page["text"], name
+    assert 'workqueue_items{kind="TEST_SCRIPTED",lane="default",status="claimed"}' in page["text"]

@@ -698,3 +698,82 @@ def test_invalid_settings_are_refused(overrides: dict[str, object]) -> None:
 
     with pytest.raises(ValueError):
         make_task(operation, stop=asyncio.Event(), **overrides)
+
+
+# --- result-aware delay ---------------------------------------------------------------------
+
+
+def test_result_aware_waits_what_each_result_asks_and_retries_failures_apart() -> None:
+    """Each result picks the next delay (0: run again at once); a failure waits the separate
+    error delay, never the working interval."""
+    outcomes: list[object] = ["more", "idle", RuntimeError("down"), "idle"]
+
+    async def scenario() -> tuple[list[float], list[float]]:
+        stop = asyncio.Event()
+        fake = FakeTime(stop, stop_after=3)
+        starts: list[float] = []
+
+        async def operation() -> object:
+            starts.append(fake.now)
+            outcome = outcomes[len(starts) - 1]
+            if isinstance(outcome, Exception):
+                raise outcome
+            return outcome
+
+        task = make_task(
+            operation,
+            stop=stop,
+            fake=fake,
+            mode="result_aware",
+            delay_for=lambda result: 0.0 if result == "more" else 10.0,
+            error_delay_s=2.5,
+        )
+        await bounded(task.run())
+        return fake.delays, starts
+
+    delays, starts = asyncio.run(scenario())
+    assert delays == [10.0, 2.5, 10.0]  # "more" ran again at once: no wait was asked for
+    assert starts == [0.0, 0.0, 10.0, 12.5]
+
+
+def test_a_result_declared_a_failure_counts_toward_readiness_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> PeriodicTask:
+        stop = asyncio.Event()
+        fake = FakeTime(stop, stop_after=1)
+
+        async def operation() -> bool:
+            return False  # the renewal did not happen
+
+        task = make_task(
+            operation,
+            stop=stop,
+            fake=fake,
+            mode="result_aware",
+            delay_for=lambda ok: 1.0,
+            is_failure=lambda ok: not ok,
+            failures_to_unready=2,
+        )
+        for _ in range(2):
+            assert await task.run_once() is False
+        return task
+
+    with caplog.at_level(logging.DEBUG, logger="workers.periodic"):
+        task = asyncio.run(scenario())
+    assert task.consecutive_failures == 2 and task.ready is False
+    assert task.last_result is False
+    failed = records(caplog, "periodic_failed")
+    assert [r.levelno for r in failed] == [logging.ERROR, logging.DEBUG]
+    assert not any(r.exc_info for r in failed)
+
+
+def test_result_aware_needs_its_table_and_only_it_does() -> None:
+    async def noop() -> None:
+        return None
+
+    stop = asyncio.Event()
+    with pytest.raises(ValueError, match="delay_for"):
+        make_task(noop, stop=stop, mode="result_aware")
+    with pytest.raises(ValueError, match="delay_for"):
+        make_task(noop, stop=stop, mode="fixed_delay", delay_for=lambda r: 1.0)

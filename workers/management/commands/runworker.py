@@ -14,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from project.checks import startup_problem
 from workers.config import WorkerSettings
+from workers.sweep.config import SweepSettings
 from workers.worker import Worker
 
 
@@ -56,9 +57,10 @@ class Command(BaseCommand):
                 once=options["once"] or None,
                 metrics_port=options["metrics_port"],
             )
+            sweep = SweepSettings.from_env() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
-            asyncio.run(self._run(settings))
+            asyncio.run(self._run(settings, sweep))
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
         # A sync handler cancelled on shutdown may still be running in its thread; its item was
@@ -68,8 +70,8 @@ class Command(BaseCommand):
         ):
             os._exit(0)
 
-    async def _run(self, settings: WorkerSettings) -> None:
-        worker = Worker(settings)
+    async def _run(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
+        worker = Worker(settings, sweep)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.request_stop)

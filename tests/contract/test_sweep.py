@@ -1,0 +1,200 @@
+"""The sweep's steps against back-dated rows: each does its job, bounded, leaving newer rows."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.sessions.models import Session
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management import CommandError, call_command
+from django.db import connections
+
+from audit.models import AuditEntry
+from outbox.emit import emit
+from outbox.models import OutboxRow
+from project.gauges import GAUGES, read_queue_gauges
+from tenancy.contexts import SYSTEM_USER_ID, OpContext
+from tests.helpers import back_date, back_date_outbox, row
+from workers.sweep import purge_items, purge_outbox, purge_sessions, relay_outbox, requeue_stale
+from workers.sweep.config import SweepSettings
+from workers.sweep.sweeper import LOCK_KEY, sweep_once
+from workqueue import api
+from workqueue.models import Status, WorkItem
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+SETTINGS = SweepSettings(batch=2, max_batches=2)
+
+
+def _claimed(ctx: OpContext, rctx, n: int, **payload) -> list[WorkItem]:  # type: ignore[no-untyped-def]
+    for _ in range(n):
+        api.enqueue(ctx, "NOOP", dict(payload))
+    return [item for _, item in api.claim(rctx, "default", ["NOOP"], "dead-worker", 30, n)]
+
+
+def test_requeue_stale_hands_back_expired_claims_and_dead_letters_spent_ones(
+    ctx, make_ctx, worker_rctx
+) -> None:
+    other = make_ctx()
+    mine = _claimed(ctx, worker_rctx, 3)
+    theirs = _claimed(other, worker_rctx, 1)
+    fresh = _claimed(ctx, worker_rctx, 1)
+    for item in [*mine, *theirs]:
+        back_date(item.id, lease_expires_at=90)
+    WorkItem.objects.using("admin").filter(pk=mine[0].id).update(attempts=3)  # spent (max 3)
+    result = requeue_stale.run_once(worker_rctx, SweepSettings(batch=10))
+    assert (result.requeued, result.dead_lettered) == (3, 1)
+    assert row(mine[0].id).status == Status.FAILED
+    assert row(mine[0].id).last_error == "lease expired; attempts spent"
+    assert {row(i.id).status for i in [*mine[1:], *theirs]} == {Status.PENDING}
+    assert row(fresh[0].id).status == Status.CLAIMED
+    [entry] = AuditEntry.objects.using("admin").filter(action="work.dead_lettered")
+    assert entry.subject_id == str(mine[0].id) and entry.org_id == ctx.org_id
+    assert entry.actor_id == SYSTEM_USER_ID
+
+
+def test_requeue_stale_is_bounded_by_batch_and_max_batches(ctx, worker_rctx) -> None:
+    items = _claimed(ctx, worker_rctx, 6)
+    for item in items:
+        back_date(item.id, lease_expires_at=90)
+    assert requeue_stale.run_once(worker_rctx, SETTINGS).requeued == 4  # 2 batches of 2
+    assert requeue_stale.run_once(worker_rctx, SETTINGS).requeued == 2
+
+
+def test_relay_step_relays_what_was_written_while_no_relayer_ran(ctx, worker_rctx) -> None:
+    for i in range(3):
+        emit(ctx, "work.NOOP", {"n": i})
+    assert relay_outbox.run_once(worker_rctx, SETTINGS).enqueued == 3
+    assert WorkItem.objects.using("admin").count() == 3
+
+
+def test_purges_leave_newer_rows_and_keep_dead_letters_longer(ctx, worker_rctx) -> None:
+    settings = SweepSettings(
+        batch=10, item_retention_s=3600, dead_letter_retention_s=7200, outbox_retention_s=60
+    )
+    done_old, done_new, failed_mid, failed_old = _claimed(ctx, worker_rctx, 4)
+    for item in (done_old, done_new):
+        WorkItem.objects.using("admin").filter(pk=item.id).update(status=Status.DONE)
+    for item in (failed_mid, failed_old):
+        WorkItem.objects.using("admin").filter(pk=item.id).update(status=Status.FAILED)
+    back_date(done_old.id, updated_at=4000)
+    back_date(failed_mid.id, updated_at=4000)  # past the item retention, not the dead letters'
+    back_date(failed_old.id, updated_at=8000)
+    assert purge_items.run_once(worker_rctx, settings) == (1, 1)
+    assert set(WorkItem.objects.using("admin").values_list("id", flat=True)) == {
+        done_new.id,
+        failed_mid.id,
+    }
+    kept = emit(ctx, "work.NOOP", {})
+    gone = emit(ctx, "work.NOOP", {})
+    relay_outbox.run_once(worker_rctx, settings)
+    back_date_outbox(gone, relayed_at=120)
+    assert purge_outbox.run_once(worker_rctx, settings) == 1
+    assert list(OutboxRow.objects.using("admin").values_list("id", flat=True)) == [kept]
+
+
+def test_expired_sessions_are_purged_in_bounded_batches() -> None:
+    for _ in range(5):
+        SessionStore().create()
+    live = SessionStore()
+    live.create()
+    Session.objects.using("admin").exclude(session_key=live.session_key).update(
+        expire_date=Session.objects.using("admin").get(session_key=live.session_key).expire_date
+        - timedelta(days=30)
+    )
+    assert purge_sessions.run_once(None, SETTINGS) == 4  # type: ignore[arg-type]
+    assert purge_sessions.run_once(None, SETTINGS) == 1  # type: ignore[arg-type]
+    assert list(Session.objects.using("admin").values_list("session_key", flat=True)) == [
+        live.session_key
+    ]
+
+
+def test_gauges_read_back_dated_rows(ctx, make_ctx, worker_rctx) -> None:
+    [dead] = _claimed(ctx, worker_rctx, 1)
+    WorkItem.objects.using("admin").filter(pk=dead.id).update(status=Status.FAILED)
+    waiting = api.enqueue(ctx, "NOOP", {})[0]
+    api.enqueue(make_ctx(), "NOOP", {}, lane="bulk")
+    back_date(waiting.id, available_at=120)
+    row_id = emit(ctx, "work.NOOP", {})
+    back_date_outbox(row_id, created_at=45)
+    gauges = read_queue_gauges()
+    assert 119 < gauges.oldest_age_s < 150
+    assert gauges.failed == 1
+    assert 44 < gauges.outbox_lag_s < 80 and gauges.outbox_pending == 1
+    counts = {(r["lane"], r["kind"], r["status"]): r["items"] for r in gauges.items}
+    assert counts == {
+        ("default", "NOOP", "pending"): 1,
+        ("bulk", "NOOP", "pending"): 1,
+        ("default", "NOOP", "failed"): 1,
+    }
+
+
+def test_a_scrape_reads_the_database_at_most_once_per_cache_period(ctx) -> None:
+    from prometheus_client import REGISTRY, generate_latest
+
+    GAUGES.forget()
+    before = GAUGES.reads
+    for _ in range(10):
+        page = generate_latest(REGISTRY).decode()
+    assert GAUGES.reads == before + 1
+    assert "workqueue_queue_oldest_age_seconds" in page and "workqueue_outbox_lag_seconds" in page
+    # Never a tenant in a label: one series per tenant would grow without bound.
+    assert 'org_id="' not in page and 'org="' not in page
+
+
+def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> None:
+    result = sweep_once(SETTINGS)
+    assert result is not None and not result.failed
+    assert list(result.results) == [
+        "requeue_stale",
+        "relay_outbox",
+        "purge_outbox",
+        "purge_items",
+        "purge_sessions",
+        "read_gauges",
+    ]
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
+        try:
+            assert sweep_once(SETTINGS) is None
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+
+
+def test_a_failing_step_is_logged_and_the_pass_goes_on(caplog) -> None:
+    def broken(rctx, settings):  # type: ignore[no-untyped-def]
+        raise RuntimeError("step broke")
+
+    seen = []
+    steps = [("broken", broken), ("after", lambda rctx, settings: seen.append(1) or 1)]
+    result = sweep_once(SETTINGS, steps=steps)
+    assert result is not None and result.failed == ["broken"] and seen == [1]
+    assert sum("sweep_step_failed step=broken" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_sweep_once_by_call_command(ctx, worker_rctx, capsys) -> None:
+    [item] = _claimed(ctx, worker_rctx, 1)
+    back_date(item.id, lease_expires_at=90)
+    call_command("sweep", once=True)
+    assert "requeue_stale=Requeued(requeued=1, dead_lettered=0)" in capsys.readouterr().out
+    assert row(item.id).status == Status.PENDING
+
+
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"ITEM_RETENTION_S": "-1"}, "ITEM_RETENTION_S must be 0 or more"),
+        ({"SWEEP_BATCH": "0"}, "SWEEP_BATCH must be above 0"),
+        ({"SWEEP_INTERVAL_S": "soon"}, "SWEEP_INTERVAL_S='soon' is not a valid float"),
+    ],
+)
+def test_a_bad_setting_is_one_line(monkeypatch, env: dict[str, str], says: str) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=says) as raised:
+        SweepSettings.from_env()
+    assert "\n" not in str(raised.value)
+    with pytest.raises(CommandError, match=says):
+        call_command("sweep", once=True)
