@@ -117,6 +117,7 @@ class Worker:
             slot_freed=self.slot_freed,
         )
         self.http: Any = None
+        self._publishing: asyncio.Future[bool] | None = None
 
     @property
     def own_connections(self) -> int:
@@ -173,6 +174,8 @@ class Worker:
             await asyncio.gather(*background, return_exceptions=True)
             await self.completer.flush()  # nothing finished is left uncompleted
             self.liveness.state = "offline"
+            if self._publishing is not None:  # let a beat still in flight land first
+                await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
             await self._publish()
             if self.http:
                 self.http.shutdown()
@@ -203,7 +206,8 @@ class Worker:
             operation=self._heartbeat,
             interval_s=s.heartbeat_interval_s,
             mode="fixed_rate",
-            timeout_s=s.heartbeat_interval_s,
+            # The beat is in memory; the publish inside is bounded on its own (_publish).
+            timeout_s=None,
             stop=self.stopped,
             on_error="continue",
         )
@@ -241,9 +245,21 @@ class Worker:
         await self._publish()
 
     async def _publish(self) -> None:
-        """Publish the heartbeat, best effort: a failure is counted and logged, never raised."""
+        """Publish the heartbeat, best effort, within one heartbeat interval: a failure or a
+        timeout is counted and reported, never raised; while a publish hangs (the database is
+        away) the next beats skip theirs instead of queueing behind it."""
+        if self._publishing is not None and not self._publishing.done():
+            return
         loop = asyncio.get_running_loop()
-        if await loop.run_in_executor(self._liveness_thread, self.liveness.publish):
+        self._publishing = loop.run_in_executor(self._liveness_thread, self.liveness.publish)
+        try:
+            published = await asyncio.wait_for(
+                asyncio.shield(self._publishing), self.settings.heartbeat_interval_s
+            )
+        except TimeoutError as exc:
+            self.outage.failed("heartbeat", exc)
+            return
+        if published:
             self.outage.ok()
             return
         error = self.liveness.last_error
