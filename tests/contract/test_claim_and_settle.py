@@ -11,18 +11,8 @@ from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tenancy.models import Membership, Role
 from tests.factories import MembershipFactory
 from tests.helpers import back_date, row, statements
-from workqueue.api import (
-    claim,
-    complete,
-    complete_many,
-    defer,
-    enqueue,
-    extend_lease,
-    extend_leases,
-    fail,
-    fail_orphaned,
-    release,
-)
+from workqueue import api
+from workqueue.api import fail_orphaned
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence
 from workqueue.models import Status, WorkItem
@@ -34,18 +24,18 @@ def _db_now():
         return cursor.fetchone()[0]
 
 
-def test_a_claimed_item_is_not_claimed_again(ctx: OpContext, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
-    [(_item_ctx, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+def test_a_claimed_item_is_not_claimed_again(face, ctx: OpContext, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
+    [(_item_ctx, held)] = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
     assert held.id == item.id and held.claimed_by == "w1" and held.attempts == 1
     assert held.status == Status.CLAIMED and held.claim_token is not None
     assert held.updated_by == SYSTEM_USER_ID
-    assert claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
+    assert face.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
 
 
-def test_the_claim_returns_the_enqueuers_context_naming_the_request(ctx, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
-    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+def test_the_claim_returns_the_enqueuers_context_naming_the_request(face, ctx, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, _)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert (item_ctx.org_id, item_ctx.user_id, item_ctx.role) == (
         ctx.org_id,
         ctx.user_id,
@@ -55,60 +45,64 @@ def test_the_claim_returns_the_enqueuers_context_naming_the_request(ctx, worker_
     assert item_ctx.rctx is worker_rctx
 
 
-def test_work_of_a_departed_member_runs_as_the_tenants_service(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
+def test_work_of_a_departed_member_runs_as_the_tenants_service(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
     Membership.objects.using("admin").filter(user_id=ctx.user_id).delete()
-    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    [(item_ctx, _)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert (item_ctx.user_id, item_ctx.role) == (SYSTEM_USER_ID, Role.SERVICE)
 
 
-def test_the_lease_is_set_by_the_database_clock(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
+def test_the_lease_is_set_by_the_database_clock(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
     before = _db_now()
-    [(_, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    [(_, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     lease = (held.lease_expires_at - before).total_seconds()
     assert 29 < lease < 31
 
 
-def test_claim_order_is_priority_then_age_and_skips_what_is_not_due(ctx, worker_rctx) -> None:
-    old, _ = enqueue(ctx, "NOOP", {"n": 1})
-    new, _ = enqueue(ctx, "NOOP", {"n": 2})
-    urgent, _ = enqueue(ctx, "NOOP", {"n": 3}, priority=5)
-    later, _ = enqueue(ctx, "NOOP", {"n": 4})
+def test_claim_order_is_priority_then_age_and_skips_what_is_not_due(face, ctx, worker_rctx) -> None:
+    old, _ = face.enqueue(ctx, "NOOP", {"n": 1})
+    new, _ = face.enqueue(ctx, "NOOP", {"n": 2})
+    urgent, _ = face.enqueue(ctx, "NOOP", {"n": 3}, priority=5)
+    later, _ = face.enqueue(ctx, "NOOP", {"n": 4})
     back_date(old.id, available_at=60)
     back_date(later.id, available_at=-60)  # due in a minute
-    _other_lane, _ = enqueue(ctx, "NOOP", {"n": 5}, lane="bulk")
-    _other_kind, _ = enqueue(ctx, "NOTIFY_SHIPMENT", {"shipment_id": str(old.id), "version": 1})
-    claimed = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    _other_lane, _ = face.enqueue(ctx, "NOOP", {"n": 5}, lane="bulk")
+    _other_kind, _ = face.enqueue(
+        ctx, "NOTIFY_SHIPMENT", {"shipment_id": str(old.id), "version": 1}
+    )
+    claimed = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
     assert [item.id for _, item in claimed] == [urgent.id, old.id, new.id]
 
 
 def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx) -> None:
     for _ in range(20):
-        enqueue(ctx, "NOOP", {})
+        api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
-        assert len(claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
+        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
     # the claim returns every item's context lookup with its row
     assert len(sent) == 1
     with statements("default", "system") as sent:
-        assert claim(worker_rctx, "default", None, "w1", 30, 20) == []
+        assert api.claim(worker_rctx, "default", None, "w1", 30, 20) == []
     assert len(sent) == 1
 
 
-def test_the_claims_context_lookup_agrees_with_claim_context(ctx, make_ctx, worker_rctx) -> None:
+def test_the_claims_context_lookup_agrees_with_claim_context(
+    face, ctx, make_ctx, worker_rctx
+) -> None:
     from tenancy.exceptions import NotFound
     from tenancy.models import Org
     from tenancy.services import claim_context, service_context
 
     departed = make_ctx(Org.objects.using("admin").get(pk=ctx.org_id))
     gone = make_ctx()
-    enqueue(ctx, "NOOP", {"n": 1})
-    enqueue(departed, "NOOP", {"n": 2})
-    enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {"n": 3})
-    enqueue(gone, "NOOP", {"n": 4})
+    face.enqueue(ctx, "NOOP", {"n": 1})
+    face.enqueue(departed, "NOOP", {"n": 2})
+    face.enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {"n": 3})
+    face.enqueue(gone, "NOOP", {"n": 4})
     Membership.objects.using("admin").filter(user_id=departed.user_id).delete()
     Org.objects.using("admin").get(pk=gone.org_id).mark_gone()
-    claimed = claim(worker_rctx, "default", None, "w1", 30, 10)
+    claimed = face.claim(worker_rctx, "default", None, "w1", 30, 10)
     assert sorted(item.payload["n"] for _, item in claimed) == [1, 2, 3]
     for item_ctx, item in claimed:
         expected = claim_context(worker_rctx, item.org_id, item.created_by, item.request_id)
@@ -117,41 +111,43 @@ def test_the_claims_context_lookup_agrees_with_claim_context(ctx, make_ctx, work
         claim_context(worker_rctx, gone.org_id, gone.user_id, None)
 
 
-def test_complete_needs_the_current_token(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    done = complete(item_ctx, held)
+def test_complete_needs_the_current_token(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    done = face.complete(item_ctx, held)
     assert done.status == Status.DONE and done.updated_by == SYSTEM_USER_ID
     with pytest.raises(Conflict):
-        complete(item_ctx, held)
+        face.complete(item_ctx, held)
 
 
-def test_a_completion_after_the_lease_passed_and_another_claim_is_refused(ctx, worker_rctx) -> None:
-    from workqueue.api import requeue_stale
-
-    enqueue(ctx, "NOOP", {})
-    [(first_ctx, first)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+def test_a_completion_after_the_lease_passed_and_another_claim_is_refused(
+    face, ctx, worker_rctx
+) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(first_ctx, first)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     back_date(first.id, lease_expires_at=5)
-    requeue_stale(first_ctx)
-    [(_, second)] = claim(worker_rctx, "default", None, "w2", 30, 1)
+    face.requeue_stale(first_ctx)
+    [(_, second)] = face.claim(worker_rctx, "default", None, "w2", 30, 1)
     with pytest.raises(Conflict):
-        complete(first_ctx, first)
+        face.complete(first_ctx, first)
     assert row(first.id).claim_token == second.claim_token
     assert row(first.id).status == Status.CLAIMED
 
 
-def test_the_token_of_an_earlier_claim_by_the_same_worker_is_refused(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, first)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    release(item_ctx, first, "shutting down")
-    [(_, second)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+def test_the_token_of_an_earlier_claim_by_the_same_worker_is_refused(
+    face, ctx, worker_rctx
+) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, first)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    face.release(item_ctx, first, "shutting down")
+    [(_, second)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert second.claimed_by == first.claimed_by and second.claim_token != first.claim_token
     for write in (
-        lambda: complete(item_ctx, first),
-        lambda: fail(item_ctx, first, "boom"),
-        lambda: defer(item_ctx, first, 10),
-        lambda: release(item_ctx, first, "x"),
-        lambda: extend_lease(item_ctx, first, 60),
+        lambda: face.complete(item_ctx, first),
+        lambda: face.fail(item_ctx, first, "boom"),
+        lambda: face.defer(item_ctx, first, 10),
+        lambda: face.release(item_ctx, first, "x"),
+        lambda: face.extend_lease(item_ctx, first, 60),
     ):
         with pytest.raises(Conflict):
             write()
@@ -163,16 +159,16 @@ def test_the_token_of_an_earlier_claim_by_the_same_worker_is_refused(ctx, worker
     )
 
 
-def test_defer_and_release_give_the_attempt_back(ctx, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    deferred = defer(item_ctx, held, 120)
+def test_defer_and_release_give_the_attempt_back(face, ctx, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    deferred = face.defer(item_ctx, held, 120)
     assert (deferred.status, deferred.attempts, deferred.claim_token) == (Status.PENDING, 0, None)
     assert 119 < (deferred.available_at - deferred.updated_at).total_seconds() < 121
-    assert claim(worker_rctx, "default", None, "w1", 30, 1) == []
+    assert face.claim(worker_rctx, "default", None, "w1", 30, 1) == []
     back_date(item.id, available_at=1)
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    released = release(item_ctx, held, "worker shutting down")
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    released = face.release(item_ctx, held, "worker shutting down")
     assert (released.status, released.attempts, released.last_error) == (
         Status.PENDING,
         0,
@@ -181,28 +177,28 @@ def test_defer_and_release_give_the_attempt_back(ctx, worker_rctx) -> None:
     assert released.available_at <= _db_now()
 
 
-def test_extend_lease_pushes_the_lease_from_now(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 5, 1)
-    renewed = extend_lease(item_ctx, held, 300)
+def test_extend_lease_pushes_the_lease_from_now(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 5, 1)
+    renewed = face.extend_lease(item_ctx, held, 300)
     assert 299 < (renewed.lease_expires_at - _db_now()).total_seconds() < 301
 
 
-def test_fail_retries_with_a_growing_delay_then_dead_letters(ctx, worker_rctx) -> None:
+def test_fail_retries_with_a_growing_delay_then_dead_letters(face, ctx, worker_rctx) -> None:
     from audit.models import AuditEntry
 
-    item, _ = enqueue(ctx, "NOOP", {})  # NOOP allows 3 attempts
+    item, _ = face.enqueue(ctx, "NOOP", {})  # NOOP allows 3 attempts
     delays = []
     for attempt in (1, 2):
-        [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+        [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
         assert held.attempts == attempt
-        retried = fail(item_ctx, held, f"boom {attempt}")
+        retried = face.fail(item_ctx, held, f"boom {attempt}")
         assert retried.status == Status.PENDING and retried.last_error == f"boom {attempt}"
         delays.append((retried.available_at - retried.updated_at).total_seconds())
         back_date(item.id, available_at=1)
     assert 0 < delays[0] < delays[1]
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    dead = fail(item_ctx, held, "boom 3")
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    dead = face.fail(item_ctx, held, "boom 3")
     assert (dead.status, dead.attempts, dead.claim_token) == (Status.FAILED, 3, None)
     entry = AuditEntry.objects.using("admin").get(subject_id=str(item.id))
     assert (entry.action, entry.org_id, entry.actor_id) == (
@@ -213,42 +209,42 @@ def test_fail_retries_with_a_growing_delay_then_dead_letters(ctx, worker_rctx) -
     assert entry.data["attempts"] == 3
 
 
-def test_a_permanent_error_dead_letters_at_once(ctx, worker_rctx) -> None:
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    assert fail(item_ctx, held, "bad address", permanent=True).status == Status.FAILED
+def test_a_permanent_error_dead_letters_at_once(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    assert face.fail(item_ctx, held, "bad address", permanent=True).status == Status.FAILED
 
 
-def test_complete_many_reports_what_it_refused(ctx, make_ctx, worker_rctx) -> None:
+def test_complete_many_reports_what_it_refused(face, ctx, make_ctx, worker_rctx) -> None:
     other = make_ctx()
     for c in (ctx, ctx, other):
-        enqueue(c, "NOOP", {})
-    held = [item for _, item in claim(worker_rctx, "default", None, "w1", 30, 10)]
+        face.enqueue(c, "NOOP", {})
+    held = [item for _, item in face.claim(worker_rctx, "default", None, "w1", 30, 10)]
     assert len(held) == 3
     stale = held[0]
-    release(ctx if stale.org_id == ctx.org_id else other, stale, "x")
+    face.release(ctx if stale.org_id == ctx.org_id else other, stale, "x")
     triples = [Fence.of(i) for i in held]
     # a wrong org with the right token and id is refused too
     triples[1] = Fence(
         ctx.org_id if held[1].org_id != ctx.org_id else other.org_id, *triples[1][1:]
     )
-    done = complete_many(triples)
+    done = face.complete_many(triples)
     assert done == {held[2].id}
     assert row(held[1].id).status == Status.CLAIMED
 
 
-def test_extend_leases_renews_only_what_is_held(ctx, worker_rctx) -> None:
+def test_extend_leases_renews_only_what_is_held(face, ctx, worker_rctx) -> None:
     for _ in range(3):
-        enqueue(ctx, "NOOP", {})
-    held = [item for _, item in claim(worker_rctx, "default", None, "w1", 5, 10)]
-    complete(ctx, held[0])
-    renewed = extend_leases([Fence.of(i) for i in held], 300)
+        face.enqueue(ctx, "NOOP", {})
+    held = [item for _, item in face.claim(worker_rctx, "default", None, "w1", 5, 10)]
+    face.complete(ctx, held[0])
+    renewed = face.extend_leases([Fence.of(i) for i in held], 300)
     assert renewed == {held[1].id, held[2].id}
 
 
-def test_fail_orphaned_fails_the_item_it_names_under_its_token(ctx, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
-    [(_item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+def test_fail_orphaned_fails_the_item_it_names_under_its_token(face, ctx, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
+    [(_item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     with pytest.raises(Conflict):
         fail_orphaned(held.id, held.id, "tenant is gone")  # a wrong token
     assert row(item.id).status == Status.CLAIMED
@@ -257,30 +253,30 @@ def test_fail_orphaned_fails_the_item_it_names_under_its_token(ctx, worker_rctx)
 
 
 def test_the_claim_fails_work_of_a_gone_tenant_and_never_hands_it_out(
-    ctx, make_ctx, worker_rctx
+    face, ctx, make_ctx, worker_rctx
 ) -> None:
     from tenancy.models import Org
 
-    doomed, _ = enqueue(ctx, "NOOP", {})
+    doomed, _ = face.enqueue(ctx, "NOOP", {})
     alive = make_ctx()
-    kept, _ = enqueue(alive, "NOOP", {})
+    kept, _ = face.enqueue(alive, "NOOP", {})
     Org.objects.using("admin").get(pk=ctx.org_id).mark_gone()
-    claimed = claim(worker_rctx, "default", None, "w1", 30, 10)
+    claimed = face.claim(worker_rctx, "default", None, "w1", 30, 10)
     assert [item.id for _, item in claimed] == [kept.id]
     assert row(doomed.id).status == Status.FAILED and row(doomed.id).last_error == "tenant is gone"
 
 
-def test_another_tenants_item_cannot_be_written_or_read(ctx, make_ctx, worker_rctx) -> None:
+def test_another_tenants_item_cannot_be_written_or_read(face, ctx, make_ctx, worker_rctx) -> None:
     other = make_ctx()
-    theirs, _ = enqueue(other, "NOOP", {})
-    [(_, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    theirs, _ = face.enqueue(other, "NOOP", {})
+    [(_, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert held.id == theirs.id
     # ctx presents the other tenant's item, token and all
     for write in (
-        lambda: complete(ctx, held),
-        lambda: fail(ctx, held, "x", permanent=True),
-        lambda: release(ctx, held, "x"),
-        lambda: extend_lease(ctx, held, 60),
+        lambda: face.complete(ctx, held),
+        lambda: face.fail(ctx, held, "x", permanent=True),
+        lambda: face.release(ctx, held, "x"),
+        lambda: face.extend_lease(ctx, held, 60),
     ):
         with pytest.raises(Conflict):
             write()
@@ -294,22 +290,22 @@ def test_another_tenants_item_cannot_be_written_or_read(ctx, make_ctx, worker_rc
 
     with tenant_scope(ctx.org_id):
         assert not WorkItem.objects.filter(pk=held.id).exists()
-    _, outcome = enqueue(ctx, "NOOP", {}, idempotency_key="only-mine")
+    _, outcome = face.enqueue(ctx, "NOOP", {}, idempotency_key="only-mine")
     assert outcome.value == "inserted"
 
 
-def test_the_member_still_in_the_org_keeps_their_role(ctx, worker_rctx) -> None:
+def test_the_member_still_in_the_org_keeps_their_role(face, ctx, worker_rctx) -> None:
     MembershipFactory(org_id=ctx.org_id)  # another member changes nothing
     Membership.objects.using("admin").filter(user_id=ctx.user_id).update(role=Role.ADMIN)
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, _)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, _)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert item_ctx.role == Role.ADMIN
 
 
-def test_the_claim_never_waits_on_a_locked_row(ctx, worker_rctx) -> None:
+def test_the_claim_never_waits_on_a_locked_row(face, ctx, worker_rctx) -> None:
     import threading
 
-    item, _ = enqueue(ctx, "NOOP", {})
+    item, _ = face.enqueue(ctx, "NOOP", {})
     locked, release_lock = threading.Event(), threading.Event()
 
     def hold_lock() -> None:
@@ -326,7 +322,7 @@ def test_the_claim_never_waits_on_a_locked_row(ctx, worker_rctx) -> None:
     try:
         locked.wait(10)
         started = time.monotonic()
-        assert claim(worker_rctx, "default", None, "w1", 30, 1) == []
+        assert face.claim(worker_rctx, "default", None, "w1", 30, 1) == []
         assert time.monotonic() - started < 2
     finally:
         release_lock.set()
@@ -337,23 +333,23 @@ def test_the_claim_never_waits_on_a_locked_row(ctx, worker_rctx) -> None:
     "error",
     ["NUL \x00 inside", "a lone surrogate \udcff", "x" * 50_000, "\x00" * 10],
 )
-def test_an_unstorable_error_text_still_settles(ctx, worker_rctx, error: str) -> None:
+def test_an_unstorable_error_text_still_settles(face, ctx, worker_rctx, error: str) -> None:
     """Issue 8.10: what a handler says never stops a settle (the item would stay claimed)."""
-    enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
-    failed = fail(item_ctx, held, error, permanent=True)
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    failed = face.fail(item_ctx, held, error, permanent=True)
     assert failed.status == Status.FAILED
     stored = row(held.id).last_error
     assert "\x00" not in stored and len(stored) <= 10_000
     stored.encode("utf-8")
 
 
-def test_attempt_five_thousand_settles(ctx, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
+def test_attempt_five_thousand_settles(face, ctx, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
     WorkItem.objects.using("admin").filter(pk=item.id).update(attempts=4999, max_attempts=10_000)
-    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     assert held.attempts == 5000
-    retried = fail(item_ctx, held, "again")
+    retried = face.fail(item_ctx, held, "again")
     assert retried.status == Status.PENDING
     delay = (retried.available_at - _db_now()).total_seconds()
     assert 3600 * 0.74 < delay <= 3600

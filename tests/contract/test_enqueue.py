@@ -11,7 +11,7 @@ from django.db import connections, transaction
 
 from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tests.helpers import row, statements
-from workqueue.api import Kind, NewItem, Outcome, Payload, claim, enqueue, enqueue_many, register
+from workqueue.api import Kind, NewItem, Outcome, Payload, enqueue, enqueue_many, register
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.models import Status, WorkItem
 
@@ -25,8 +25,8 @@ class AnyJson(Payload):
 register(Kind("TEST_ANY_JSON", AnyJson))
 
 
-def test_enqueue_stamps_what_the_queue_owns(ctx: OpContext) -> None:
-    item, outcome = enqueue(ctx, "NOTIFY_SHIPMENT", SHIPMENT, priority=3)
+def test_enqueue_stamps_what_the_queue_owns(face, ctx: OpContext) -> None:
+    item, outcome = face.enqueue(ctx, "NOTIFY_SHIPMENT", SHIPMENT, priority=3)
     assert outcome == Outcome.INSERTED
     stored = row(item.id)
     assert (stored.org_id, stored.status, stored.attempts, stored.max_attempts) == (
@@ -42,34 +42,34 @@ def test_enqueue_stamps_what_the_queue_owns(ctx: OpContext) -> None:
     assert stored.available_at == stored.created_at  # now(), by the database's clock
 
 
-def test_a_retried_enqueue_returns_the_row_untouched(ctx: OpContext, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {}, idempotency_key="order-1")
-    [(_, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 1)
-    again, outcome = enqueue(ctx, "NOOP", {"n": 2}, id=item.id, idempotency_key="order-1")
+def test_a_retried_enqueue_returns_the_row_untouched(face, ctx: OpContext, worker_rctx) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {}, idempotency_key="order-1")
+    [(_, held)] = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 1)
+    again, outcome = face.enqueue(ctx, "NOOP", {"n": 2}, id=item.id, idempotency_key="order-1")
     assert outcome == Outcome.ID_EXISTS
     assert again.id == item.id and again.claim_token == held.claim_token
     assert row(item.id).status == Status.CLAIMED and row(item.id).payload == {}
 
 
-def test_a_held_key_under_another_id_returns_that_row(ctx: OpContext) -> None:
-    first, _ = enqueue(ctx, "NOOP", {"n": 1}, idempotency_key="k")
-    other, outcome = enqueue(ctx, "NOOP", {"n": 2}, idempotency_key="k")
+def test_a_held_key_under_another_id_returns_that_row(face, ctx: OpContext) -> None:
+    first, _ = face.enqueue(ctx, "NOOP", {"n": 1}, idempotency_key="k")
+    other, outcome = face.enqueue(ctx, "NOOP", {"n": 2}, idempotency_key="k")
     assert outcome == Outcome.KEY_EXISTS
     assert other.id == first.id and other.payload["n"] == 1
     assert WorkItem.objects.using("admin").count() == 1
 
 
-def test_the_same_key_in_another_tenant_is_inserted(ctx: OpContext, make_ctx) -> None:
-    enqueue(ctx, "NOOP", {}, idempotency_key="k")
-    _, outcome = enqueue(make_ctx(), "NOOP", {}, idempotency_key="k")
+def test_the_same_key_in_another_tenant_is_inserted(face, ctx: OpContext, make_ctx) -> None:
+    face.enqueue(ctx, "NOOP", {}, idempotency_key="k")
+    _, outcome = face.enqueue(make_ctx(), "NOOP", {}, idempotency_key="k")
     assert outcome == Outcome.INSERTED
     assert WorkItem.objects.using("admin").count() == 2
 
 
-def test_an_id_held_by_another_tenant_is_a_conflict_and_shows_nothing(ctx, make_ctx) -> None:
-    theirs, _ = enqueue(make_ctx(), "NOOP", {"n": 1})
+def test_an_id_held_by_another_tenant_is_a_conflict_and_shows_nothing(face, ctx, make_ctx) -> None:
+    theirs, _ = face.enqueue(make_ctx(), "NOOP", {"n": 1})
     with pytest.raises(Conflict):
-        enqueue(ctx, "NOOP", {"n": 2}, id=theirs.id)
+        face.enqueue(ctx, "NOOP", {"n": 2}, id=theirs.id)
     assert row(theirs.id).org_id != ctx.org_id and row(theirs.id).payload["n"] == 1
 
 
@@ -86,16 +86,16 @@ def test_an_id_held_by_another_tenant_is_a_conflict_and_shows_nothing(ctx, make_
         ("NOOP", ["not", "an", "object"], "payload: must be a JSON object"),
     ],
 )
-def test_invalid_input_stores_nothing(ctx: OpContext, kind: str, payload, says: str) -> None:
+def test_invalid_input_stores_nothing(face, ctx: OpContext, kind: str, payload, says: str) -> None:
     with pytest.raises(InvalidPayload, match=says.replace("(", r"\(")):
-        enqueue(ctx, kind, payload)
+        face.enqueue(ctx, kind, payload)
     assert WorkItem.objects.using("admin").count() == 0
 
 
-def test_one_invalid_item_refuses_the_whole_batch(ctx: OpContext) -> None:
+def test_one_invalid_item_refuses_the_whole_batch(face, ctx: OpContext) -> None:
     batch = [NewItem("NOOP", {"n": 1}), NewItem("NOTIFY_SHIPMENT", {"version": 1})]
     with pytest.raises(InvalidPayload, match=r"items\[1\]\.payload\.shipment_id"):
-        enqueue_many(ctx, batch)
+        face.enqueue_many(ctx, batch)
     assert WorkItem.objects.using("admin").count() == 0
 
 
@@ -143,21 +143,21 @@ def test_enqueue_inside_a_transaction_rolls_back_with_it(ctx: OpContext) -> None
     assert WorkItem.objects.using("admin").count() == 0
 
 
-def test_a_service_context_enqueues_as_the_system_user(ctx: OpContext) -> None:
+def test_a_service_context_enqueues_as_the_system_user(face, ctx: OpContext) -> None:
     from tenancy.services import service_context
 
-    item, _ = enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {})
+    item, _ = face.enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {})
     assert row(item.id).created_by == SYSTEM_USER_ID
 
 
-def test_the_author_is_the_contexts_user_whatever_the_caller_sends(ctx, make_ctx) -> None:
+def test_the_author_is_the_contexts_user_whatever_the_caller_sends(face, ctx, make_ctx) -> None:
     """Issue 8.6: no caller names another author (work would run with that user's rights)."""
     other = make_ctx()
     with pytest.raises(TypeError):
-        enqueue(ctx, "NOOP", {}, created_by=other.user_id)  # type: ignore[call-arg]
+        face.enqueue(ctx, "NOOP", {}, created_by=other.user_id)  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         NewItem("NOOP", {}, created_by=other.user_id)  # type: ignore[call-arg]
-    [(item_id, _)] = enqueue_many(ctx, [NewItem("NOOP", {})])
+    [(item_id, _)] = face.enqueue_many(ctx, [NewItem("NOOP", {})])
     assert WorkItem.objects.using("admin").count() == 1
     assert (row(item_id).created_by, row(item_id).updated_by) == (ctx.user_id, ctx.user_id)
 
@@ -173,12 +173,12 @@ def test_enqueue_inside_another_scope_leaves_that_scopes_tenant(ctx: OpContext, 
     assert row(item.id).org_id == ctx.org_id
 
 
-def test_enqueue_many_keeps_every_field_it_is_given(ctx: OpContext) -> None:
+def test_enqueue_many_keeps_every_field_it_is_given(face, ctx: OpContext) -> None:
     from datetime import UTC, datetime, timedelta
 
     later = datetime.now(UTC) + timedelta(hours=1)
     key = 'order "42" \u2013 ünïcode\\n'
-    [(item_id, outcome)] = enqueue_many(
+    [(item_id, outcome)] = face.enqueue_many(
         ctx,
         [
             NewItem(

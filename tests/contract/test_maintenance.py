@@ -8,14 +8,9 @@ from django.db import connections
 from tenancy.contexts import SYSTEM_USER_ID
 from tests.helpers import back_date, row
 from workqueue.api import (
-    claim,
-    complete,
-    enqueue,
-    fail,
     maintenance_contexts,
     purge_items,
     read_gauges,
-    requeue_stale,
 )
 from workqueue.models import Status
 from workqueue.rules import is_exhausted
@@ -27,12 +22,12 @@ def _db_now():
         return cursor.fetchone()[0]
 
 
-def test_requeue_stale_hands_back_expired_claims_only(ctx, worker_rctx) -> None:
-    a, _ = enqueue(ctx, "NOOP", {})
-    b, _ = enqueue(ctx, "NOOP", {})
-    claim(worker_rctx, "default", None, "w1", 30, 2)
+def test_requeue_stale_hands_back_expired_claims_only(face, ctx, worker_rctx) -> None:
+    a, _ = face.enqueue(ctx, "NOOP", {})
+    b, _ = face.enqueue(ctx, "NOOP", {})
+    face.claim(worker_rctx, "default", None, "w1", 30, 2)
     back_date(a.id, lease_expires_at=90)
-    result = requeue_stale(ctx)
+    result = face.requeue_stale(ctx)
     assert (result.requeued, result.dead_lettered) == (1, 0)
     stale = row(a.id)
     assert (stale.status, stale.claim_token, stale.attempts, stale.updated_by) == (
@@ -44,74 +39,80 @@ def test_requeue_stale_hands_back_expired_claims_only(ctx, worker_rctx) -> None:
     assert row(b.id).status == Status.CLAIMED
 
 
-def test_requeue_stale_of_one_tenant_leaves_anothers_stale_item(ctx, make_ctx, worker_rctx) -> None:
+def test_requeue_stale_of_one_tenant_leaves_anothers_stale_item(
+    face, ctx, make_ctx, worker_rctx
+) -> None:
     other = make_ctx()
-    mine, _ = enqueue(ctx, "NOOP", {})
-    theirs, _ = enqueue(other, "NOOP", {})
-    claim(worker_rctx, "default", None, "w1", 30, 2)
+    mine, _ = face.enqueue(ctx, "NOOP", {})
+    theirs, _ = face.enqueue(other, "NOOP", {})
+    face.claim(worker_rctx, "default", None, "w1", 30, 2)
     back_date(mine.id, lease_expires_at=90)
     back_date(theirs.id, lease_expires_at=90)
-    assert requeue_stale(ctx).requeued == 1
+    assert face.requeue_stale(ctx).requeued == 1
     assert row(theirs.id).status == Status.CLAIMED
 
 
-def test_requeue_stale_honours_before_and_limit(ctx, worker_rctx) -> None:
-    items = [enqueue(ctx, "NOOP", {})[0] for _ in range(3)]
-    claim(worker_rctx, "default", None, "w1", 30, 3)
+def test_requeue_stale_honours_before_and_limit(face, ctx, worker_rctx) -> None:
+    items = [face.enqueue(ctx, "NOOP", {})[0] for _ in range(3)]
+    face.claim(worker_rctx, "default", None, "w1", 30, 3)
     for item in items:
         back_date(item.id, lease_expires_at=10)
-    assert requeue_stale(ctx, before=_db_now().replace(year=2000)).requeued == 0
-    assert requeue_stale(ctx, limit=2).requeued == 2
-    assert requeue_stale(ctx, limit=2).requeued == 1
+    assert face.requeue_stale(ctx, before=_db_now().replace(year=2000)).requeued == 0
+    assert face.requeue_stale(ctx, limit=2).requeued == 2
+    assert face.requeue_stale(ctx, limit=2).requeued == 1
 
 
-def test_a_poison_item_ends_failed_after_exactly_max_attempts_claims(ctx, worker_rctx) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})  # max_attempts 3
+def test_a_poison_item_ends_failed_after_exactly_max_attempts_claims(
+    face, ctx, worker_rctx
+) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})  # max_attempts 3
     claims = 0
     while row(item.id).status != Status.FAILED:
-        got = claim(worker_rctx, "default", None, "crashy", 30, 1)
+        got = face.claim(worker_rctx, "default", None, "crashy", 30, 1)
         if got:
             claims += 1
         # the worker dies holding the item; its lease runs out
         back_date(item.id, lease_expires_at=1)
-        requeue_stale(ctx)
+        face.requeue_stale(ctx)
         assert claims <= 3
     assert claims == 3 and row(item.id).attempts == 3
     assert row(item.id).last_error == "lease expired; attempts spent"
 
 
 @pytest.mark.parametrize(("attempts", "max_attempts"), [(0, 3), (2, 3), (3, 3), (4, 3), (1, 1)])
-def test_the_stale_filter_spells_is_exhausted(ctx, worker_rctx, attempts, max_attempts) -> None:
-    item, _ = enqueue(ctx, "NOOP", {})
-    claim(worker_rctx, "default", None, "w1", 30, 1)
+def test_the_stale_filter_spells_is_exhausted(
+    face, ctx, worker_rctx, attempts, max_attempts
+) -> None:
+    item, _ = face.enqueue(ctx, "NOOP", {})
+    face.claim(worker_rctx, "default", None, "w1", 30, 1)
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             "UPDATE workqueue_workitem SET attempts = %s, max_attempts = %s,"
             " lease_expires_at = now() - interval '1 minute' WHERE id = %s",
             [attempts, max_attempts, item.id],
         )
-    requeue_stale(ctx)
+    face.requeue_stale(ctx)
     expected = Status.FAILED if is_exhausted(attempts, max_attempts) else Status.PENDING
     assert row(item.id).status == expected
 
 
-def test_purge_removes_old_finished_items_in_every_tenant(ctx, make_ctx, worker_rctx) -> None:
+def test_purge_removes_old_finished_items_in_every_tenant(face, ctx, make_ctx, worker_rctx) -> None:
     from datetime import timedelta
 
     from workqueue.models import WorkItem
 
     def claimed_one(c):
-        enqueue(c, "NOOP", {})
-        [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+        face.enqueue(c, "NOOP", {})
+        [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
         return item_ctx, held
 
     purged, kept = set(), set()
     for c in (ctx, make_ctx()):
-        old_done = complete(*claimed_one(c))
-        old_dead = fail(*claimed_one(c), "x", permanent=True)
-        fresh_done = complete(*claimed_one(c))
+        old_done = face.complete(*claimed_one(c))
+        old_dead = face.fail(*claimed_one(c), "x", permanent=True)
+        fresh_done = face.complete(*claimed_one(c))
         _, old_claimed = claimed_one(c)
-        old_pending, _ = enqueue(c, "NOOP", {}, lane="idle")
+        old_pending, _ = face.enqueue(c, "NOOP", {}, lane="idle")
         for item in (old_done, old_dead, old_claimed, old_pending):
             back_date(item.id, updated_at=7200)
         purged |= {old_done.id, old_dead.id}
@@ -123,15 +124,15 @@ def test_purge_removes_old_finished_items_in_every_tenant(ctx, make_ctx, worker_
     assert left == kept
 
 
-def test_gauges_read_the_oldest_wait_and_counts(ctx, worker_rctx) -> None:
-    waiting, _ = enqueue(ctx, "NOOP", {})
-    enqueue(ctx, "NOOP", {}, lane="bulk")
+def test_gauges_read_the_oldest_wait_and_counts(face, ctx, worker_rctx) -> None:
+    waiting, _ = face.enqueue(ctx, "NOOP", {})
+    face.enqueue(ctx, "NOOP", {}, lane="bulk")
     back_date(waiting.id, available_at=120)
-    future, _ = enqueue(ctx, "NOOP", {})
+    future, _ = face.enqueue(ctx, "NOOP", {})
     back_date(future.id, available_at=-3600)
-    enqueue(ctx, "NOTIFY_SHIPMENT", {"shipment_id": str(waiting.id), "version": 1})
-    [(c, held)] = claim(worker_rctx, "default", ["NOTIFY_SHIPMENT"], "w1", 30, 1)
-    fail(c, held, "bad", permanent=True)
+    face.enqueue(ctx, "NOTIFY_SHIPMENT", {"shipment_id": str(waiting.id), "version": 1})
+    [(c, held)] = face.claim(worker_rctx, "default", ["NOTIFY_SHIPMENT"], "w1", 30, 1)
+    face.fail(c, held, "bad", permanent=True)
     gauges = read_gauges(worker_rctx)
     assert 119 < gauges.oldest_age_s < 130
     assert gauges.failed == 1

@@ -80,3 +80,51 @@ def test_url_for_is_the_inverse_of_parse(url: str) -> None:
 
     config = parse("DATABASE_URL", url)
     assert parse("DATABASE_URL", url_for(config)) == config
+
+
+def test_importing_the_settings_starts_nothing(tmp_path: Path) -> None:
+    """Issue 9: the settings read the environment and nothing else (no server, no logins)."""
+    pgdata = tmp_path / "pgdata"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'project.settings'; "
+            "django.setup(); from django.conf import settings; "
+            "print(settings.DATABASES['default']['HOST'])",
+        ],
+        cwd=ROOT,
+        env={**_without_database(), "EMBEDDED_PGDATA": str(pgdata)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(pgdata)
+    assert not pgdata.exists()  # nothing was initialised or started
+
+
+def test_a_process_on_an_embedded_server_that_is_not_running_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    pgdata = tmp_path / "pgdata"
+    for command in (["check"], ["runworker", "NOOP"], ["sweep", "--once"]):
+        done = subprocess.run(
+            [sys.executable, "manage.py", *command],
+            cwd=ROOT,
+            env={**_without_database(), "EMBEDDED_PGDATA": str(pgdata)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode != 0 and "Traceback" not in done.stderr, command
+        assert f"the embedded PostgreSQL in {pgdata} is not running" in done.stderr, command
+        assert "python -m project.embedded start" in done.stderr
+
+
+def _without_database() -> dict[str, str]:
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "SYSTEM_DATABASE_URL", "ADMIN_DATABASE_URL")
+    }

@@ -1,0 +1,90 @@
+"""The one store: the statement the worker runs, what it costs, and the statements' contracts."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import pq
+
+from tenancy.contexts import OpContext
+from workqueue import api, claim, store
+from workqueue.statements import SQL_DIR, Statement
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+
+def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset() -> None:
+    locking = claim._claim_locking()
+    assert "FOR UPDATE SKIP LOCKED" in locking.sql
+    assert 'FROM "workqueue_workitem"' in locking.sql
+    assert locking.sql in claim.CLAIM.sql  # embedded as is in the one claim statement
+    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", claim.CLAIM.sql)
+
+
+def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
+    ctx: OpContext, worker_rctx, tmp_path: Path, monkeypatch
+) -> None:
+    for _ in range(20):
+        api.enqueue(ctx, "NOOP", {})
+    handles = []
+    configure = store._configure
+
+    async def configure_then_trace(conn: psycopg.AsyncConnection) -> None:  # type: ignore[type-arg]
+        await configure(conn)  # set-up statements are not part of the claim
+        handles.append((tmp_path / f"trace-{len(handles)}.txt").open("w"))
+        conn.pgconn.trace(handles[-1].fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+
+    monkeypatch.setattr(store, "_configure", configure_then_trace)
+
+    async def claim_once() -> int:
+        try:
+            return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 20))
+        finally:
+            await api.aclose_async_store()
+
+    assert asyncio.run(claim_once()) == 20
+    for handle in handles:
+        handle.close()
+    text = "".join(Path(h.name).read_text() for h in handles)
+    # Each message the client sent starts a line "F<tab>length<tab>Type" (the SQL of a Parse
+    # runs on over several lines).
+    messages = re.findall(r"^F\t\d+\t(\w+)", text, re.M)
+    assert messages.count("Sync") == 1, messages  # the whole batch: one exchange
+    assert messages.count("Execute") == 1
+    # The statement sent is the claim with the compiled select_for_update(skip_locked=True).
+    assert "FOR UPDATE SKIP LOCKED" in text and "SET status = 'claimed'" in text
+
+
+def test_every_statement_names_exactly_its_parameters() -> None:
+    """Each named statement's placeholders are its NamedTuple's fields (Statement.sql checks),
+    and every .sql file of the store is a statement someone declared."""
+    from outbox import emit, relay
+    from project import gauges
+    from workers import liveness
+    from workqueue import enqueue, maintenance, settle
+
+    declared: list[Statement] = [
+        value
+        for module in (claim, enqueue, settle, maintenance, emit, relay, gauges, liveness)
+        for value in vars(module).values()
+        if isinstance(value, Statement)
+    ]
+    for statement in declared:
+        assert statement.sql  # raises TypeError when placeholders and parameters differ
+        first = statement.sql.splitlines()[0]
+        assert first.startswith(f"-- {statement.name}: "), f"{statement.name}: a line of intent"
+    names = {s.name for s in declared if s.directory == SQL_DIR}
+    files = {p.stem for p in SQL_DIR.glob("*.sql")} - {"grants"}
+    assert files == names
+
+
+def test_a_statement_refuses_parameters_of_another_shape() -> None:
+    from workqueue import settle
+
+    with pytest.raises(TypeError, match="takes FenceParams"):
+        api.execute(api.System(settle.COMPLETE, settle.ExtendLeaseParams(1, 2, 3)))  # type: ignore[arg-type]
