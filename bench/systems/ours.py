@@ -2,9 +2,14 @@
 
 The database the harness hands over is reached as the owner; the product's own two logins
 (created by ``create_logins``) are pointed at it, so every figure is measured through the same
-row-level security, grants and statements as production. Workers are the real worker loop
-(``workers.loop.Worker``) in ``--once`` mode, run in-process after the READY/go handshake so
-interpreter and Django start-up stay out of the timing.
+row-level security, grants and statements as production.
+
+Configs: ``default`` runs ``manage.py runworker BENCH_NOOP`` subprocesses with the shipped
+defaults (what users start: sweep, relayer, heartbeat and metrics endpoint included);
+``batched`` the same with a larger capacity and claim batch; ``inprocess`` the worker class in
+the adapter's own process (``--once``), as the first benchmarks measured it. For a drain, the
+workers start with the items held back (``available_at`` an hour ahead), and the clock starts
+when one statement makes them due, so process start-up stays out of the timing.
 """
 
 from __future__ import annotations
@@ -26,13 +31,15 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import _common as common  # noqa: E402
 
 KIND = "BENCH_NOOP"
-CONFIGS = ["default", "batched"]
+CONFIGS = ["default", "batched", "inprocess"]
 # default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
     "default": {},
     "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
+    "inprocess": {},
 }
+RUNWORKER_CONFIGS = ("default", "batched")
 
 
 def _as(dsn: str, user: str) -> str:
@@ -55,24 +62,7 @@ def setup_django(dsn: str) -> None:
 
     django.setup()
     logging.disable(logging.INFO)
-    _register_bench_kind()
-
-
-def _register_bench_kind() -> None:
-    from tenancy.contexts import OpContext
-    from workers.handlers import Run, handles
-    from workqueue.kinds import Kind, Payload, register
-    from workqueue.models import WorkItem
-
-    class BenchPayload(Payload):
-        seq: int = 0
-
-    register(Kind(KIND, BenchPayload, max_attempts=3))
-
-    @handles(KIND)
-    class BenchHandler:
-        async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
-            common.record_wake(item.payload.get("seq", 0))
+    import ours_kinds  # noqa: F401  (registers BENCH_NOOP and its handler)
 
 
 def prepare(dsn: str) -> Any:
@@ -103,11 +93,21 @@ def load_context() -> Any:
     return context(member.org_id, member.user_id)
 
 
-def fill(ctx: Any, n: int, batch: int = 1000) -> None:
+def fill(ctx: Any, n: int, batch: int = 1000, held_back: bool = False) -> None:
+    """``n`` items through the bulk enqueue; ``held_back`` makes them due only in an hour."""
+    from datetime import UTC, datetime, timedelta
+
     from workqueue.api import NewItem, enqueue_many
 
+    when = datetime.now(UTC) + timedelta(hours=1) if held_back else None
     for start in range(0, n, batch):
-        enqueue_many(ctx, [NewItem(KIND, {"seq": i}) for i in range(start, min(n, start + batch))])
+        enqueue_many(
+            ctx,
+            [
+                NewItem(KIND, {"seq": i}, available_at=when)
+                for i in range(start, min(n, start + batch))
+            ],
+        )
 
 
 def fill_sql(ctx: Any, n: int) -> None:
@@ -159,7 +159,99 @@ def worker_settings(config: str, once: bool) -> Any:
     )
 
 
+def runworker_env(config: str, **extra: str) -> dict[str, str]:
+    """The environment of a ``manage.py runworker`` subprocess: the shipped defaults, plus the
+    tuned settings of ``batched``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
+    env.update(
+        WORKER_HANDLER_MODULES="ours_kinds",
+        PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]),
+        LOG_LEVEL="WARNING",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update({f"WORKER_{k.upper()}": str(v) for k, v in SETTINGS[config].items()})
+    env.update(extra)
+    return env
+
+
+class RunWorkers:
+    """``manage.py runworker`` subprocesses, started and waited for until they serve."""
+
+    def __init__(self, config: str, procs: int, **env: str) -> None:
+        import subprocess
+
+        self.procs = [
+            subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), "runworker", KIND],
+                cwd=ROOT,
+                env=runworker_env(config, LOG_LEVEL="INFO", **env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            for _ in range(procs)
+        ]
+        for proc in self.procs:  # "worker_started" is logged once the endpoint is up
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if "worker_started" in line:
+                    break
+            else:
+                raise RuntimeError(f"runworker exited (rc={proc.wait()}) before it started")
+        time.sleep(0.5)  # LISTEN is up
+
+    def stop(self) -> None:
+        import signal
+
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except Exception:
+                proc.kill()
+
+
+def _left() -> int:
+    from django.db import connections
+
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM workqueue_workitem WHERE status <> 'done'")
+        return cursor.fetchone()[0]
+
+
+def drain_runworker(config: str, procs: int, n: int) -> float:
+    """Drain ``n`` held-back items with ``procs`` runworker processes: the clock starts when
+    one statement makes them due (and announces it) and stops when none is left, polled every
+    10 ms (the figure's resolution)."""
+    from django.db import connections
+
+    workers = RunWorkers(config, procs)
+    try:
+        with connections["admin"].cursor() as cursor:
+            t0 = time.time()
+            cursor.execute(
+                "WITH due AS (UPDATE workqueue_workitem SET available_at = now()"
+                " WHERE status = 'pending' RETURNING 1)"
+                " SELECT count(*), pg_notify('work_available', 'default') FROM due"
+            )
+        while _left():
+            time.sleep(0.01)
+            if time.time() - t0 > 600:
+                raise RuntimeError("drain: not done in 10 minutes")
+        t1 = time.time()
+    finally:
+        workers.stop()
+    done = count("done")
+    if done != n:
+        raise RuntimeError(f"drain: {done} of {n} items done")
+    return n / (t1 - t0)
+
+
 def drain(dsn: str, config: str, procs: int, n: int) -> float:
+    if config in RUNWORKER_CONFIGS:
+        return drain_runworker(config, procs, n)
     workers = common.Workers(__file__, ["drain", "--dsn", dsn, "--config", config], procs)
     try:
         workers.wait_ready()
@@ -176,7 +268,7 @@ def drain(dsn: str, config: str, procs: int, n: int) -> float:
 def run_worker(argv: list[str]) -> None:
     args = common.worker_args(argv)
     setup_django(args.dsn)
-    from workers.loop import Worker
+    from workers.worker import Worker
 
     worker = Worker(worker_settings(args.config, once=args.kind == "drain"))
     if args.kind == "drain":
@@ -207,7 +299,7 @@ def main() -> None:
         "ours",
         ["drain", "wake", "enqueue", "depth", "bloat"],
         configs=CONFIGS,
-        config_workloads={"batched": ["drain"]},
+        config_workloads={"batched": ["drain"], "inprocess": ["drain", "wake"]},
         notes={"raw": "raw system only"},
     )
     setup_django(args.dsn)
@@ -216,7 +308,7 @@ def main() -> None:
     from workqueue import api
 
     if args.workload == "drain":
-        fill(ctx, args.n)
+        fill(ctx, args.n, held_back=args.config in RUNWORKER_CONFIGS)
         settle(args.dsn)
         rate = drain(args.dsn, args.config, args.procs, args.n)
         common.emit(common.figure(f"drain_p{args.procs}", "items/s", rate, **extra))
@@ -249,14 +341,18 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     from workqueue import api
 
     path = Path(tempfile.mkstemp(prefix="wake-ours-")[1])
-    workers = common.Workers(
-        __file__,
-        ["serve", "--dsn", args.dsn, "--config", args.config],
-        1,
-        env={common.WAKE_ENV: str(path)},
-    )
+    if args.config in RUNWORKER_CONFIGS:
+        workers: Any = RunWorkers(args.config, 1, **{common.WAKE_ENV: str(path)})
+    else:
+        workers = common.Workers(
+            __file__,
+            ["serve", "--dsn", args.dsn, "--config", args.config],
+            1,
+            env={common.WAKE_ENV: str(path)},
+        )
     try:
-        workers.wait_ready()
+        if args.config not in RUNWORKER_CONFIGS:
+            workers.wait_ready()
         warmup, seqs = common.wake_seqs(args.n)
         sent: dict[int, float] = {}
         for seq in warmup + seqs:
@@ -317,7 +413,8 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     from tenancy.contexts import AppType, new_request_context
     from workqueue import api
 
-    fill(ctx, args.n)
+    held_back = args.config in RUNWORKER_CONFIGS
+    fill(ctx, args.n, held_back=held_back)
     settle(args.dsn)
     fresh = drain(args.dsn, args.config, 1, args.n)
     # churn: push --churn items through claim and batch completion
@@ -335,7 +432,7 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     while deleted := api.purge_items(rctx, now, batch=5000, max_batches=100):
         purged += deleted
     connections.close_all()
-    fill(ctx, args.n)
+    fill(ctx, args.n, held_back=held_back)
     churned = drain(args.dsn, args.config, 1, args.n + 0)
     common.emit(
         [

@@ -1,0 +1,29 @@
+"""The benchmark's kind and its no-op handler, for the product's workers.
+
+Loaded by ``runworker`` subprocesses through ``WORKER_HANDLER_MODULES=ours_kinds`` (with this
+folder on PYTHONPATH), the way a site loads handlers that live outside workers/, and imported by
+the in-process adapter config. The handler records its start time for the wake workload.
+"""
+
+from __future__ import annotations
+
+import _common as common
+
+from tenancy.contexts import OpContext
+from workers.handlers import Run, handles
+from workqueue.api import Kind, Payload, WorkItem, register
+
+KIND = "BENCH_NOOP"
+
+
+class BenchPayload(Payload):
+    seq: int = 0
+
+
+register(Kind(KIND, BenchPayload, max_attempts=3))
+
+
+@handles(KIND)
+class BenchHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        common.record_wake(item.payload.get("seq", 0))
