@@ -5,7 +5,8 @@ own endpoint) exports them from the default registry. One statement on the syste
 the items by lane, kind and status, the outbox lag and the live workers (each part named in its
 own app and embedded here); the result is kept for ``GAUGES_CACHE_S``, and concurrent scrapes
 share one read, so a scrape storm never becomes a query storm. Labels never carry a tenant: one
-series per tenant would grow without bound.
+series per tenant would grow without bound; only the ten deepest tenants of each lane are named
+(``workqueue_tenant_depth``), a bounded set.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from prometheus_client.registry import REGISTRY, Collector
 from outbox.relay import READ_LAG
 from workers.liveness import READ_WORKERS
 from workqueue import api
-from workqueue.maintenance import READ_GAUGES
+from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ QUEUE_GAUGES = api.Statement(
     "queue_gauges",
     QueueGaugesParams,
     directory=Path(__file__).with_name("sql"),
-    includes=(READ_GAUGES, READ_LAG, READ_WORKERS),
+    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS),
 )
 
 
@@ -48,6 +49,9 @@ QUEUE_GAUGES = api.Statement(
 class QueueGauges:
     # One row per (lane, kind, status): items, oldest_age_s (pending rows only).
     items: list[dict[str, Any]] = field(default_factory=list)
+    # Per lane, the ten tenants with the most pending items: lane, org_id, items, oldest_age_s,
+    # rank (1 = deepest).
+    top_tenants: list[dict[str, Any]] = field(default_factory=list)
     outbox_lag_s: float = 0.0
     outbox_pending: int = 0
     # state -> live workers
@@ -71,9 +75,10 @@ def read_queue_gauges() -> QueueGauges:
     """
     stale_after_s = float(getattr(settings, "GAUGES_WORKER_STALE_AFTER_S", 30.0))
     rows = api.execute(api.System(QUEUE_GAUGES, QueueGaugesParams(stale_after_s)))
-    items, lag, workers = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers = (json.loads(text) for text in rows.rows[0])
     return QueueGauges(
         items=items,
+        top_tenants=top,
         outbox_lag_s=float(lag["oldest_s"]),
         outbox_pending=int(lag["pending"]),
         workers={w["state"]: int(w["workers"]) for w in workers},
@@ -144,6 +149,23 @@ class QueueCollector(Collector):
         for row in g.items:
             items.add_metric([row["lane"], row["kind"], row["status"]], row["items"])
         yield items
+        # The ten deepest tenants per lane: at most ten series per lane, never one per tenant.
+        depth = GaugeMetricFamily(
+            "workqueue_tenant_depth",
+            "Pending items of the ten deepest tenants of each lane.",
+            labels=["lane", "rank", "org"],
+        )
+        age = GaugeMetricFamily(
+            "workqueue_tenant_oldest_age_seconds",
+            "Age of the oldest due item of the ten deepest tenants of each lane.",
+            labels=["lane", "rank", "org"],
+        )
+        for row in g.top_tenants:
+            labels = [row["lane"], str(row["rank"]), str(row["org_id"])]
+            depth.add_metric(labels, row["items"])
+            age.add_metric(labels, row["oldest_age_s"] or 0.0)
+        yield depth
+        yield age
         workers = GaugeMetricFamily(
             "workqueue_workers_live",
             "Workers whose heartbeat is recent, by state.",

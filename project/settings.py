@@ -74,8 +74,9 @@ TEMPLATES = [
 DATABASES = database_settings(env, BASE_DIR)
 # The embedded server's data folder when DATABASE_URL is unset (None otherwise).
 EMBEDDED_PGDATA = embedded_pgdata(env, BASE_DIR)
-# Sign-in tables (users, sessions, permissions) live behind the system login (tenancy/routers.py).
-DATABASE_ROUTERS = ["tenancy.routers.SignInRouter"]
+# Sign-in tables (users, sessions, permissions) live behind the system login (tenancy/routers.py);
+# only the owner login migrates (project/routers.py).
+DATABASE_ROUTERS = ["tenancy.routers.SignInRouter", "project.routers.OwnerMigratesRouter"]
 
 AUTH_USER_MODEL = "tenancy.User"
 AUTH_PASSWORD_VALIDATORS = [
@@ -105,6 +106,11 @@ WORKQUEUE_MAX_PAYLOAD_BYTES = env.int("WORKQUEUE_MAX_PAYLOAD_BYTES", default=256
 # A claim commits durably (the attempt it spends survives a database crash) before any handler
 # runs; false trades that for speed (see README, benchmarks).
 WORKQUEUE_CLAIM_DURABLE = env.bool("WORKQUEUE_CLAIM_DURABLE", default=True)
+# The claim hands out work round-robin across tenants (false: oldest first across tenants).
+WORKQUEUE_FAIR_CLAIM = env.bool("WORKQUEUE_FAIR_CLAIM", default=True)
+# The most items of one tenant a lane runs at once, for tenants without a cap of their own
+# (set per tenant in the admin, TenantShare); unset: no default cap.
+WORKQUEUE_MAX_IN_FLIGHT = env.int("WORKQUEUE_MAX_IN_FLIGHT", default=None)
 # /metrics reads the queue's gauges at most once per this many seconds.
 GAUGES_CACHE_S = env.float("GAUGES_CACHE_S", default=5.0)
 # A worker whose heartbeat is older than this is not counted live.

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
 from django.conf import settings
+from django.db.models import F, Func, IntegerField, Value
 from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext
@@ -26,8 +29,8 @@ logger = logging.getLogger(__name__)
 
 ORPHAN_ERROR = "tenant is gone"
 
-WorkItem._meta.get_field("kind").register_lookup(AnyOf)
-WorkItem._meta.get_field("status").register_lookup(AnyOf)
+for _field in ("id", "kind", "status"):
+    WorkItem._meta.get_field(_field).register_lookup(AnyOf)
 
 
 class ClaimParams(NamedTuple):
@@ -38,6 +41,23 @@ class ClaimParams(NamedTuple):
     limit: int
     # 'on': the claim (and the attempt it spends) is durable before any handler runs.
     synchronous_commit: str
+    # Whether any tenant's in-flight cap is in effect (then the claim counts what each holds).
+    capped: bool
+    # The cap of a tenant without one of its own (None: no cap).
+    default_cap: int | None
+
+
+class ClaimOldestFirstParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    synchronous_commit: str
+
+
+class NoParams(NamedTuple):
+    pass
 
 
 class FailOrphanedParams(NamedTuple):
@@ -46,16 +66,37 @@ class FailOrphanedParams(NamedTuple):
     error: str
 
 
-# Sentinels the locking queryset is compiled with; each becomes a named parameter.
+# Sentinels the locking querysets are compiled with; each becomes a named parameter (or, for
+# the candidates, the statement's own list of them).
 _LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
+_CANDIDATES, _TAKEN = ("\x00candidates",), ("\x00taken",)
 
 
 def _claim_locking() -> Locking:
-    """The card's claim: pending, due items of the lane and kinds, highest priority then oldest
-    first, locked with ``select_for_update(skip_locked=True)`` so claimers never wait on each
-    other. Compiled once into the claim statement (an UPDATE around it, one round trip per
-    batch) rather than evaluated, which would cost a round trip for the ids and another for
-    the update."""
+    """The card's claim: the items the fair order offers (``ordered.ids`` of the claim
+    statement), still pending, taken in that order and locked with
+    ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
+    another claimer holds is passed over for the next one. Compiled once into the claim
+    statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
+    would cost a round trip for the ids and another for the update."""
+    queryset = (
+        WorkItem.objects.filter(status=Status.PENDING, id__any_of=_CANDIDATES)
+        .annotate(
+            turn=Func(
+                Value(_CANDIDATES), F("id"), function="array_position", output_field=IntegerField()
+            )
+        )
+        .order_by("turn")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    # The cast makes the subquery one array value: "= ANY (SELECT ...)" would compare rows.
+    return locking(queryset, {}, "limit", {_CANDIDATES: "(SELECT ids FROM ordered)::uuid[]"})
+
+
+def _oldest_first_locking() -> Locking:
+    """The claim with fairness off: pending, due items of the lane and kinds, highest priority
+    then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
     queryset = (
         WorkItem.objects.filter(
             status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
@@ -67,8 +108,61 @@ def _claim_locking() -> Locking:
     return locking(queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit")
 
 
-CLAIM = Statement("claim", ClaimParams, build_locking=_claim_locking)
+def _fallback_locking() -> Locking:
+    """When other claimers hold the fair order's offers (they computed the same ones), the
+    claim fills the rest of its batch in priority then age order from what nobody holds,
+    ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
+    poll. Not while caps are in effect: then the lane's claims run one at a time anyway."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .exclude(id__any_of=_TAKEN)
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(
+        queryset,
+        {_LANE: "lane", _KINDS: "kinds"},
+        "limit",
+        {_TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]"},
+        limit_sql=(
+            "(CASE WHEN %(capped)s::boolean THEN 0"
+            " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
+        ),
+        prefix="f",
+    )
+
+
+CLAIM = Statement(
+    "claim",
+    ClaimParams,
+    build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
+)
+CLAIM_OLDEST_FIRST = Statement(
+    "claim_oldest_first",
+    ClaimOldestFirstParams,
+    build_locking=lambda: {"locking": _oldest_first_locking()},
+)
+CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams)
 FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams)
+
+# How long a process trusts its last reading of whether any tenant has a cap of its own: a cap
+# set in the admin takes effect within this long.
+CAPS_CACHE_S = 5.0
+_caps = {"capped": False, "read_at": float("-inf")}
+
+
+def forget_caps() -> None:
+    """Read whether caps are in effect afresh at the next claim (after setting one)."""
+    _caps["read_at"] = float("-inf")
+
+
+def lane_key(lane: str) -> int:
+    """The advisory lock that serializes a lane's claims while caps are in effect."""
+    digest = hashlib.blake2b(f"workqueue.claim:{lane}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def hand_out(
@@ -89,8 +183,15 @@ def hand_out(
             for i, row in zip(items, rows.rows, strict=True)
         ],
     )
-    # RETURNING keeps no order; hand items out in the order the claim picked them.
-    items.sort(key=lambda i: (-i.priority, i.available_at, i.id))
+    # RETURNING keeps no order; hand items out in the order the claim picked them: the fair
+    # order's turn (claim_order), then what the fallback or the oldest-first claim took.
+    turns: dict[uuid.UUID, int] = {}
+    if "claim_order" in rows.names:
+        at = rows.names.index("claim_order")
+        turns = {i.id: row[at] for i, row in zip(items, rows.rows, strict=True) if row[at]}
+    items.sort(
+        key=lambda i: (i.id not in turns, turns.get(i.id, 0), -i.priority, i.available_at, i.id)
+    )
     claimed, orphans = [], []
     for item in items:
         ctx = contexts.get((item.org_id, item.created_by))
@@ -117,16 +218,25 @@ def claim_plan(
     kinds = known_kinds() if kinds is None else list(kinds)
     if limit < 1 or not kinds:
         return []
-    durable = getattr(settings, "WORKQUEUE_CLAIM_DURABLE", True)
-    params = ClaimParams(
-        check_lane(lane),
-        kinds,
-        worker_id,
-        float(lease_s),
-        int(limit),
-        "on" if durable else "off",
-    )
-    rows: Rows = yield System(CLAIM, params)
+    commit = "on" if getattr(settings, "WORKQUEUE_CLAIM_DURABLE", True) else "off"
+    common = (check_lane(lane), kinds, worker_id, float(lease_s), int(limit), commit)
+    if not getattr(settings, "WORKQUEUE_FAIR_CLAIM", True):
+        rows: Rows = yield System(CLAIM_OLDEST_FIRST, ClaimOldestFirstParams(*common))
+    else:
+        default_cap = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+        capped = default_cap is not None
+        if not capped:
+            if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
+                found = yield System(CAPS_IN_EFFECT, NoParams())
+                _caps.update(capped=bool(found.rows[0][0]), read_at=time.monotonic())
+            capped = bool(_caps["capped"])
+        # A cap holds across claimers only if they count in turn: while any cap is in effect
+        # the lane's claims take its lock, so each counts what the one before it claimed.
+        rows = yield System(
+            CLAIM,
+            ClaimParams(*common, capped, default_cap),
+            serialize=lane_key(lane) if capped else None,
+        )
     if not rows.rows:
         return []
     claimed, orphans = hand_out(rctx, rows)
@@ -148,8 +258,10 @@ def claim(
     """Claim up to ``limit`` due pending items of ``lane`` and ``kinds`` (None: every
     registered kind).
 
-    One statement locks the items (``select_for_update(skip_locked=True)``, priority then
-    age), mints a claim token each, sets ``lease_expires_at = now() + lease_s`` and spends one
+    One statement finds the tenants with work in the lane and takes their items round-robin
+    (weighted by each tenant's share, within its in-flight cap, a higher priority first
+    whatever its tenant), locks them (``select_for_update(skip_locked=True)``), mints a claim
+    token each, sets ``lease_expires_at = now() + lease_s`` and spends one
     attempt, counted here so a worker that dies on a poison item still runs out of attempts;
     by default it commits durably before any handler runs (``WORKQUEUE_CLAIM_DURABLE``). Each
     item comes with the context tenancy builds for it (its enqueuer's, or its tenant's

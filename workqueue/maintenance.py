@@ -74,10 +74,15 @@ def _purge_locking() -> Locking:
     return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
 
 
-REQUEUE_STALE = Statement("requeue_stale", RequeueStaleParams, build_locking=_stale_locking)
+REQUEUE_STALE = Statement(
+    "requeue_stale", RequeueStaleParams, build_locking=lambda: {"locking": _stale_locking()}
+)
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams)
-PURGE_ITEMS = Statement("purge_items", PurgeItemsParams, build_locking=_purge_locking)
+PURGE_ITEMS = Statement(
+    "purge_items", PurgeItemsParams, build_locking=lambda: {"locking": _purge_locking()}
+)
 READ_GAUGES = Statement("read_gauges", NoParams)
+READ_TOP_TENANTS = Statement("read_top_tenants", NoParams)
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,16 @@ class WorkItem(models.Model):
             ),
         ]
         indexes = [
-            # The claim: pending rows only, so done rows never widen it (DESIGN.md, bloat).
+            # The fair claim: per lane, the tenants with pending work (a loose index scan), then
+            # each tenant's items by priority and age. Pending rows only, so done rows never
+            # widen it (DESIGN.md, bloat).
+            models.Index(
+                fields=["lane", "org", "-priority", "available_at"],
+                condition=models.Q(status="pending"),
+                name="workitem_fair_claim_idx",
+            ),
+            # The claim with fairness off (WORKQUEUE_FAIR_CLAIM=false): priority and age across
+            # tenants.
             models.Index(
                 fields=["lane", "-priority", "available_at"],
                 condition=models.Q(status="pending"),
@@ -100,3 +109,33 @@ class WorkItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} ({self.status})"
+
+
+class TenantShare(models.Model):
+    """A tenant's share of the queue: its weight in the fair claim's round-robin, and the most
+    of its items a lane runs at once (across every worker). Tenants without a row weigh 1 and
+    take the default cap (``WORKQUEUE_MAX_IN_FLIGHT``, none unless set). Set by the operator."""
+
+    org = models.OneToOneField(
+        "tenancy.Org", on_delete=models.CASCADE, related_name="queue_share", primary_key=True
+    )
+    # A tenant of weight 2 gets twice the items of a tenant of weight 1 when both have work.
+    weight = models.FloatField(default=1.0)
+    # At most this many of the tenant's items claimed at once per lane; empty: the default.
+    max_in_flight = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(weight__gte=0.01, weight__lte=1000),
+                name="tenantshare_weight_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_in_flight__gte=1), name="tenantshare_cap_at_least_one"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        cap = self.max_in_flight if self.max_in_flight is not None else "default"
+        return f"{self.org_id}: weight {self.weight:g}, at most {cap} in flight"

@@ -40,10 +40,18 @@ class Locking:
     constants: dict[str, Any]
 
 
-def locking(queryset: QuerySet[Any], slots: dict[Any, str], limit_slot: str) -> Locking:
+def locking(
+    queryset: QuerySet[Any],
+    slots: dict[Any, str],
+    limit_slot: str,
+    expressions: dict[Any, str] | None = None,
+    limit_sql: str | None = None,
+    prefix: str = "c",
+) -> Locking:
     """Compile ``queryset`` (a ``select_for_update(...)`` slice of ``values("id")``) into SQL
-    whose parameters are named: each sentinel in ``slots`` becomes ``%(<field>)s``, any other
-    parameter a constant, and the slice's limit ``%(<limit_slot>)s``."""
+    whose parameters are named: each sentinel in ``slots`` becomes ``%(<field>)s``, each in
+    ``expressions`` the SQL given for it (an earlier part of the statement), any other
+    parameter a constant, and the slice's limit ``%(<limit_slot>)s`` (or ``limit_sql``)."""
     # Django compiles a locking queryset only inside a transaction; nothing runs in this one.
     with transaction.atomic(using=SYSTEM_ALIAS):
         text, params = queryset.query.get_compiler(using=SYSTEM_ALIAS).as_sql()
@@ -52,14 +60,18 @@ def locking(queryset: QuerySet[Any], slots: dict[Any, str], limit_slot: str) -> 
         raise ValueError(f"cannot name the parameters of {text!r}")
     out, constants = [pieces[0]], {}
     for i, (value, rest) in enumerate(zip(params, pieces[1:], strict=True)):
+        if isinstance(value, Hashable) and value in (expressions or {}):
+            out.append(f"{expressions[value]}{rest}")  # type: ignore[index]
+            continue
         key = slots.get(value) if isinstance(value, Hashable) else None
         if key is None:
-            key = f"c{i}"
+            key = f"{prefix}{i}"
             constants[key] = value
         out.append(f"%({key})s{rest}")
     text = "".join(out)
     limit = queryset.query.high_mark
-    text, found = re.subn(rf"\bLIMIT {limit}\b", f"LIMIT %({limit_slot})s", text)
+    limit_text = limit_sql if limit_sql is not None else f"%({limit_slot})s"
+    text, found = re.subn(rf"\bLIMIT {limit}\b", f"LIMIT {limit_text}", text)
     if found != 1:
         raise ValueError(f"cannot find the limit in {text!r}")
     return Locking(text, constants)
@@ -76,22 +88,22 @@ class Statement:
     names_tenant: bool = False
     # Where ``<name>.sql`` lives: this app's sql/ unless another app owns the statement.
     directory: Path = field(default=SQL_DIR, compare=False)
-    # Builds the locking subquery (compiled on first use: Django compiles a locking queryset
-    # only on a connection, inside a transaction).
-    build_locking: Callable[[], Locking] | None = field(default=None, compare=False)
+    # Builds the locking subqueries, each replacing ``{<its name>}`` (compiled on first use:
+    # Django compiles a locking queryset only on a connection, inside a transaction).
+    build_locking: Callable[[], dict[str, Locking]] | None = field(default=None, compare=False)
     # Statements whose text this one embeds where it says ``{<their name>}`` (each still named
     # once, in its own app).
     includes: tuple[Statement, ...] = field(default=(), compare=False)
 
     @cached_property
-    def locking(self) -> Locking | None:
-        return self.build_locking() if self.build_locking is not None else None
+    def lockings(self) -> dict[str, Locking]:
+        return self.build_locking() if self.build_locking is not None else {}
 
     @cached_property
     def sql(self) -> str:
         text = load_sql(self.name, self.directory).replace("{set_tenant}", SET_TENANT_EXPR)
-        if self.locking is not None:
-            text = text.replace("{locking}", self.locking.sql)
+        for name, part in self.lockings.items():
+            text = text.replace("{" + name + "}", part.sql)
         for part in self.includes:
             text = text.replace("{" + part.name + "}", part.sql)
         wanted = set(_PLACEHOLDER.findall(text)) - set(self.constants)
@@ -103,15 +115,17 @@ class Statement:
             )
         return text
 
-    @property
+    @cached_property
     def constants(self) -> dict[str, Any]:
-        return self.locking.constants if self.locking is not None else {}
+        found: dict[str, Any] = {}
+        for part in self.lockings.values():
+            found.update(part.constants)
+        return found
 
     def bind(self, params: NamedTuple) -> dict[str, Any]:
         """The mapping the driver binds: the run's parameters and the compiled constants."""
         if type(params) is not self.params:
             raise TypeError(f"statement {self.name} takes {self.params.__name__}")
         values = params._asdict()
-        if self.locking is not None:
-            values.update(self.locking.constants)
+        values.update(self.constants)
         return values

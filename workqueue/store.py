@@ -20,7 +20,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 import psycopg
-from django.db import connections
+from django.db import connections, transaction
 from psycopg_pool import AsyncConnectionPool
 
 from tenancy.scope import (
@@ -60,10 +60,17 @@ class Tenant:
 
 @dataclass(frozen=True)
 class System:
-    """Run ``statement`` on the system login, across tenants."""
+    """Run ``statement`` on the system login, across tenants. With ``serialize``, it runs after
+    ``pg_advisory_xact_lock(serialize)`` in the same transaction: statements that name the same
+    key run one at a time, and each sees what the one before it committed (it starts after the
+    lock, so its snapshot does)."""
 
     statement: Statement
     params: NamedTuple
+    serialize: int | None = None
+
+
+_SERIALIZE = "SELECT pg_advisory_xact_lock(%(key)s::bigint)"
 
 
 Step = Tenant | System
@@ -134,7 +141,12 @@ def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
 def execute(step: Step) -> Rows:
     """Run one step on the sync face (Django's connections)."""
     if isinstance(step, System):
-        return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
+        if step.serialize is None:
+            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
+        with transaction.atomic(using=SYSTEM_ALIAS):
+            with connections[SYSTEM_ALIAS].cursor() as cursor:
+                cursor.execute(_SERIALIZE, {"key": step.serialize})
+            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
     connection = connections[TENANT_ALIAS]
     if current_tenant(connection) == str(step.org_id) or (
         step.statement.names_tenant and may_name_tenant_itself(connection, step.org_id)
@@ -211,13 +223,20 @@ class AsyncStore:
         async with pool.connection() as conn:
             cursor = conn.cursor(binary=True)
             bound = statement.bind(step.params)
-            if isinstance(step, System) or statement.names_tenant:
+            if isinstance(step, System):
+                before = None if step.serialize is None else (_SERIALIZE, {"key": step.serialize})
+            elif statement.names_tenant:
+                before = None
+            else:
+                before = (SET_TENANT, {"org_id": str(step.org_id)})
+            if before is None:
                 await cursor.execute(statement.sql, bound)
             else:
-                # One round trip: the tenant setting and the statement in one implicit
-                # transaction (everything up to the Sync), so the setting ends with it.
+                # One round trip: the preamble (the tenant setting, or the serializing lock)
+                # and the statement in one implicit transaction (everything up to the Sync),
+                # so the setting, or the lock, ends with it.
                 async with conn.pipeline() as pipeline:
-                    await conn.execute(SET_TENANT, {"org_id": str(step.org_id)})
+                    await conn.execute(*before)
                     await cursor.execute(statement.sql, bound)
                     await pipeline.sync()
             names = [col.name for col in cursor.description or ()]

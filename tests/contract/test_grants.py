@@ -83,17 +83,19 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
-    entry, a shipment and a notice, and a signed-in session for B's user."""
+    entry, a queue share, a shipment and a notice, and a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
     from workers.shipment_notifier.models import Shipment, ShipmentNotice
+    from workqueue.models import TenantShare
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
         api.enqueue(ctx, "NOOP", {})
         emit(ctx, "work.NOOP", {})
+        TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
             org_id=ctx.org_id, reference="r", recipient_email="r@example.com"
@@ -161,6 +163,11 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "UPDATE workqueue_workitem SET org_id = gen_random_uuid()",
         "UPDATE workqueue_workitem SET created_by = gen_random_uuid()",
         "UPDATE workqueue_workitem SET kind = 'EVIL'",
+        "UPDATE workqueue_tenantshare SET max_in_flight = NULL, weight = 1000",
+        (
+            "INSERT INTO workqueue_tenantshare (org_id, weight, updated_at)"
+            " SELECT id, 1000, now() FROM tenancy_org"
+        ),
         "SELECT * FROM workers_worker",
         "SELECT * FROM django_admin_log",
         "TRUNCATE workqueue_workitem",

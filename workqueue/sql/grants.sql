@@ -6,3 +6,5 @@ GRANT SELECT, INSERT ON workqueue_workitem TO {app};
 GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
               last_error, payload, updated_at, updated_by)
    ON workqueue_workitem TO {app};
+-- A tenant reads its own share of the queue; the operator sets shares (system login).
+GRANT SELECT ON workqueue_tenantshare TO {app};
