@@ -29,7 +29,7 @@ SYSTEMS_DIR = BENCH / "systems"
 OUT = BENCH / "out"
 
 ALL_SYSTEMS = ["ours", "raw", "pgqueuer", "procrastinate", "django-tasks-db"]
-ALL_WORKLOADS = ["drain", "wake", "enqueue", "depth", "bloat", "raw"]
+ALL_WORKLOADS = ["drain", "wake", "enqueue", "depth", "bloat", "raw", "fairness"]
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 # Workload variants at full size: each entry is one adapter run (one fresh database).
@@ -40,6 +40,9 @@ PLANS: dict[str, list[dict[str, int | float]]] = {
     "depth": [{"n": 500, "depth": 10_000}, {"n": 500, "depth": 1_000_000}],
     "bloat": [{"n": 20_000, "churn": 1_000_000}],
     "raw": [{"n": 20_000, "seconds": 10}],
+    # tenant A's backlog (--depth), tenant B enqueueing one item every --interval-ms for
+    # --seconds (ours only: no peer has tenants)
+    "fairness": [{"depth": 1_000_000, "interval-ms": 50, "seconds": 60}],
 }
 # --quick divides these by 10 (pgbench seconds by 5); the rest (procs, batch, the
 # 20 ms wake interval) stay as they are.

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from django.conf import settings
-from django.db.models import F, Func, IntegerField, Value
 from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext
@@ -69,29 +68,33 @@ class FailOrphanedParams(NamedTuple):
 # Sentinels the locking querysets are compiled with; each becomes a named parameter (or, for
 # the candidates, the statement's own list of them).
 _LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
-_CANDIDATES, _TAKEN = ("\x00candidates",), ("\x00taken",)
+_TAKEN = ("\x00taken",)
+_ORG = uuid.UUID(int=0x0F0F0F0F)
 
 
 def _claim_locking() -> Locking:
-    """The card's claim: the items the fair order offers (``ordered.ids`` of the claim
-    statement), still pending, taken in that order and locked with
+    """The card's claim, run once per tenant with work: its pending, due items of the lane
+    and kinds, highest priority then oldest first, locked with
     ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
     another claimer holds is passed over for the next one. Compiled once into the claim
     statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
     would cost a round trip for the ids and another for the update."""
     queryset = (
-        WorkItem.objects.filter(status=Status.PENDING, id__any_of=_CANDIDATES)
-        .annotate(
-            turn=Func(
-                Value(_CANDIDATES), F("id"), function="array_position", output_field=IntegerField()
-            )
+        WorkItem.objects.filter(
+            status=Status.PENDING,
+            lane=_LANE,
+            org_id=_ORG,
+            available_at__lte=Now(),
+            kind__any_of=_KINDS,
         )
-        .order_by("turn")
+        .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values("id", "priority", "available_at")[:_LIMIT]
     )
-    # The cast makes the subquery one array value: "= ANY (SELECT ...)" would compare rows.
-    return locking(queryset, {}, "limit", {_CANDIDATES: "(SELECT ids FROM ordered)::uuid[]"})
+    # The tenant and its share of the batch come from the statement's own offers (o).
+    return locking(
+        queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit", {_ORG: "o.org_id"}, "o.items"
+    )
 
 
 def _oldest_first_locking() -> Locking:

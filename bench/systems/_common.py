@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-WORKLOADS = ("drain", "wake", "enqueue", "depth", "bloat", "raw")
+WORKLOADS = ("drain", "wake", "enqueue", "depth", "bloat", "raw", "fairness")
 
 # Defaults are the full-size figures from the README; the harness passes explicit
 # (possibly --quick scaled) values, these only matter for manual runs.
@@ -29,6 +29,7 @@ DEFAULTS: dict[str, dict[str, int | float]] = {
     "depth": {"n": 500, "depth": 10_000},
     "bloat": {"n": 20_000, "churn": 1_000_000},
     "raw": {"n": 20_000, "seconds": 10},
+    "fairness": {"depth": 1_000_000, "interval_ms": 50, "seconds": 60},
 }
 
 READY = "BENCH:READY"
@@ -74,7 +75,7 @@ def parse_args(
     p.add_argument("--batch", type=int, help="bulk enqueue batch size")
     p.add_argument("--depth", type=int, help="waiting items for the depth workload")
     p.add_argument("--churn", type=int, help="completions before the second bloat drain")
-    p.add_argument("--seconds", type=float, help="pgbench -T (raw workload)")
+    p.add_argument("--seconds", type=float, help="pgbench -T (raw); how long B enqueues (fairness)")
     p.add_argument("--interval-ms", type=float, help="sleep between wake enqueues")
     ns = p.parse_args(argv)
     for key, value in DEFAULTS.get(ns.workload, {}).items():

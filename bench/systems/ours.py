@@ -31,15 +31,18 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import _common as common  # noqa: E402
 
 KIND = "BENCH_NOOP"
-CONFIGS = ["default", "batched", "inprocess"]
+CONFIGS = ["default", "batched", "inprocess", "fairness_off"]
 # default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
     "default": {},
     "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
     "inprocess": {},
+    "fairness_off": {},
 }
-RUNWORKER_CONFIGS = ("default", "batched")
+RUNWORKER_CONFIGS = ("default", "batched", "fairness_off")
+# Settings a config sets besides the worker's own.
+CONFIG_ENV = {"fairness_off": {"WORKQUEUE_FAIR_CLAIM": "false"}}
 
 
 def _as(dsn: str, user: str) -> str:
@@ -110,14 +113,14 @@ def fill(ctx: Any, n: int, batch: int = 1000, held_back: bool = False) -> None:
         )
 
 
-def fill_sql(ctx: Any, n: int) -> None:
+def fill_sql(ctx: Any, n: int, payload: dict[str, Any] | None = None) -> None:
     """Clone one API-made row ``n - 1`` times in SQL (the API makes 1M rows too slowly), with
     time-ordered ids as the product makes them (UUIDv7 layout: version 7, a rising prefix)."""
     from django.db import connections
 
     from workqueue.api import enqueue
 
-    seed, _ = enqueue(ctx, KIND, {"seq": 0})
+    seed, _ = enqueue(ctx, KIND, payload or {"seq": 0})
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             """
@@ -170,6 +173,7 @@ def runworker_env(config: str, **extra: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     env.update({f"WORKER_{k.upper()}": str(v) for k, v in SETTINGS[config].items()})
+    env.update(CONFIG_ENV.get(config, {}))
     env.update(extra)
     return env
 
@@ -297,9 +301,14 @@ def main() -> None:
         return
     args = common.parse_args(
         "ours",
-        ["drain", "wake", "enqueue", "depth", "bloat"],
+        ["drain", "wake", "enqueue", "depth", "bloat", "fairness"],
         configs=CONFIGS,
-        config_workloads={"batched": ["drain"], "inprocess": ["drain", "wake"]},
+        config_workloads={
+            "default": ["drain", "wake", "enqueue", "depth", "bloat", "fairness"],
+            "batched": ["drain"],
+            "inprocess": ["drain", "wake"],
+            "fairness_off": ["fairness"],
+        },
         notes={"raw": "raw system only"},
     )
     setup_django(args.dsn)
@@ -333,6 +342,8 @@ def main() -> None:
         depth(args, ctx, extra)
     elif args.workload == "bloat":
         bloat(args, ctx, extra)
+    elif args.workload == "fairness":
+        fairness(args, ctx, extra)
 
 
 def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
@@ -446,6 +457,62 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
                 sweep="purge_items (done and failed items), no manual VACUUM",
                 **extra,
             ),
+        ]
+    )
+
+
+
+def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
+    """Tenant A holds ``--depth`` waiting items; one runworker drains at full speed; tenant B
+    enqueues one item every ``--interval-ms`` for ``--seconds``. Reports B's wake latency and
+    A's drain rate meanwhile (config ``fairness_off``: the same with WORKQUEUE_FAIR_CLAIM=false).
+    """
+    import tempfile
+
+    from django.db import connections
+
+    from tenancy.models import Membership, Org, Role, User
+    from workqueue import api
+
+    fill_sql(ctx, args.depth, {"seq": -1, "quiet": True})
+    org_b = Org.objects.using("admin").create(name="B", slug=f"bench-b-{uuid.uuid4().hex[:8]}")
+    user_b = User.objects.using("admin").create(username=f"bench-b-{uuid.uuid4().hex[:8]}")
+    Membership.objects.using("admin").create(org=org_b, user=user_b, role=Role.MEMBER)
+    ctx_b = context(org_b.pk, user_b.pk)
+    settle(args.dsn)
+    path = Path(tempfile.mkstemp(prefix="fairness-ours-")[1])
+
+    def done_of_a() -> int:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM workqueue_workitem WHERE status = 'done' AND org_id = %s",
+                [ctx.org_id],
+            )
+            return cursor.fetchone()[0]
+
+    workers = RunWorkers(args.config, 1, **{common.WAKE_ENV: str(path)})
+    sent: dict[int, float] = {}
+    try:
+        time.sleep(2)  # the worker is draining A at full speed
+        a_before, t0 = done_of_a(), time.time()
+        seq = 0
+        while time.time() - t0 < args.seconds:
+            api.enqueue(ctx_b, KIND, {"seq": seq})
+            sent[seq] = time.time()
+            seq += 1
+            time.sleep(args.interval_ms / 1000)
+        a_rate = (done_of_a() - a_before) / (time.time() - t0)
+        started = common.read_wake(path, set(sent), timeout=120)
+    finally:
+        workers.stop()
+        path.unlink(missing_ok=True)
+    wake = common.wake_figures(sent, started)
+    how = {"a_backlog": args.depth, "b_every_ms": args.interval_ms, "seconds": args.seconds}
+    common.emit(
+        [
+            common.figure("fairness_b_wake_p50", "ms", wake[0]["value"], **how, **extra),
+            common.figure("fairness_b_wake_p99", "ms", wake[1]["value"], **how, **extra),
+            common.figure("fairness_a_drain", "items/s", a_rate, **how, **extra),
         ]
     )
 

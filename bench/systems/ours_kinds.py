@@ -18,6 +18,8 @@ KIND = "BENCH_NOOP"
 
 class BenchPayload(Payload):
     seq: int = 0
+    # Items that only fill a backlog (the fairness workload's tenant A) record nothing.
+    quiet: bool = False
 
 
 register(Kind(KIND, BenchPayload, max_attempts=3))
@@ -26,4 +28,5 @@ register(Kind(KIND, BenchPayload, max_attempts=3))
 @handles(KIND)
 class BenchHandler:
     async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
-        common.record_wake(item.payload.get("seq", 0))
+        if not item.payload.get("quiet"):
+            common.record_wake(item.payload.get("seq", 0))

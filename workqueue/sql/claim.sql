@@ -1,8 +1,9 @@
 -- claim: hand out up to limit pending, due items of the lane and kinds, round-robin across the tenants with work (weighted by their share, within their in-flight cap, priority first), locking them with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim.py; each gets a fresh token, a lease, and one attempt spent
 -- Tenants are found by a loose index scan (one index descent per tenant) from a random start, at most limit of them
--- per claim; each offers its first items in priority then age order (up to twice its share of the batch, within its
--- cap); the batch takes them by priority, then by turn (item j of a tenant of weight w comes at j / w), then by age.
--- What other claimers hold of those offers is filled from the rest of the lane in priority then age order (fallback).
+-- per claim; each offers its first items in priority then age order (its weighted share of the batch, within its cap),
+-- locked as they are read; the batch takes them by priority, then by turn (item j of a tenant of weight w comes at
+-- j / w), then by age. What the offers leave short (rows other claimers hold, tenants with less than their share) is
+-- filled from the rest of the lane in priority then age order (fallback).
 -- Each row comes back with what its context needs (tenancy_live, tenancy_role: the lookup tenancy.services.CONTEXTS_SQL
 -- spells too; tests/contract/test_claim_and_settle.py holds the two together), so a claim costs one round trip.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
@@ -45,31 +46,33 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
       LEFT JOIN workqueue_tenantshare s ON s.org_id = t.org_id
       LEFT JOIN in_flight f ON f.org_id = t.org_id
 ), offers AS (
+    -- each tenant's weighted share of the batch, within the room its cap leaves
     SELECT org_id, weight,
-           LEAST(%(limit)s::integer,
-                 2 * ceil(%(limit)s::integer * weight / sum(weight) OVER ())::integer,
+           LEAST(ceil(%(limit)s::integer * weight / sum(weight) OVER ())::integer,
                  COALESCE(room, %(limit)s::integer)) AS items
       FROM shares
-), candidates AS (
-    SELECT c.id, c.priority, c.available_at,
-           (row_number() OVER (PARTITION BY o.org_id ORDER BY c.priority DESC, c.available_at))
-               / o.weight AS turn
-      FROM offers o,
-           LATERAL (SELECT w.id, w.priority, w.available_at
-                      FROM workqueue_workitem w
-                     WHERE w.status = 'pending' AND w.lane = %(lane)s::text AND w.org_id = o.org_id
-                       AND w.available_at <= now() AND w.kind = ANY(%(kinds)s::text[])
-                     ORDER BY w.lane, w.org_id, w.priority DESC, w.available_at
-                     LIMIT o.items) AS c
+), offered AS (
+    -- each tenant's first items in priority then age order, locked as they are read (the
+    -- compiled select_for_update(skip_locked=True) queryset, run once per tenant)
+    SELECT o.org_id, o.weight, c.id, c.priority, c.available_at
+      FROM offers AS o, LATERAL ({locking}) AS c
      WHERE o.items > 0
-), ordered AS (
-    SELECT array_agg(id ORDER BY priority DESC, turn, available_at) AS ids FROM candidates
 ), fair AS (
-    {locking}
+    SELECT id, priority, available_at
+      FROM offered
+     ORDER BY priority DESC,
+              (row_number() OVER (PARTITION BY org_id ORDER BY priority DESC, available_at))
+                  / weight,
+              available_at
+     LIMIT %(limit)s::integer
 ), fallback AS (
     {fallback}
 ), picked AS (
-    SELECT id FROM fair UNION ALL SELECT id FROM fallback
+    -- One array: the update then finds each row by its key, whatever the planner guesses of
+    -- how many the fallback adds (it cannot know, and a big guess means a scan of the table).
+    SELECT array_agg(id ORDER BY n) AS ids
+      FROM (SELECT id, row_number() OVER () AS n FROM fair
+            UNION ALL SELECT id, 1000000 + row_number() OVER () FROM fallback) AS p
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
@@ -79,12 +82,12 @@ UPDATE workqueue_workitem AS w
        attempts = w.attempts + 1,
        updated_at = now(),
        updated_by = '00000000-0000-0000-0000-000000000000'
-  FROM picked, commit_mode
- WHERE w.id = picked.id
+  FROM commit_mode
+ WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
 RETURNING w.*
 )
 SELECT c.*,
-       array_position((SELECT ids FROM ordered), c.id) AS claim_order,
+       array_position((SELECT ids FROM picked), c.id) AS claim_order,
        o.id IS NOT NULL AND o.gone_at IS NULL AS tenancy_live,
        m.role AS tenancy_role
   FROM claimed c
