@@ -83,7 +83,8 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
-    entry, a shipment and a notice, and a signed-in session for B's user."""
+    entry, a shipment and a notice, a stored API answer, and a signed-in session for B's
+    user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
@@ -94,6 +95,8 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     for ctx in (a, b):
         api.enqueue(ctx, "NOOP", {})
         emit(ctx, "work.NOOP", {})
+        claim = api.claim_key(ctx, "probe-key", api.fingerprint("POST", "/api/work/", {}))
+        api.store_response(ctx, claim, 201, {"probe": True})
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
             org_id=ctx.org_id, reference="r", recipient_email="r@example.com"
@@ -163,6 +166,10 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "UPDATE workqueue_workitem SET kind = 'EVIL'",
         "SELECT * FROM workers_worker",
         "SELECT * FROM django_admin_log",
+        "DELETE FROM workqueue_storedresponse",
+        "UPDATE workqueue_storedresponse SET fingerprint = 'x'",
+        "UPDATE workqueue_storedresponse SET user_id = gen_random_uuid()",
+        "LOCK TABLE workqueue_storedresponse IN ACCESS EXCLUSIVE MODE",
         "TRUNCATE workqueue_workitem",
         "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE",
         "LOCK TABLE workqueue_workitem IN EXCLUSIVE MODE",

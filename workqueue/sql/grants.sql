@@ -6,3 +6,7 @@ GRANT SELECT, INSERT ON workqueue_workitem TO {app};
 GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
               last_error, payload, updated_at, updated_by)
    ON workqueue_workitem TO {app};
+-- The enqueue API's stored responses: a request claims its Idempotency-Key (insert) and
+-- completes it with its answer (update of the answer only); the sweep purges them.
+GRANT SELECT, INSERT ON workqueue_storedresponse TO {app};
+GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};
