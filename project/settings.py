@@ -84,6 +84,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # Sessions live in the database, read and written on the system login (tenancy/routers.py).
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# The product's own sign-in page (members who are not staff use it; the admin has its own).
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -96,6 +100,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The version a process reports in its contexts (RequestContext.app.version).
 RELEASE = env.str("RELEASE", default="dev")
+
+# How long the enqueue API keeps the answer to a request sent with an Idempotency-Key (a retry
+# within it gets the same answer); the sweep purges older ones (workqueue.api.purge_request_keys).
+IDEMPOTENCY_KEY_RETENTION_S = env.int("IDEMPOTENCY_KEY_RETENTION_S", default=24 * 3600)
 
 LOGGING = {
     "version": 1,

@@ -20,6 +20,13 @@ from workqueue.enqueue import (
 )
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.fence import Fence
+from workqueue.figures import (
+    Holder,
+    read_gauges_of,
+    read_holders,
+    read_throughput,
+    under_tenant,
+)
 from workqueue.idempotency import (
     KeyInFlight,
     KeyReused,
@@ -93,6 +100,7 @@ __all__ = [
     "Drawn",
     "Fence",
     "Gauges",
+    "Holder",
     "InvalidPayload",
     "KeyInFlight",
     "KeyReused",
@@ -156,6 +164,9 @@ __all__ = [
     "purge_items",
     "purge_request_keys",
     "read_gauges",
+    "read_gauges_of",
+    "read_holders",
+    "read_throughput",
     "register",
     "release",
     "requeue_dead",
@@ -165,6 +176,7 @@ __all__ = [
     "stale_tenants",
     "storable_text",
     "store_response",
+    "under_tenant",
     "use_async_store",
     "validated",
 ]

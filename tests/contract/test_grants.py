@@ -24,7 +24,10 @@ pytestmark = pytest.mark.usefixtures("committed")
 
 # Tables the everyday login may read although no tenant owns their rows, and why. Each is read
 # only: a catalog of model names holds no tenant's data.
-GLOBAL_READ_ONLY = {"django_content_type": "the catalog of model names the admin looks up"}
+GLOBAL_READ_ONLY = {
+    "django_content_type": "the catalog of model names the admin looks up",
+    "django_migrations": "the applied migrations, which runserver compares with the code",
+}
 
 
 def _login() -> str:
