@@ -380,7 +380,15 @@ class WorkItemAdmin(TenantAdmin):
             return None
         eligible = [item for item in selected if item.status in action.acts_on]
         skipped = [item for item in selected if item.status not in action.acts_on]
+        confirming = request.POST.get("confirm") == "yes"
         if not eligible:
+            if confirming:
+                # Everything the page drew has changed since (or left this list): say so.
+                try:
+                    return self._act(request, [], action, {})
+                except Refused as exc:
+                    self.message_user(request, f"{exc}; nothing was changed.", messages.ERROR)
+                    return None
             wanted = " or ".join(sorted(action.acts_on))
             self.message_user(
                 request,
@@ -397,15 +405,13 @@ class WorkItemAdmin(TenantAdmin):
                 "payload_text": request.POST.get("payload", ""),
                 "delay_minutes": request.POST.get("delay_minutes", ""),
             }
-            if request.POST.get("confirm") != "yes":  # nothing to correct on this page
+            if not confirming:  # nothing to correct on a page not drawn yet
                 self.message_user(request, f"{problem}; nothing was changed.", messages.ERROR)
                 return None
-        if request.POST.get("confirm") == "yes" and problem is None:
+        if confirming and problem is None:
             try:
                 return self._act(request, eligible, action, extra)
-            except Refused as exc:
-                problem = str(exc)
-            except api.InvalidPayload as exc:
+            except (Refused, api.InvalidPayload) as exc:
                 problem = str(exc)
         return self._confirmation(request, action, eligible, skipped, extra, problem)
 

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
         ("mysql://u@h/db", "must be a PostgreSQL URL"),
         ("not a url", "must be a PostgreSQL URL"),
         ("postgres://u@h:5432", "names no database"),
+        ("postgres://u@[h/db", r"is not a valid URL \(Invalid IPv6 URL\)"),
+        ("postgres://u@h:port/db", r"is not a valid URL \(Port could not be cast"),
+        ("postgres://u@h:99999/db", r"is not a valid URL \(Port out of range"),
     ],
 )
 def test_a_malformed_url_is_refused_with_one_line(url: str, says: str) -> None:
@@ -80,3 +83,14 @@ def test_url_for_is_the_inverse_of_parse(url: str) -> None:
 
     config = parse("DATABASE_URL", url)
     assert parse("DATABASE_URL", url_for(config)) == config
+
+
+def test_runworker_refuses_a_port_out_of_range_in_one_line() -> None:
+    done = _manage("runworker", "NOOP", "--metrics-port", "99999")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        (
+            "CommandError: --metrics-port/WORKER_METRICS_PORT must be a port (1-65535), 0 for "
+            "any free port or -1 for none (got 99999)"
+        )
+    ]
