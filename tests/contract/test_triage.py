@@ -291,3 +291,14 @@ def test_the_async_face_runs_the_same_statements(ctx: OpContext, worker_rctx) ->
         Status.DISCARDED,
         Status.PENDING,
     ]
+
+
+def test_discarded_items_are_purged_like_finished_ones(ctx: OpContext, worker_rctx) -> None:
+    from datetime import UTC, datetime
+
+    old, new = _dead(ctx, worker_rctx), _dead(ctx, worker_rctx)
+    api.discard(ctx, [api.Drawn.of(old), api.Drawn.of(new)])
+    back_date(old.id, updated_at=3600)
+    before = datetime.now(UTC) - timedelta(minutes=30)
+    assert api.purge_items(worker_rctx, before, statuses=(Status.DISCARDED,)) == 1
+    assert list(WorkItem.objects.using("admin").values_list("id", flat=True)) == [new.id]
