@@ -156,7 +156,8 @@ class RequeueLater(TriageAction):
         raw = request.POST.get("delay_minutes", "60").strip()
         values: dict[str, Any] = {"delay_minutes": raw}
         if request.POST.get("confirm") == "yes":
-            if not raw.isdigit() or not 1 <= int(raw) <= MAX_DELAY_MINUTES:
+            whole = raw.isascii() and raw.isdigit() and len(raw) <= 6
+            if not whole or not 1 <= int(raw) <= MAX_DELAY_MINUTES:
                 raise Refused(
                     f"delay_minutes: must be a whole number of minutes from 1 to "
                     f"{MAX_DELAY_MINUTES} (30 days), got {raw[:20]!r}"

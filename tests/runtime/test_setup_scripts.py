@@ -42,3 +42,28 @@ def test_a_bad_database_url_stops_both_scripts_with_the_same_one_line(url: str, 
         assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], lines
         assert "Traceback" not in done.stdout + done.stderr
     assert answers["bin/test"].stderr == answers["bin/run"].stderr
+
+
+def test_a_second_bin_run_says_so_in_one_line_and_touches_nothing(tmp_path) -> None:
+    """A bin/run already up (its pid file names a live bin/run process): the second one stops
+    before the database, the migrations and the demo password."""
+    pidfile = ROOT / ".run.pid"
+    if pidfile.exists():
+        pytest.skip("a real bin/run is up in this checkout")
+    standin = subprocess.Popen(["bash", "-c", "exec -a bin/run sleep 60"])
+    try:
+        pidfile.write_text(f"{standin.pid}\n")
+        password = ROOT / ".demo-password"
+        before = password.read_text() if password.exists() else None
+        done = _run("bin/run", "postgres://app@127.0.0.1:1/never-reached")
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"bin/run is already running (pid {standin.pid})"
+        )
+        assert (password.read_text() if password.exists() else None) == before
+        assert pidfile.read_text().strip() == str(standin.pid)
+    finally:
+        pidfile.unlink(missing_ok=True)
+        standin.kill()
+        standin.wait()

@@ -92,7 +92,7 @@ def test_requeue_later_takes_a_checked_delay(staff: Person, worker_rctx) -> None
     dead = dead_letter(staff.ctx, worker_rctx)
     page = ask(staff.client, DEAD, "requeue_later", dead)
     assert 'name="delay_minutes"' in page.text
-    for bad in ("0", "-5", "abc", "43201", "1e3", ""):
+    for bad in ("0", "-5", "abc", "43201", "1e3", "", "²", "٣", "9" * 5000, " 5 5"):
         again = confirm(staff.client, DEAD, page, delay_minutes=bad)
         assert again.status_code == 200
         assert "delay_minutes: must be a whole number of minutes" in again.text
@@ -299,3 +299,15 @@ def test_a_tampered_fence_for_an_item_that_left_the_list_changes_nothing(
     assert response.status_code == 302
     assert any("fence: must be" in m for m in _messages(response))
     assert row(pending.id).status == Status.PENDING
+
+
+def test_an_operator_who_is_a_member_of_one_tenant_acts_in_another(member, worker_rctx) -> None:
+    """The view runs in the operator's own tenant's scope; the action runs under the item's."""
+    a, b = member(), member()
+    a.user.is_superuser = True
+    a.user.save(using="admin")
+    theirs = dead_letter(b.ctx, worker_rctx)
+    confirm(a.client, DEAD, ask(a.client, DEAD, "requeue_now", theirs))
+    assert row(theirs.id).status == Status.PENDING
+    [entry] = _audit(theirs)
+    assert (entry.actor_id, entry.org_id) == (a.user.pk, b.org_id)
