@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -100,7 +101,7 @@ def main() -> None:
         print(f"{page:<{width}}  {status:>6}  {f'{default}/{system}':>26}  {ms:>8.1f}")
 
 
-def _fill(n: int):  # type: ignore[no-untyped-def]
+def _fill(n: int) -> tuple[Any, Any, Any]:
     from django.db import connections
 
     from tenancy.models import Membership, Org, Role, User
@@ -127,7 +128,9 @@ def _fill(n: int):  # type: ignore[no-untyped-def]
     return staff, operator, first_item
 
 
-def _measure(staff, operator, item_id, runs: int) -> list[tuple[str, int, int, int, float]]:  # type: ignore[no-untyped-def]
+def _measure(
+    staff: Any, operator: Any, item_id: Any, runs: int
+) -> list[tuple[str, int, int, int, float]]:
     from django.db import connections
     from django.test import Client
     from django.test.utils import CaptureQueriesContext

@@ -144,7 +144,9 @@ class RequeueNow(TriageAction):
     name, verb = "requeue_now", "Requeue now"
     acts_on = frozenset({Status.FAILED.value})
 
-    def act(self, request, ctx, fences, extra):  # type: ignore[no-untyped-def]
+    def act(
+        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
+    ) -> api.Triaged:
         return api.requeue_dead(ctx, fences)
 
 
@@ -165,7 +167,9 @@ class RequeueLater(TriageAction):
             values["delay_s"] = int(raw) * 60
         return values
 
-    def act(self, request, ctx, fences, extra):  # type: ignore[no-untyped-def]
+    def act(
+        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
+    ) -> api.Triaged:
         return api.requeue_dead(ctx, fences, delay_s=extra["delay_s"])
 
 
@@ -173,7 +177,9 @@ class Discard(TriageAction):
     name, verb = "discard", "Discard"
     acts_on = frozenset({Status.FAILED.value, Status.PENDING.value})
 
-    def act(self, request, ctx, fences, extra):  # type: ignore[no-untyped-def]
+    def act(
+        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
+    ) -> api.Triaged:
         return api.discard(ctx, fences)
 
 
@@ -194,7 +200,9 @@ class EditPayload(TriageAction):
             raise Refused(f"payload: not valid JSON ({exc})") from None
         return values
 
-    def act(self, request, ctx, fences, extra):  # type: ignore[no-untyped-def]
+    def act(
+        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
+    ) -> api.Triaged:
         (fence,) = fences
         try:
             item = api.requeue_edited(ctx, fence, extra["payload"])
