@@ -1,5 +1,5 @@
-# Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install requirements.txt when
-# it changed. Prints one line and exits 2 when no suitable Python is found.
+# Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install requirements.txt (which
+# includes requirements-runtime.txt) when either changed. Prints one line and exits 2 when no suitable Python is found.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -29,7 +29,7 @@ ensure_venv() {
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
     fi
     local stamp="$VENV/.requirements.sha256" want
-    want="$(sha256sum "$ROOT/requirements.txt" | cut -d' ' -f1)"
+    want="$(cat "$ROOT/requirements.txt" "$ROOT/requirements-runtime.txt" | sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements.txt"
         echo "$want" >"$stamp"

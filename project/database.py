@@ -39,6 +39,21 @@ class DatabaseUrls:
     admin: str
 
 
+def _split(name: str, url: str) -> tuple[str, ...]:
+    """``urlsplit(url)``, its port read, or one line naming the setting when it is malformed
+    (an unclosed ``[``, a port that is not a number)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (reading it is the check)
+    except ValueError as exc:
+        raise ImproperlyConfigured(
+            f"{name} is not a valid URL ({exc}): write it like "
+            "postgres://user:password@host:5432/dbname, or unset DATABASE_URL to use the "
+            "embedded server"
+        ) from None
+    return parts
+
+
 def _with_user(url: str, user: str) -> str:
     """The same server and database as ``url``, reached as ``user`` with no password."""
     parts = urlsplit(url)
@@ -102,6 +117,7 @@ def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
     if pgdata is not None:
         return embedded_urls(pgdata)
     app = env.str("DATABASE_URL")
+    _split("DATABASE_URL", app)
     return DatabaseUrls(
         app=app,
         system=env.str("SYSTEM_DATABASE_URL", default="") or _with_user(app, SYSTEM_LOGIN),
@@ -111,7 +127,7 @@ def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
 
 def parse(name: str, url: str) -> dict[str, Any]:
     """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line."""
-    scheme = urlsplit(url).scheme
+    scheme = _split(name, url).scheme
     if scheme not in ("postgres", "postgresql", "pgsql"):
         raise ImproperlyConfigured(
             f"{name} must be a PostgreSQL URL like postgres://user:password@host:5432/dbname "

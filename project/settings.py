@@ -85,6 +85,10 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # Sessions live in the database, read and written on the system login (tenancy/routers.py).
 SESSION_ENGINE = "django.contrib.sessions.backends.db"
+# The product's own sign-in page (members who are not staff use it; the admin has its own).
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -115,6 +119,9 @@ WORKQUEUE_MAX_IN_FLIGHT = env.int("WORKQUEUE_MAX_IN_FLIGHT", default=None)
 GAUGES_CACHE_S = env.float("GAUGES_CACHE_S", default=5.0)
 # A worker whose heartbeat is older than this is not counted live.
 GAUGES_WORKER_STALE_AFTER_S = env.float("GAUGES_WORKER_STALE_AFTER_S", default=30.0)
+# How long the enqueue API keeps the answer to a request sent with an Idempotency-Key (a retry
+# within it gets the same answer); the sweep purges older ones (workqueue.api.purge_request_keys).
+IDEMPOTENCY_KEY_RETENTION_S = env.int("IDEMPOTENCY_KEY_RETENTION_S", default=24 * 3600)
 
 LOGGING = {
     "version": 1,

@@ -28,6 +28,13 @@ def service_context(rctx: RequestContext, org_id: uuid.UUID) -> OpContext:
     return OpContext(org_id=org_id, user_id=SYSTEM_USER_ID, role=Role.SERVICE, rctx=rctx)
 
 
+def operator_context(rctx: RequestContext, org_id: uuid.UUID, user_id: uuid.UUID) -> OpContext:
+    """The site's operator (a superuser, in the admin) acting in one tenant: the tenant of the
+    rows they act on, their own user id (the audit entries name them), the admin role. Their
+    writes then run under that tenant's row-level security like a member's."""
+    return OpContext(org_id=org_id, user_id=user_id, role=Role.ADMIN, rctx=rctx)
+
+
 def service_contexts(rctx: RequestContext) -> list[OpContext]:
     """One service context per live tenant, so a tenant whose members all left is still swept.
 

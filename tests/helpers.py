@@ -48,3 +48,15 @@ def back_date_outbox(row_id: uuid.UUID, **seconds_ago: float) -> None:
         cursor.execute(
             f"UPDATE outbox_outboxrow SET {sets} WHERE id = %s", [*seconds_ago.values(), row_id]
         )
+
+
+def dead_letter(ctx, rctx, payload: dict | None = None, error: str = "boom", kind: str = "NOOP"):  # type: ignore[no-untyped-def]
+    """A dead letter of ``ctx``'s tenant, made the way the product makes one: enqueued in a lane
+    of its own (so the claim takes it alone), claimed, failed for good (with its audit entry)."""
+    from workqueue import api
+
+    lane = f"dl-{uuid.uuid4().hex[:12]}"
+    item, _ = api.enqueue(ctx, kind, payload or {"n": 1}, lane=lane)
+    [(item_ctx, held)] = api.claim(rctx, lane, [kind], "w-dead", 30, 10)
+    assert held.id == item.id
+    return api.fail(item_ctx, held, error, permanent=True)

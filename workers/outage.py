@@ -3,7 +3,10 @@
 During an outage every part fails at once (the claim, the completions, the lease renewals, the
 heartbeat, LISTEN). Each reports here; the worker logs the state change twice (``database_
 unreachable`` once when it starts, ``database_back`` once when it ends) instead of one line or
-traceback per part per attempt, and the claim loop backs off while it lasts.
+traceback per part per attempt, and the claim loop backs off while it lasts. The outage ends
+once the database has answered with no failure for ``settle_s``: parts recover one by one (a
+session that outlived the failure answers once, the next attempt fails again), and a flapping
+start or end of an outage is still one outage.
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ def is_unreachable(exc: BaseException) -> bool:
 
 
 class Outage:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, settle_s: float = 1.0) -> None:
         self._clock = clock
+        self.settle_s = settle_s
         self.since: float | None = None
+        self.last_failure: float | None = None
         self.failures = 0
 
     @property
@@ -53,18 +58,23 @@ class Outage:
         if not is_unreachable(exc):
             return False
         self.failures += 1
+        self.last_failure = self._clock()
         if self.since is None:
-            self.since = self._clock()
+            self.since = self.last_failure
             logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
         return True
 
     def ok(self) -> None:
-        """Record that the database answered; logs the end of an outage once."""
-        if self.since is not None:
+        """Record that the database answered; logs the end of an outage once, when no part
+        has failed for ``settle_s``."""
+        if self.since is None or self.last_failure is None:
+            return
+        now = self._clock()
+        if now - self.last_failure >= self.settle_s:
             logger.warning(
-                "database_back after_s=%.1f failures=%d", self._clock() - self.since, self.failures
+                "database_back after_s=%.1f failures=%d", now - self.since, self.failures
             )
-            self.since, self.failures = None, 0
+            self.since, self.last_failure, self.failures = None, None, 0
 
 
 def _first_line(exc: BaseException) -> str:

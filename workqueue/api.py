@@ -20,6 +20,23 @@ from workqueue.enqueue import (
 )
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.fence import Fence
+from workqueue.figures import (
+    Holder,
+    read_gauges_of,
+    read_holders,
+    read_throughput,
+    under_tenant,
+)
+from workqueue.idempotency import (
+    KeyInFlight,
+    KeyReused,
+    Stored,
+    check_key,
+    claim_key,
+    fingerprint,
+    purge_request_keys,
+    store_response,
+)
 from workqueue.inputs import check_lane, check_name, find_unstorable, storable_text
 from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_bytes, register
 from workqueue.maintenance import (
@@ -32,7 +49,7 @@ from workqueue.maintenance import (
     requeue_stale,
     stale_tenants,
 )
-from workqueue.models import Status, WorkItem
+from workqueue.models import DeadLetter, Status, WorkItem
 from workqueue.rules import RetryPolicy
 from workqueue.settle import (
     acomplete,
@@ -62,13 +79,31 @@ from workqueue.store import (
     run,
     use_async_store,
 )
+from workqueue.triage import (
+    MAX_BATCH,
+    Drawn,
+    Triaged,
+    adiscard,
+    arequeue_dead,
+    arequeue_edited,
+    check_delay,
+    discard,
+    requeue_dead,
+    requeue_edited,
+)
 
 __all__ = [
+    "MAX_BATCH",
     "AsyncStore",
     "Conflict",
+    "DeadLetter",
+    "Drawn",
     "Fence",
     "Gauges",
+    "Holder",
     "InvalidPayload",
+    "KeyInFlight",
+    "KeyReused",
     "Kind",
     "NewItem",
     "NotFound",
@@ -81,8 +116,10 @@ __all__ = [
     "Rows",
     "Statement",
     "Status",
+    "Stored",
     "System",
     "Tenant",
+    "Triaged",
     "WorkItem",
     "WorkQueueError",
     "aclaim",
@@ -90,19 +127,26 @@ __all__ = [
     "acomplete",
     "acomplete_many",
     "adefer",
+    "adiscard",
     "aenqueue",
     "aenqueue_many",
     "aextend_lease",
     "aextend_leases",
     "afail",
     "arelease",
+    "arequeue_dead",
+    "arequeue_edited",
     "arequeue_stale",
+    "check_delay",
+    "check_key",
     "check_lane",
     "check_name",
     "claim",
+    "claim_key",
     "complete",
     "complete_many",
     "defer",
+    "discard",
     "enqueue",
     "enqueue_many",
     "enqueue_relayed",
@@ -112,18 +156,27 @@ __all__ = [
     "fail",
     "fail_orphaned",
     "find_unstorable",
+    "fingerprint",
     "get_kind",
     "known_kinds",
     "maintenance_contexts",
     "max_payload_bytes",
     "purge_items",
+    "purge_request_keys",
     "read_gauges",
+    "read_gauges_of",
+    "read_holders",
+    "read_throughput",
     "register",
     "release",
+    "requeue_dead",
+    "requeue_edited",
     "requeue_stale",
     "run",
     "stale_tenants",
     "storable_text",
+    "store_response",
+    "under_tenant",
     "use_async_store",
     "validated",
 ]

@@ -18,6 +18,9 @@ class Status(models.TextChoices):
     DONE = "done", "Done"
     # A dead letter: attempts spent or a permanent error. Final until a human requeues it.
     FAILED = "failed", "Failed"
+    # Set aside by an operator in the admin (triage): never run; the audit entry keeps its
+    # payload and error. Purged like finished items.
+    DISCARDED = "discarded", "Discarded"
 
 
 def new_item_id() -> uuid.UUID:
@@ -105,6 +108,13 @@ class WorkItem(models.Model):
                 condition=models.Q(status__in=["done", "failed"]),
                 name="workitem_finished_idx",
             ),
+            # Triage: dead letters (and discarded items) by when they got there, so the admin's
+            # dead-letter list never walks the done rows, and discarded rows can be purged.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status__in=["failed", "discarded"]),
+                name="workitem_triage_idx",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -139,3 +149,45 @@ class TenantShare(models.Model):
     def __str__(self) -> str:
         cap = self.max_in_flight if self.max_in_flight is not None else "default"
         return f"{self.org_id}: weight {self.weight:g}, at most {cap} in flight"
+
+
+class DeadLetter(WorkItem):
+    """A failed work item as the admin's dead-letter list shows it: the same rows, read with
+    ``status = 'failed'`` (a proxy: no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead letter"
+
+
+class StoredResponse(models.Model):
+    """The answer the enqueue API gave to one request that carried an ``Idempotency-Key``: a
+    retry with the same key and body gets it again instead of enqueueing twice.
+
+    One per (tenant, user, key); written when the request claims the key (``status_code`` and
+    ``body`` empty) and completed in the same transaction, so a concurrent retry waits for the
+    first and then reads its answer. Purged after ``IDEMPOTENCY_KEY_RETENTION_S``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
+    org = models.ForeignKey("tenancy.Org", on_delete=models.PROTECT, related_name="+")
+    # The signed-in user who sent the request: keys are theirs, not the tenant's.
+    user_id = models.UUIDField()
+    key = models.CharField(max_length=200)
+    # sha256 of the method, path and canonical JSON body: a different body under the same key
+    # is refused (422), never answered with another request's response.
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.SmallIntegerField(null=True, blank=True)
+    body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now(), editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "user_id", "key"], name="storedresponse_one_per_key"
+            )
+        ]
+        indexes = [models.Index(fields=["created_at"], name="storedresponse_created_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.key} -> {self.status_code}"

@@ -461,7 +461,6 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     )
 
 
-
 def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     """Tenant A holds ``--depth`` waiting items; one runworker drains at full speed; tenant B
     enqueues one item every ``--interval-ms`` for ``--seconds``. Reports B's wake latency and

@@ -12,3 +12,6 @@ GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {system};
 REVOKE UPDATE, DELETE ON audit_auditentry FROM {system};
 -- The content types are a catalog of model names (the admin looks them up): global, read-only.
 GRANT SELECT ON django_content_type TO {app};
+-- The list of applied migrations (runserver compares it with the code at start): global,
+-- read-only, and it names no tenant.
+GRANT SELECT ON django_migrations TO {app};

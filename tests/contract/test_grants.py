@@ -24,7 +24,10 @@ pytestmark = pytest.mark.usefixtures("committed")
 
 # Tables the everyday login may read although no tenant owns their rows, and why. Each is read
 # only: a catalog of model names holds no tenant's data.
-GLOBAL_READ_ONLY = {"django_content_type": "the catalog of model names the admin looks up"}
+GLOBAL_READ_ONLY = {
+    "django_content_type": "the catalog of model names the admin looks up",
+    "django_migrations": "the applied migrations, which runserver compares with the code",
+}
 
 
 def _login() -> str:
@@ -83,7 +86,8 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
-    entry, a queue share, a shipment and a notice, and a signed-in session for B's user."""
+    entry, a queue share, a shipment and a notice, a stored API answer, and a signed-in
+    session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
@@ -96,6 +100,8 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
         api.enqueue(ctx, "NOOP", {})
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)
+        claim = api.claim_key(ctx, "probe-key", api.fingerprint("POST", "/api/work/", {}))
+        api.store_response(ctx, claim, 201, {"probe": True})
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
             org_id=ctx.org_id, reference="r", recipient_email="r@example.com"
@@ -170,6 +176,10 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         ),
         "SELECT * FROM workers_worker",
         "SELECT * FROM django_admin_log",
+        "DELETE FROM workqueue_storedresponse",
+        "UPDATE workqueue_storedresponse SET fingerprint = 'x'",
+        "UPDATE workqueue_storedresponse SET user_id = gen_random_uuid()",
+        "LOCK TABLE workqueue_storedresponse IN ACCESS EXCLUSIVE MODE",
         "TRUNCATE workqueue_workitem",
         "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE",
         "LOCK TABLE workqueue_workitem IN EXCLUSIVE MODE",

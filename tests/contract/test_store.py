@@ -66,11 +66,12 @@ def test_every_statement_names_exactly_its_parameters() -> None:
     from outbox import emit, relay
     from project import gauges
     from workers import liveness
-    from workqueue import enqueue, maintenance, settle
+    from workqueue import enqueue, figures, idempotency, maintenance, settle, triage
 
+    modules = (claim, enqueue, settle, maintenance, triage, idempotency, figures)
     declared: list[Statement] = [
         value
-        for module in (claim, enqueue, settle, maintenance, emit, relay, gauges, liveness)
+        for module in (*modules, emit, relay, gauges, liveness)
         for value in vars(module).values()
         if isinstance(value, Statement)
     ]

@@ -21,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
         ("mysql://u@h/db", "must be a PostgreSQL URL"),
         ("not a url", "must be a PostgreSQL URL"),
         ("postgres://u@h:5432", "names no database"),
+        ("postgres://u@[h/db", r"is not a valid URL \(Invalid IPv6 URL\)"),
+        ("postgres://u@h:port/db", r"is not a valid URL \(Port could not be cast"),
+        ("postgres://u@h:99999/db", r"is not a valid URL \(Port out of range"),
     ],
 )
 def test_a_malformed_url_is_refused_with_one_line(url: str, says: str) -> None:
@@ -130,3 +133,14 @@ def _without_database() -> dict[str, str]:
         for k, v in os.environ.items()
         if k not in ("DATABASE_URL", "SYSTEM_DATABASE_URL", "ADMIN_DATABASE_URL")
     }
+
+
+def test_runworker_refuses_a_port_out_of_range_in_one_line() -> None:
+    done = _manage("runworker", "NOOP", "--metrics-port", "99999")
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines() == [
+        (
+            "CommandError: --metrics-port/WORKER_METRICS_PORT must be a port (1-65535), 0 for "
+            "any free port or -1 for none (got 99999)"
+        )
+    ]

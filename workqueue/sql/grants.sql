@@ -8,3 +8,7 @@ GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, a
    ON workqueue_workitem TO {app};
 -- A tenant reads its own share of the queue; the operator sets shares (system login).
 GRANT SELECT ON workqueue_tenantshare TO {app};
+-- The enqueue API's stored responses: a request claims its Idempotency-Key (insert) and
+-- completes it with its answer (update of the answer only); the sweep purges them.
+GRANT SELECT, INSERT ON workqueue_storedresponse TO {app};
+GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};

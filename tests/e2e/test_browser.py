@@ -1,0 +1,207 @@
+"""The product in a real browser: Debian's Chromium driven by Playwright, against a real
+``runserver`` and a real ``runworker`` on the test database.
+
+A tenant's staff member signs in, opens the dead letters, requeues one and sees it pending,
+opens the gauges and finds their numbers, then books a shipment on the demo page and watches
+its notice's work get done. Each page is saved as a screenshot in ``tests/e2e/screenshots/``
+(git-ignored).
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from outbox.relay import relay_pending
+from tenancy.contexts import AppType, OpContext, new_request_context
+from tenancy.models import Role
+from tests.factories import MembershipFactory, UserFactory
+from tests.helpers import dead_letter, row
+from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from workers.shipment_notifier.models import Shipment, ShipmentNotice
+from workqueue.models import Status
+
+pytestmark = [pytest.mark.usefixtures("committed"), pytest.mark.slow]
+
+SHOTS = Path(__file__).with_name("screenshots")
+PASSWORD = "correct horse battery staple"
+# The requeued dead letter waits in a lane no worker here serves, so the page can find it
+# pending (the worker would run a NOOP in the default lane within milliseconds).
+PARKED_LANE = "e2e-parked"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for(url: str, process: subprocess.Popen[str], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args} exited: {process.stdout.read()}")  # type: ignore[union-attr]
+        try:
+            with urllib.request.urlopen(url, timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"{url} did not answer in {timeout_s} s")
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def servers() -> Iterator[str]:
+    """A real web server and a real worker (NOOP, NOTIFY_SHIPMENT) on the test database, and
+    a relay of the outbox (what the sweep does in a deployment); yields the web's base URL."""
+    port = _free_port()
+    env = subprocess_env(DEBUG="true", WORKER_HEARTBEAT_INTERVAL_S="0.5")
+    web = subprocess.Popen(
+        [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    worker = subprocess.Popen(
+        [PYTHON, "manage.py", "runworker", "NOOP,NOTIFY_SHIPMENT", "--metrics-port", "-1"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    stop = threading.Event()
+
+    def relay() -> None:
+        from django.db import connections
+
+        rctx = new_request_context(AppType.WORKER)
+        try:
+            while not stop.wait(0.2):
+                relay_pending(rctx)
+        finally:
+            connections.close_all()
+
+    relayer = threading.Thread(target=relay, daemon=True)
+    relayer.start()
+    try:
+        base = f"http://127.0.0.1:{port}"
+        _wait_for(f"{base}/admin/login/", web)
+        yield base
+    finally:
+        stop.set()
+        relayer.join(10)
+        _stop(worker)
+        _stop(web)
+
+
+def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
+    servers: str, worker_rctx, monkeypatch
+) -> None:
+    staff = UserFactory(is_staff=True)
+    staff.set_password(PASSWORD)
+    staff.save(using="admin")
+    membership = MembershipFactory(user=staff, role=Role.ADMIN)
+    ctx = OpContext(membership.org_id, staff.pk, Role.ADMIN, new_request_context(AppType.WEB))
+    dead = dead_letter(ctx, worker_rctx, error="PermanentError: the gateway said no")
+    from django.db import connections
+
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "UPDATE workqueue_workitem SET lane = %s WHERE id = %s", [PARKED_LANE, dead.id]
+        )
+    connections.close_all()
+    SHOTS.mkdir(exist_ok=True)
+    for old in SHOTS.glob("*.png"):
+        old.unlink()
+    # Playwright's sync API runs an event loop on this thread; the test reads the database
+    # only between pages, never while a page loads.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    from playwright.sync_api import expect, sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Debian's chromium is needed: apt-get install -y chromium (.ci/run does)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(15_000)
+
+        # Sign in to the admin as the tenant's staff member.
+        page.goto(f"{servers}/admin/login/")
+        page.fill("#id_username", staff.username)
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        expect(page.locator("#queue-module")).to_be_visible()
+        page.screenshot(path=SHOTS / "01-admin.png", full_page=True)
+
+        # The dead letters: the item is there with its error's first line.
+        page.click("#queue-module >> text=Dead letters")
+        expect(page.locator("#result_list")).to_contain_text("the gateway said no")
+        page.screenshot(path=SHOTS / "02-dead-letters.png", full_page=True)
+        page.click(f"#result_list a[href*='{dead.id}']")
+        expect(page.locator("#last-error")).to_contain_text("PermanentError: the gateway said no")
+        page.screenshot(path=SHOTS / "03-dead-letter.png", full_page=True)
+
+        # Requeue it: a confirmation page first, then the list says it was done.
+        page.click("button[value=requeue_now]")
+        expect(page.locator("h1")).to_contain_text("Requeue now: confirm")
+        page.screenshot(path=SHOTS / "04-confirm-requeue.png", full_page=True)
+        page.click("input[type=submit][value^='Yes']")
+        expect(page.locator(".messagelist")).to_contain_text("Requeue now: done for 1 item(s).")
+        expect(page.locator("#result_list")).to_have_count(0)  # no dead letter left
+        page.screenshot(path=SHOTS / "05-requeued.png", full_page=True)
+
+        # It is pending again.
+        page.goto(f"{servers}/admin/workqueue/workitem/{dead.id}/change/")
+        expect(page.locator(".field-status")).to_contain_text("Pending")
+        expect(page.locator("#history")).to_contain_text("work.requeued")
+        page.screenshot(path=SHOTS / "06-pending.png", full_page=True)
+
+        # The gauges: this tenant's numbers.
+        page.goto(f"{servers}/admin/gauges/")
+        expect(page.locator("#card-pending .n")).to_have_text("1")
+        expect(page.locator("#card-dead .n")).to_have_text("0")
+        expect(page.locator("#throughput-chart rect")).to_have_count(15)
+        page.screenshot(path=SHOTS / "07-gauges.png", full_page=True)
+
+        # The demo: book a shipment; its notice's work goes through the outbox and the worker.
+        page.goto(f"{servers}/demo/")
+        page.fill("#id_reference", "E2E-1")
+        page.fill("#id_recipient_email", "ann@example.com")
+        page.select_option("#id_channel", "email")
+        page.screenshot(path=SHOTS / "08-demo-form.png", full_page=True)
+        page.click("#book button[type=submit]")
+        expect(page.locator("#work-status")).to_have_text("done", timeout=30_000)
+        expect(page.locator("#notices")).to_contain_text("email, version 1")
+        page.screenshot(path=SHOTS / "09-demo-done.png", full_page=True)
+        browser.close()
+
+    assert row(dead.id).status == Status.PENDING and row(dead.id).attempts == 0
+    shipment = Shipment.objects.using("admin").get(reference="E2E-1")
+    assert shipment.notified_version == 1
+    assert ShipmentNotice.objects.using("admin").filter(shipment=shipment).count() == 1
+    shots = sorted(SHOTS.glob("*.png"))
+    assert len(shots) == 9 and all(shot.stat().st_size > 10_000 for shot in shots)

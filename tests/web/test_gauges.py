@@ -1,0 +1,119 @@
+"""The admin's queue gauges: the whole site for the operator, one tenant for its staff."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.db import connections
+
+from outbox.emit import emit
+from tenancy.models import Role
+from tests.helpers import back_date, back_date_outbox, dead_letter
+from tests.web.conftest import Person
+from workers.models import Worker, WorkerState
+from workqueue import api
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+URL = "/admin/gauges/"
+
+
+def card(html: str, name: str) -> str:
+    found = re.search(rf'id="card-{name}"><span class="n">([^<]*)</span>', html)
+    assert found, name
+    return found.group(1).strip()
+
+
+def throughput(html: str) -> list[int]:
+    table = re.search(r'<table id="throughput">.*?<tbody><tr>(.*?)</tr>', html, re.S)
+    assert table
+    return [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', table.group(1))]
+
+
+@pytest.fixture
+def site(member, worker_rctx):  # type: ignore[no-untyped-def]
+    """Tenant A: two pending items, one dead letter, one claimed by worker w-live, an outbox
+    row waiting 30 s. Tenant B: one pending, one done now, one done 5 minutes ago, one done
+    20 minutes ago. A live worker, and an offline one."""
+    a, b = member(), member()
+    for _ in range(2):
+        api.enqueue(a.ctx, "NOOP", {})
+    dead_letter(a.ctx, worker_rctx)
+    held, _ = api.enqueue(a.ctx, "NOOP", {}, lane="held")
+    api.claim(worker_rctx, "held", ["NOOP"], "w-live", 30, 10)
+    back_date_outbox(emit(a.ctx, "work.NOOP", {}), created_at=30)
+    api.enqueue(b.ctx, "NOOP", {})
+    done = []
+    for _ in range(3):
+        api.enqueue(b.ctx, "NOOP", {}, lane="fast")
+        [(ctx, claimed)] = api.claim(worker_rctx, "fast", ["NOOP"], "w-gone", 30, 1)
+        done.append(api.complete(ctx, claimed))
+    back_date(done[1].id, updated_at=300)
+    back_date(done[2].id, updated_at=1200)
+    with connections["system"].cursor() as cursor:
+        for worker_id, state in (("w-live", "running"), ("w-old", "offline")):
+            cursor.execute(
+                "INSERT INTO workers_worker (id, kind, lane, host, pid, started_at, last_beat_at,"
+                " state) VALUES (%s, 'NOOP', 'default', 'h1', 42, now(), now(), %s)",
+                [worker_id, state],
+            )
+    return a, b, held
+
+
+def test_the_operator_sees_the_whole_site(operator: Person, site) -> None:
+    response = operator.client.get(URL)
+    assert response.status_code == 200
+    html = response.text
+    assert 'Scope: <strong id="scope">every tenant</strong>' in html
+    assert card(html, "pending") == "3"
+    assert card(html, "claimed") == "1"
+    assert card(html, "dead") == "1"
+    assert float(card(html, "oldest").split()[0]) >= 0
+    lag = card(html, "lag")
+    assert float(lag.split()[0]) >= 30 and "(1 pending)" in html
+    # Completions per minute: the last 15 minutes, the current minute last.
+    counts = throughput(html)
+    assert len(counts) == 15 and counts[-1] == 1 and sum(counts) == 2
+    assert card(html, "done") == "2"
+    assert html.count("<rect ") == 15  # the chart: inline SVG, drawn by the server
+    assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loads from elsewhere
+    # Live workers with their heartbeat and what they hold; the offline one is gone.
+    workers = re.search(r'<table id="workers">(.*?)</table>', html, re.S)
+    assert workers and "w-live" in workers.group(1) and "w-old" not in workers.group(1)
+    assert re.search(r"w-live</td>.*?<td class=\"num\">1</td></tr>", workers.group(1), re.S)
+    depth = re.search(r'<table id="depth">(.*?)</table>', html, re.S)
+    assert depth and "held" in depth.group(1) and "fast" in depth.group(1)
+
+
+def test_tenant_staff_see_their_tenants_figures_only(site) -> None:
+    a, b, _ = site
+    html = a.client.get(URL).text
+    assert card(html, "pending") == "2"  # not B's
+    assert card(html, "claimed") == "1"
+    assert card(html, "dead") == "1"
+    assert sum(throughput(html)) == 0  # B's completions are B's
+    assert 'id="workers"' not in html  # workers serve every tenant: not a tenant's to see
+    holders = re.search(r'<table id="holders">(.*?)</table>', html, re.S)
+    assert holders and "w-live" in holders.group(1)
+    other = b.client.get(URL).text
+    assert card(other, "claimed") == "0" and "w-live" not in other
+    assert sum(throughput(other)) == 2
+    assert "(0 pending)" in other  # A's outbox row is A's
+
+
+def test_only_the_operator_and_tenant_staff_see_the_gauges(member, site) -> None:
+    assert member(role=Role.MEMBER).client.get(URL).status_code == 403
+    plain = member(staff=False).client.get(URL)
+    assert plain.status_code == 302 and "/admin/login/" in plain["Location"]
+
+
+def test_the_worker_list_reads_only_the_system_login(operator: Person, site) -> None:
+    """The gauges' per-tenant read runs the same statements under row-level security."""
+    a, _, _ = site
+    assert Worker.objects.using("system").filter(state=WorkerState.RUNNING).count() == 1
+    assert api.read_gauges_of(a.org_id).failed == 1
+    assert api.read_gauges_of(None).failed == 1
+    assert [h.claimed_by for h in api.read_holders(org_id=a.org_id)] == ["w-live"]
+    assert sum(n for _, n in api.read_throughput(15, org_id=a.org_id)) == 0
+    assert sum(n for _, n in api.read_throughput(15)) == 2

@@ -1,0 +1,167 @@
+"""The admin's queue gauges page: depth, oldest waiting age, dead letters, outbox lag, live
+workers and what they hold, and completions per minute over the last 15 minutes.
+
+The operator's page reads the whole site on the system login; a tenant's staff get the same
+page computed from their tenant's rows only, under row-level security (``workqueue.figures``):
+no other tenant's count, and no worker list (workers serve every tenant), only the workers
+holding this tenant's items.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from outbox.relay import READ_LAG, Lag, NoParams
+from tenancy.admin import admin_alias, is_operator, tenant_staff
+from tenancy.models import Org
+from tenancy.scope import SYSTEM_ALIAS
+from workers.models import Worker, WorkerState
+from workqueue import api
+
+THROUGHPUT_MINUTES = 15
+# A worker whose last heartbeat is older than this is shown as silent (its process may be gone;
+# the sweep hands its items back once their leases run out).
+SILENT_AFTER_S = 60
+CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 120, 16
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    count: int
+    minute: datetime
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    worker: Worker
+    beat_age_s: float
+    silent: bool
+    holds: int
+
+
+@dataclass
+class Panel:
+    scope: str
+    gauges: api.Gauges
+    lag: Lag
+    throughput: list[tuple[datetime, int]]
+    holders: list[api.Holder]
+    workers: list[WorkerRow] | None  # None: not shown (a tenant's page)
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_lane: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
+    # (lane, kind, [count per status, in ``statuses`` order])
+    depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
+
+    @property
+    def statuses(self) -> list[str]:
+        return list(api.Status.values)
+
+    @property
+    def status_counts(self) -> list[int]:
+        return [self.by_status.get(status, 0) for status in self.statuses]
+
+    @property
+    def bars(self) -> list[Bar]:
+        """The throughput chart's bars, scaled to the busiest minute."""
+        if not self.throughput:
+            return []
+        top = max(n for _, n in self.throughput) or 1
+        slot = CHART_WIDTH / len(self.throughput)
+        bars = []
+        for i, (minute, n) in enumerate(self.throughput):
+            height = (CHART_HEIGHT - CHART_TOP) * n / top
+            bars.append(Bar(i * slot + 2, CHART_HEIGHT - height, slot - 4, height, n, minute))
+        return bars
+
+    @property
+    def completed(self) -> int:
+        return sum(n for _, n in self.throughput)
+
+
+def _lag(org_id: uuid.UUID | None) -> Lag:
+    """The outbox's lag: every tenant's (system login), or one tenant's under its row-level
+    security (the same statement)."""
+    step = (
+        api.System(READ_LAG, NoParams())
+        if org_id is None
+        else api.Tenant(org_id, READ_LAG, NoParams())
+    )
+    oldest, pending = api.execute(step).rows[0]
+    return Lag(float(oldest), int(pending))
+
+
+def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
+    """The workers that have not gone offline, newest heartbeat first, with what each holds.
+    The workers table belongs to no tenant: the operator's page only, on the system login."""
+    holds = {h.claimed_by: h.items for h in holders}
+    now = timezone.now()
+    rows = []
+    live = Worker.objects.using(SYSTEM_ALIAS).exclude(state=WorkerState.OFFLINE)
+    for worker in live.order_by("-last_beat_at")[:100]:
+        beat_age = (now - worker.last_beat_at).total_seconds()
+        rows.append(WorkerRow(worker, beat_age, beat_age > SILENT_AFTER_S, holds.get(worker.id, 0)))
+    return rows
+
+
+def read_panel(org_id: uuid.UUID | None) -> Panel:
+    """Everything the page shows, for the whole site (``None``) or one tenant."""
+    gauges = api.read_gauges_of(org_id)
+    holders = api.read_holders(org_id=org_id)
+    panel = Panel(
+        scope="every tenant" if org_id is None else "",
+        gauges=gauges,
+        lag=_lag(org_id),
+        throughput=api.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
+        holders=holders,
+        workers=_workers(holders) if org_id is None else None,
+    )
+    depth: dict[tuple[str, str], dict[str, int]] = {}
+    for (lane, kind, status), n in sorted(gauges.counts.items()):
+        panel.by_status[status] = panel.by_status.get(status, 0) + n
+        panel.by_lane[lane] = panel.by_lane.get(lane, 0) + n
+        panel.by_kind[kind] = panel.by_kind.get(kind, 0) + n
+        depth.setdefault((lane, kind), {})[status] = n
+    panel.depth = [
+        (lane, kind, [counts.get(status, 0) for status in panel.statuses])
+        for (lane, kind), counts in depth.items()
+    ]
+    return panel
+
+
+def gauges(request: HttpRequest) -> TemplateResponse:
+    """The gauges page (inside the admin: ``admin.site.admin_view`` signs the user in)."""
+    if is_operator(request):
+        org_id = None
+    elif (staff := tenant_staff(request)) is not None:
+        org_id = staff.org_id
+    else:
+        raise PermissionDenied("the queue gauges are for the site's operator and tenant staff")
+    panel = read_panel(org_id)
+    if org_id is not None:
+        org = Org.objects.using(admin_alias(request)).filter(pk=org_id).first()
+        panel.scope = org.name if org else str(org_id)
+    context: dict[str, Any] = {
+        **admin.site.each_context(request),
+        "title": "Queue gauges",
+        "panel": panel,
+        "operator": org_id is None,
+        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
+        "read_at": timezone.now(),
+        "minutes": THROUGHPUT_MINUTES,
+        "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
+    }
+    return TemplateResponse(request, "admin/gauges.html", context)
