@@ -15,7 +15,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import listen
-from workers.handlers import handled_kinds, handler_for, is_async
+from workers.handlers import handled_kinds, handler_for, needs_threads
 from workqueue import api
 
 DEFAULT_METRICS_PORT = 9100
@@ -117,9 +117,9 @@ class WorkerSettings:
 
     @property
     def needs_threads(self) -> bool:
-        """Whether any handled kind runs a sync handler (a thread and a connection per item)."""
+        """Whether any handled kind runs in threads (a thread and a connection per item)."""
         handlers = [handler_for(kind) for kind in self.kinds]
-        return any(h is not None and not is_async(h) for h in handlers)
+        return any(h is not None and needs_threads(h) for h in handlers)
 
     def validate(self) -> None:
         """One clear message for the wrong settings, naming what to change."""

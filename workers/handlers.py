@@ -13,16 +13,22 @@ the effect is safe (reference: seed-stream-kernel.md, rule 4).
 
 Handlers may be ``async def handle`` (cancelled for real when the worker loses the lease or
 shuts down) or plain ``def handle`` (run in a thread; cancellation sets ``run.cancelled``,
-which a long handler should check). Whatever a cancelled handler writes to the queue later is
-refused by the claim token.
+which a long handler should check). An async handler that runs some of its work in threads
+(the ``django.tasks`` handler, for sync task functions) says so with ``uses_threads = True``
+and hands that work to ``await run.in_thread(fn, ...)``: the worker then sizes its thread pool
+and its connection budget as for a sync handler. Whatever a cancelled handler writes to the
+queue later is refused by the claim token.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
 import inspect
 import threading
-from collections.abc import Awaitable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from tenancy.contexts import OpContext
 from workqueue.api import WorkItem
@@ -33,7 +39,15 @@ class HandlerError(Exception):
 
 
 class RetryableError(HandlerError):
-    """This attempt failed; a later one may succeed."""
+    """This attempt failed; a later one may succeed.
+
+    ``delay_s`` (optional) is how long to wait before the next attempt, for a handler that
+    applies its own retry policy; by default the kind's policy decides.
+    """
+
+    def __init__(self, *args: object, delay_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.delay_s = delay_s
 
 
 class PermanentError(HandlerError):
@@ -46,6 +60,8 @@ class Run:
     def __init__(self) -> None:
         self._cancelled = threading.Event()
         self.side_effect = False
+        # Set by the worker for a handler that ``uses_threads``: runs a call in its pool.
+        self.threads: Callable[..., Awaitable[Any]] | None = None
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -58,6 +74,18 @@ class Run:
 
     def cancel(self) -> None:
         self._cancelled.set()
+
+    async def in_thread[T](self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run the sync ``fn(*args)`` in the worker's handler threads, with the caller's
+        context variables. Cancelling the caller sets ``cancelled``; the thread runs on."""
+        if self.threads is None:
+            raise RuntimeError("this handler has no threads: set uses_threads = True on its class")
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        try:
+            return await self.threads(call)
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
 
 
 class Handler(Protocol):
@@ -93,3 +121,8 @@ def handled_kinds() -> list[str]:
 
 def is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler.handle)
+
+
+def needs_threads(handler: Handler) -> bool:
+    """Whether the handler runs in threads: a sync one, or an async one that ``uses_threads``."""
+    return not is_async(handler) or bool(getattr(handler, "uses_threads", False))

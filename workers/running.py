@@ -138,6 +138,8 @@ class Runner:
 
     def start(self, job: Job) -> None:
         self.lease_keeper.hold(job.fence)
+        if self.handler_pool is not None:
+            job.run.threads = self._in_pool
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:
@@ -180,6 +182,10 @@ class Runner:
             self.lease_keeper.drop(item.id)
             self.on_done(item.id)
 
+    def _in_pool(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
+        """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
+        return asyncio.get_running_loop().run_in_executor(self.handler_pool, _in_thread(call))
+
     async def _handle(self, handler: Handler, job: Job) -> None:
         if is_async(handler):
             await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
@@ -197,8 +203,10 @@ class Runner:
     async def _fail(self, job: Job, exc: Exception) -> None:
         item = job.item
         error, permanent = failure_of(exc, job.run)
+        # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
+        delay_s = getattr(exc, "delay_s", None)
         try:
-            failed = await api.afail(job.ctx, item, error, permanent=permanent)
+            failed = await api.afail(job.ctx, item, error, permanent=permanent, delay_s=delay_s)
         except api.Conflict:
             logger.warning("stale_fail_refused item=%s", item.id)
             return

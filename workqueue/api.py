@@ -20,7 +20,13 @@ from workqueue.enqueue import (
 )
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.fence import Fence
-from workqueue.inputs import check_lane, check_name, find_unstorable, storable_text
+from workqueue.inputs import (
+    check_lane,
+    check_max_attempts,
+    check_name,
+    find_unstorable,
+    storable_text,
+)
 from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_bytes, register
 from workqueue.maintenance import (
     Gauges,
@@ -33,7 +39,7 @@ from workqueue.maintenance import (
     stale_tenants,
 )
 from workqueue.models import Status, WorkItem
-from workqueue.rules import RetryPolicy
+from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete,
     acomplete_many,
@@ -58,6 +64,7 @@ from workqueue.store import (
     System,
     Tenant,
     aclose_async_store,
+    arun,
     execute,
     run,
     use_async_store,
@@ -97,7 +104,9 @@ __all__ = [
     "afail",
     "arelease",
     "arequeue_stale",
+    "arun",
     "check_lane",
+    "check_max_attempts",
     "check_name",
     "claim",
     "complete",
@@ -113,6 +122,7 @@ __all__ = [
     "fail_orphaned",
     "find_unstorable",
     "get_kind",
+    "is_exhausted",
     "known_kinds",
     "maintenance_contexts",
     "max_payload_bytes",
@@ -121,6 +131,7 @@ __all__ = [
     "register",
     "release",
     "requeue_stale",
+    "retry_delay",
     "run",
     "stale_tenants",
     "storable_text",
