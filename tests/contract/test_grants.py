@@ -83,16 +83,18 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
-    entry, a shipment and a notice, and a signed-in session for B's user."""
+    entry, a shipment and a notice, a task record, and a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
+    from workers.django_tasks.models import TaskRecord
     from workers.shipment_notifier.models import Shipment, ShipmentNotice
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
-        api.enqueue(ctx, "NOOP", {})
+        item, _ = api.enqueue(ctx, "NOOP", {})
+        TaskRecord.objects.using("admin").create(item_id=item.id, org_id=ctx.org_id)
         emit(ctx, "work.NOOP", {})
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
@@ -162,6 +164,8 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "UPDATE workqueue_workitem SET created_by = gen_random_uuid()",
         "UPDATE workqueue_workitem SET kind = 'EVIL'",
         "SELECT * FROM workers_worker",
+        "UPDATE djtasks_taskrecord SET return_value = '1'",
+        "DELETE FROM djtasks_taskrecord",
         "SELECT * FROM django_admin_log",
         "TRUNCATE workqueue_workitem",
         "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE",
