@@ -1,17 +1,18 @@
 """What a task may take and return: JSON values, as Django requires, that PostgreSQL can store.
 
 Django's ``normalize_json`` turns tuples into lists and UTF-8 bytes into text, and refuses
-anything else. The walk here does the same and says where the first value that is not JSON
-sits (``args[1]['when']``), then refuses what ``jsonb`` cannot hold (NaN, infinity, NUL).
+anything else. The walk here does the same, refuses what ``jsonb`` cannot hold (NaN,
+infinity, NUL, lone surrogates), and says where the first problem sits (``args[1]['when']``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workqueue.api import find_unstorable, max_payload_bytes
+from workqueue.api import max_payload_bytes
 
 # Deeper than this is refused, so no caller's value can exhaust the interpreter's stack.
 MAX_DEPTH = 64
@@ -23,7 +24,20 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise ValueError(f"{where}: nested more than {MAX_DEPTH} deep")
     match value:
-        case str() | bool() | int() | float() | None:
+        case str():
+            if "\x00" in value:
+                raise ValueError(f"{where}: must not contain a NUL character")
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise ValueError(f"{where}: must be valid Unicode (a lone surrogate)") from None
+            return value
+        case float() if not math.isfinite(value):
+            raise ValueError(
+                f"{where}: NaN and infinity cannot be stored (JSON has no such numbers)"
+            )
+        case bool() | int() | float() | None:
             return value
         case bytes():
             try:
@@ -35,6 +49,7 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
             for key, item in value.items():
                 if not isinstance(key, _KEY_TYPES):
                     raise TypeError(f"{where}: the key {key!r} is a {type(key).__name__}; {_HINT}")
+                _normalized(key, f"{where} key {str(key)[:40]!r}", depth + 1)
                 out[key] = _normalized(item, f"{where}[{key!r}]", depth + 1)
             return out
         case Sequence():  # str and bytes are handled above
@@ -46,11 +61,7 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
 def json_value(value: Any, where: str) -> Any:
     """``value`` as JSON values (tuples as lists, bytes as text), or ``TypeError`` (not JSON)
     / ``ValueError`` (JSON that cannot be stored) naming where in it the problem is."""
-    normalized = _normalized(value, where, 0)
-    problem = find_unstorable(normalized, where)
-    if problem:
-        raise ValueError(problem)
-    return normalized
+    return _normalized(value, where, 0)
 
 
 def json_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
