@@ -72,6 +72,7 @@ def test_runworker_runs_django_tasks_to_their_results(ctx: OpContext) -> None:
     # Django's own receivers log every attempt's start and end, in the worker.
     for result, states in (
         (ok, ["RUNNING", "SUCCESSFUL"]),
+        (aio, ["RUNNING", "SUCCESSFUL"]),
         (flaky, ["RUNNING", "READY", "RUNNING", "SUCCESSFUL"]),
         (dead, ["RUNNING", "READY", "RUNNING", "FAILED"]),
     ):

@@ -18,6 +18,7 @@ from django.tasks.signals import task_enqueued, task_finished, task_started
 from audit.models import AuditEntry
 from tenancy.contexts import OpContext
 from tenancy.current import using_context
+from tenancy.models import Org
 from tests import tasks
 from tests.runtime.support import run_until, settings
 from workers.shipment_notifier.models import Shipment
@@ -217,6 +218,8 @@ def test_the_signals_fire_for_an_async_task_too(member: OpContext) -> None:
     seen: list[tuple[str, str]] = []
 
     def started(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
+        # A sync receiver may use the ORM: it must not be called on the worker's loop.
+        Org.objects.using("admin").count()
         seen.append(("started", task_result.status))
 
     async def finished(sender: type, task_result: TaskResult, **kwargs: Any) -> None:
