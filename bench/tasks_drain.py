@@ -17,8 +17,10 @@ Task items are written with ``enqueue_many`` and the payload ``Task.enqueue()`` 
 contract tests pin its shape), because one-by-one enqueues would make the fill the slow part.
 Each worker runs at its default capacity (NOOP: 100; DJANGO_TASK, which may run sync
 functions: what ``WORKER_DB_POOL_SIZE`` leaves, 11 by default) unless ``--capacity`` sets one
-for all (``WORKER_DB_POOL_SIZE`` is then raised to match). ``LOG_LEVEL=WARNING`` in the
-workers: at INFO, Django's own receivers log two lines per task.
+for all (``WORKER_DB_POOL_SIZE`` is then raised to match; the server must allow that many
+connections: the embedded one allows 100). The workers log at ``LOG_LEVEL=WARNING``, but
+Django's ``django.tasks`` logger at ``--task-log-level`` (INFO, Django's default, writes two
+lines a task; WARNING shows what they cost).
 
 It runs on the database the settings name (the embedded server when ``DATABASE_URL`` is
 unset), in a scratch database of its own (``workqueue_bench_tasks``) that it drops at the end.
@@ -110,7 +112,7 @@ def fill(ctx: Any, kind: str, payload: dict[str, Any], n: int) -> None:
         enqueue_many(ctx, [NewItem(kind, payload) for _ in range(min(1000, n - start))])
 
 
-def worker_env(capacity: int | None) -> dict[str, str]:
+def worker_env(capacity: int | None, task_log_level: str) -> dict[str, str]:
     from django.db import connections
 
     from project.database import url_for
@@ -122,6 +124,7 @@ def worker_env(capacity: int | None) -> dict[str, str]:
         SYSTEM_DATABASE_URL=url_for(connections["system"].settings_dict),
         ADMIN_DATABASE_URL=url_for(connections["admin"].settings_dict),
         LOG_LEVEL="WARNING",
+        TASKS_LOG_LEVEL=task_log_level,
         DEBUG="false",
     )
     if capacity is not None:
@@ -173,6 +176,11 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--workloads", default="noop,task,atask")
     parser.add_argument("--capacity", type=int, help="one capacity for every worker")
+    parser.add_argument(
+        "--task-log-level",
+        default="INFO",
+        help="TASKS_LOG_LEVEL in the workers (INFO, Django's default: two lines a task)",
+    )
     args = parser.parse_args()
     names = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = set(names) - set(WORKLOADS)
@@ -184,9 +192,12 @@ def main() -> None:
 
         settings = connections["admin"].settings_dict
         where = settings.get("HOST") or "localhost"
-        print(f"database {settings['NAME']} on {where}; n={args.n} reps={args.reps}")
+        print(
+            f"database {settings['NAME']} on {where}; n={args.n} reps={args.reps} "
+            f"capacity={args.capacity or 'default'} task log level={args.task_log_level}"
+        )
         ctx = tenant()
-        env = worker_env(args.capacity)
+        env = worker_env(args.capacity, args.task_log_level)
         rates: dict[str, list[float]] = {name: [] for name in names}
         for rep in range(args.reps):
             for name in names:

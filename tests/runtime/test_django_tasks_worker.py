@@ -94,6 +94,22 @@ def test_a_failure_is_retried_then_succeeds_with_the_attempt_in_its_context(
     assert result.started_at < result.last_attempted_at
 
 
+def test_a_retry_waits_the_tasks_own_delay(member: OpContext) -> None:
+    result = tasks.fails_first_then_waits.enqueue()
+
+    def retried() -> bool:
+        item = WorkItem.objects.using("admin").get(pk=result.id)
+        return item.status == "pending" and item.attempts == 1
+
+    _run(_worker(), retried)
+    item = WorkItem.objects.using("admin").get(pk=result.id)
+    # @retries(base_s=30, jitter=0): by the database's clock, in the retry's own statement.
+    assert (item.available_at - item.updated_at).total_seconds() == pytest.approx(30, abs=0.01)
+    assert item.last_error.startswith("TaskRaised: builtins.ConnectionError: try again")
+    read = tasks.fails_first_then_waits.get_result(result.id)  # refresh() keeps the task
+    assert read.status == TaskResultStatus.READY and read.task.run_after == item.available_at
+
+
 def test_a_task_that_keeps_failing_is_a_dead_letter_with_its_errors(member: OpContext) -> None:
     result = tasks.always_fails.enqueue("the card was declined")
     _run(_worker(), _finished(member, result))

@@ -66,6 +66,8 @@ def test_options_read_from_the_environment_come_as_text() -> None:
         ({"RETRY_FACTOR": 0.5}, "factor >= 1"),
         ({"RETRY_JITTER": 1}, "jitter must be in [0, 1)"),
         ({"RETRY_CAP_S": None}, "OPTIONS['RETRY_CAP_S'] must be a number (got None"),
+        ({"RETRY_CAP_S": 100_000}, "a retry delay may be at most 86400 s"),
+        ({"RETRY_FACTOR": 1000}, "factor may be at most 100"),
         ([("MAX_ATTEMPTS", 3)], "OPTIONS must be a dict, not list"),
     ],
 )

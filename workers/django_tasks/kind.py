@@ -16,6 +16,7 @@ PATH_PATTERN = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
 class RetrySpec(Payload):
     """A retry policy carried by the item (``workqueue.api.RetryPolicy``'s fields)."""
 
+    # The bounds policy.py holds the backend's OPTIONS and @retries to.
     base_s: float = pydantic.Field(gt=0, le=86_400)
     factor: float = pydantic.Field(ge=1, le=100)
     cap_s: float = pydantic.Field(gt=0, le=86_400)

@@ -64,12 +64,22 @@ def _number(value: Any, kind: type) -> float | int:
     return number
 
 
+# The longest delay and the steepest growth a policy may name (a longer wait is a schedule,
+# not a retry); the item's payload schema holds the same bounds (kind.RetrySpec).
+MAX_DELAY_S = 86_400.0
+MAX_FACTOR = 100.0
+
+
 def _policy(max_attempts: int, retry: dict[str, float]) -> tuple[TaskPolicy, str | None]:
     """The policy these values make, or the default one and what is wrong."""
     try:
         check_max_attempts(max_attempts, "MAX_ATTEMPTS")
     except ValueError as exc:
         return DEFAULT_POLICY, str(exc)
+    if retry["base_s"] > MAX_DELAY_S or retry["cap_s"] > MAX_DELAY_S:
+        return DEFAULT_POLICY, f"a retry delay may be at most {MAX_DELAY_S:g} s (base_s, cap_s)"
+    if retry["factor"] > MAX_FACTOR:
+        return DEFAULT_POLICY, f"a retry policy's factor may be at most {MAX_FACTOR:g}"
     try:
         return TaskPolicy(max_attempts, RetryPolicy(**retry)), None
     except ValueError as exc:
