@@ -155,8 +155,8 @@ def test_a_return_value_that_is_not_json_fails_the_task_with_a_clear_error(
         ("tests.tasks.no_such_task", "cannot import the task 'tests.tasks.no_such_task'"),
         ("tests.tasks.plain_function", "'tests.tasks.plain_function' is a function, not a task"),
         ("tests.tasks.SEEN", "'tests.tasks.SEEN' is a list, not a task"),
-        ("os.system", "the task path 'os.system' names no project module"),
-        ("subprocess.run", "names no project module ('subprocess')"),
+        ("os.system", "the task path 'os.system' names no task module"),
+        ("subprocess.run", "names no task module ('subprocess')"),
     ],
 )
 def test_a_path_that_names_no_task_is_a_permanent_failure_naming_it(

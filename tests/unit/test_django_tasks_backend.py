@@ -87,6 +87,9 @@ def test_the_system_check_reports_each_problem() -> None:
     assert "TASKS['probe']: OPTIONS has an unknown key 'MAX_ATTEMPT'" in text
     assert "QUEUES: must be 1 to 50 letters, digits or _ . : -" in text
     assert list(_backend().check()) == []
+    odd = WorkQueueBackend("my tasks", {"BACKEND": "x"})
+    [message] = list(odd.check())
+    assert "the TASKS alias must be 1 to 100 letters" in message.msg
 
 
 def test_the_check_names_the_app_that_holds_the_results(settings) -> None:  # type: ignore[no-untyped-def]

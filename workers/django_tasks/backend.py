@@ -12,6 +12,7 @@ policy comes from ``OPTIONS`` or the task's ``@retries`` (``policy.py``).
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,7 +28,7 @@ from django.utils.module_loading import import_string
 
 from tenancy.current import require_context
 from workers.django_tasks import records
-from workers.django_tasks.kind import DJANGO_TASK, RetrySpec
+from workers.django_tasks.kind import ALIAS_PATTERN, DJANGO_TASK, RetrySpec
 from workers.django_tasks.policy import RETRIES_ATTRIBUTE, Retries, parse_options, task_policy
 from workers.django_tasks.results import task_result
 from workers.django_tasks.values import json_arguments
@@ -53,6 +54,8 @@ class WorkQueueBackend(BaseTaskBackend):
         # Parsed here, never checked against the database: tasks are validated as their
         # modules are imported, before any connection may be wanted.
         self.policy, self.problems = parse_options(self.options)
+        if not re.fullmatch(ALIAS_PATTERN, alias):
+            self.problems.append("the TASKS alias must be 1 to 100 letters, digits or _ . -")
         for queue in sorted(self.queues, key=str):
             try:
                 api.check_lane(queue, "QUEUES")
@@ -63,8 +66,10 @@ class WorkQueueBackend(BaseTaskBackend):
 
     def validate_task(self, task: Task) -> None:
         """Django's rules (a module-level function, a priority from -100 to 100, an aware
-        ``run_after``, a queue in ``QUEUES``), then this queue's: the queue is a lane name,
-        the task's ``@retries`` makes a policy, and a worker can import it."""
+        ``run_after``, a queue in ``QUEUES``), then this queue's: the queue is a lane name, a
+        worker can import the function's module, and a retry policy on it came from
+        ``@retries``. (Whether the path leads back to the task is checked at enqueue: while a
+        module is imported, its tasks are not bound to their names yet.)"""
         super().validate_task(task)
         try:
             api.check_lane(task.queue_name, "queue_name")

@@ -11,6 +11,8 @@ from workqueue.api import Kind, Payload, RetryPolicy, register
 # A dotted path of identifiers (module.function): what Task.module_path gives for a
 # module-level function, and nothing a worker could mistake for anything else.
 PATH_PATTERN = r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$"
+# A TASKS alias the payload can carry.
+ALIAS_PATTERN = r"[\w.-]{1,100}"
 
 
 class RetrySpec(Payload):
@@ -42,7 +44,7 @@ class DjangoTaskPayload(Payload):
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
     # The TASKS alias it was enqueued through: the worker reports through that backend.
-    backend: str = pydantic.Field(default="default", max_length=100, pattern=r"^[\w.-]+$")
+    backend: str = pydantic.Field(default="default", pattern=f"^{ALIAS_PATTERN}$")
     # None: the kind's retry policy.
     retry: RetrySpec | None = None
 

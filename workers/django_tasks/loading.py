@@ -1,8 +1,9 @@
 """The task an item names: imported by its path, and only ever a ``@task`` of this queue.
 
-An item's path is data (anyone who may enqueue could write any path), so a worker runs it
-only when it imports to a ``django.tasks.Task`` whose backend is this queue's; a standard
-library module or ``__main__`` is never imported. Whatever is wrong is ``TaskNotRunnable``
+An item's path is data (anyone who may enqueue any kind could write any path), so a worker
+runs it only when it imports to a ``django.tasks.Task`` of a backend of this queue; a
+standard-library module or ``__main__`` is never even imported (any other module named is
+imported, then refused unless it holds that task). Whatever is wrong is ``TaskNotRunnable``
 naming the path: a permanent failure, never a retry loop.
 """
 
@@ -24,7 +25,8 @@ from workers.django_tasks.exceptions import TaskNotRunnable
 def _import(path: str) -> Any:
     top = path.split(".", 1)[0]
     if top == "__main__" or top in sys.stdlib_module_names:
-        raise TaskNotRunnable(f"the task path {path!r} names no project module ({top!r})")
+        # Never imported: no task lives there, and some such modules act on import.
+        raise TaskNotRunnable(f"the task path {path!r} names no task module ({top!r})")
     try:
         return import_string(path)
     except ImportError as exc:

@@ -159,14 +159,13 @@ class Recorder:
         a failed statement fails every waiting task (the worker's failure path takes it)."""
         try:
             written = await api.arun(plan)
-        except Exception as exc:
+            for fence, _, future in batch:
+                if not future.done():  # done: its task was cancelled meanwhile
+                    future.set_result(answer(written, fence.item_id))
+        except Exception as exc:  # no waiting task is ever left hanging
             for _, _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
-            return
-        for fence, _, future in batch:
-            if not future.done():  # done: its task was cancelled meanwhile
-                future.set_result(answer(written, fence.item_id))
 
 
 _RECORDERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Recorder] = (

@@ -20,7 +20,7 @@ from workers.django_tasks.loading import readable_task
 from workers.django_tasks.records import Stored
 from workqueue.api import Status
 
-STATUSES = {
+STATUSES: dict[str, TaskResultStatus] = {
     Status.PENDING: TaskResultStatus.READY,
     Status.CLAIMED: TaskResultStatus.RUNNING,
     Status.DONE: TaskResultStatus.SUCCESSFUL,
@@ -37,11 +37,12 @@ DEAD_LETTERED = f"{DeadLettered.__module__}.{DeadLettered.__qualname__}"
 
 def task_result(item_id: uuid.UUID, stored: Stored, reader_alias: str) -> TaskResult:
     """The ``TaskResult`` of a stored task (read through the backend ``reader_alias``)."""
-    status = STATUSES[Status(stored.status)]
+    # A status this backend does not know (an operator's own, say) is final: FAILED.
+    status = STATUSES.get(stored.status, TaskResultStatus.FAILED)
     payload = stored.payload
     alias = payload.get("backend") or reader_alias
     task = readable_task(
-        payload["path"],
+        str(payload.get("path", "")),
         alias,
         stored.priority,
         stored.lane,
