@@ -41,7 +41,7 @@ def test_runworker_runs_django_tasks_to_their_results(ctx: OpContext) -> None:
     proc = subprocess.Popen(
         [PYTHON, "manage.py", "runworker", "DJANGO_TASK", "--metrics-port", "0"],
         cwd=ROOT,
-        env=subprocess_env(WORKER_POLL_INTERVAL_MS="50", LOG_LEVEL="INFO"),
+        env=subprocess_env(WORKER_POLL_INTERVAL_MS="50", LOG_LEVEL="INFO", TASKS_LOG_LEVEL="INFO"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
