@@ -173,8 +173,10 @@ def drain(kind: str, n: int, env: dict[str, str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=20_000, help="items per drain")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--workloads", default="noop,task,atask")
+    parser.add_argument("--reps", type=int, default=3, help="drains per workload (alternating)")
+    parser.add_argument(
+        "--workloads", default="noop,task,atask", help="comma-separated: noop, task, atask"
+    )
     parser.add_argument("--capacity", type=int, help="one capacity for every worker")
     parser.add_argument(
         "--task-log-level",

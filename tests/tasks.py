@@ -104,6 +104,19 @@ def sleeps(seconds: float) -> None:
     time.sleep(seconds)
 
 
+@task
+def sleeps_then_tells(seconds: float) -> str:
+    """Sleeps, then answers the database's clock as it ends (the record's clock)."""
+    import time
+
+    from django.db import connection
+
+    time.sleep(seconds)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0].isoformat()
+
+
 def plain_function() -> str:
     """Not a task: a path naming it must never run."""
     SEEN.append(("plain_function", "ran"))

@@ -15,19 +15,21 @@ Handlers may be ``async def handle`` (cancelled for real when the worker loses t
 shuts down) or plain ``def handle`` (run in a thread; cancellation sets ``run.cancelled``,
 which a long handler should check). An async handler that runs some of its work in threads
 (the ``django.tasks`` handler, for sync task functions) says so with ``uses_threads = True``
-and hands that work to ``await run.in_thread(fn, ...)``: the worker then sizes its thread pool
-and its connection budget as for a sync handler. Whatever a cancelled handler writes to the
-queue later is refused by the claim token.
+and hands that work to ``await run.in_thread(fn, ...)`` (inside ``async with run.thread_turn()``
+when it should not begin before a thread is free): the worker keeps the capacity of an async
+handler and gives it the threads its connection budget leaves. Whatever a cancelled handler
+writes to the queue later is refused by the claim token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from tenancy.contexts import OpContext
@@ -60,8 +62,10 @@ class Run:
     def __init__(self) -> None:
         self._cancelled = threading.Event()
         self.side_effect = False
-        # Set by the worker for a handler that ``uses_threads``: runs a call in its pool.
+        # Set by the worker for a handler that ``uses_threads``: runs a call in its pool, and
+        # the pool's turns (one per thread).
         self.threads: Callable[..., Awaitable[Any]] | None = None
+        self.turns: asyncio.Semaphore | None = None
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -74,6 +78,17 @@ class Run:
 
     def cancel(self) -> None:
         self._cancelled.set()
+
+    @contextlib.asynccontextmanager
+    async def thread_turn(self) -> AsyncIterator[None]:
+        """Wait for a free handler thread and keep its turn for the block, so work that should
+        not begin before a thread is free (its start is recorded) waits here rather than in
+        the pool's queue. Without a pool there is nothing to wait for."""
+        if self.turns is None:
+            yield
+            return
+        async with self.turns:
+            yield
 
     async def in_thread[T](self, fn: Callable[..., T], /, *args: Any) -> T:
         """Run the sync ``fn(*args)`` in the worker's handler threads, with the caller's

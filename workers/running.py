@@ -135,11 +135,13 @@ class Runner:
         self.outage = outage
         self.handler_pool = handler_pool
         self.on_done = on_done
+        # One turn per handler thread (Run.thread_turn), for handlers that use_threads.
+        self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
 
     def start(self, job: Job) -> None:
         self.lease_keeper.hold(job.fence)
         if self.handler_pool is not None:
-            job.run.threads = self._in_pool
+            job.run.threads, job.run.turns = self._in_pool, self.turns
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:

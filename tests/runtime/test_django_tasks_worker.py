@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -287,3 +288,23 @@ def test_a_task_is_running_while_it_runs(member: OpContext) -> None:
     result.refresh()
     assert result.worker_ids == [worker.worker_id]
     assert result.status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.READY)
+
+
+def test_a_sync_task_waits_for_a_free_thread_before_it_starts(member: OpContext) -> None:
+    """The worker keeps an async handler's capacity and gives DJANGO_TASK the threads its pool
+    leaves (one here): the sync tasks it claims at once start one by one, each noted as started
+    only once the one before has ended, while an async task runs beside them."""
+    from workers.config import CONNECTIONS
+
+    sync = [tasks.sleeps_then_tells.enqueue(0.2) for _ in range(3)]
+    beside = tasks.async_add.enqueue(1, 1)
+    worker = _worker(capacity=4, db_pool_size=CONNECTIONS.own(sweep=True) + 1)
+    assert (worker.settings.capacity, worker.settings.threads) == (4, 1)
+    _run(worker, _finished(member, *sync, beside))
+    for result in sync:
+        result.refresh()
+    runs = sorted((r.started_at, datetime.datetime.fromisoformat(r.return_value)) for r in sync)
+    for (_, ended), (next_started, _) in itertools.pairwise(runs):
+        assert next_started >= ended
+    beside.refresh()
+    assert beside.started_at < runs[-1][0]  # it did not wait for a thread

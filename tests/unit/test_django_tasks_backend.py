@@ -151,3 +151,18 @@ def test_json_values_follow_django_and_name_the_first_problem() -> None:
         json_arguments(({"a\x00": 1},), {})
     with pytest.raises(ValueError, match=r"args\[0\]\['k'\]: must be valid Unicode"):
         json_arguments(({"k": "\ud800"},), {})
+
+
+def test_the_worker_keeps_capacity_and_gives_the_threads_its_pool_leaves() -> None:
+    from workers.config import CONNECTIONS, WorkerSettings
+
+    own = CONNECTIONS.own(sweep=True)
+    tasks_only = WorkerSettings(kinds=("DJANGO_TASK",), db_pool_size=20)
+    assert (tasks_only.capacity, tasks_only.threads) == (100, 20 - own)
+    tasks_only.validate()
+    # beside a sync handler, one thread per slot as before
+    mixed = WorkerSettings(kinds=("DJANGO_TASK", "NOTIFY_SHIPMENT"), db_pool_size=20)
+    assert mixed.capacity == mixed.threads == 20 - own
+    cramped = WorkerSettings(kinds=("DJANGO_TASK",), db_pool_size=own)
+    with pytest.raises(Exception, match=f"need WORKER_DB_POOL_SIZE {own + 1} or more"):
+        cramped.validate()

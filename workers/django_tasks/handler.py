@@ -20,6 +20,7 @@ lands, just after ``task_finished`` (whose ``task_result`` already says SUCCESSF
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import traceback
@@ -97,6 +98,31 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Target:
+    """What an item names: its payload, the task, and the backend its signals come from."""
+
+    payload: DjangoTaskPayload
+    task: Task
+    sender: type
+
+    @classmethod
+    def of(cls, item: api.WorkItem) -> Target:
+        """Read without the database; ``TaskNotRunnable`` when the item names no task here."""
+        try:
+            payload = DjangoTaskPayload.model_validate(item.payload)
+        except pydantic.ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TaskNotRunnable(f"payload.{where}: {first['msg']}") from None
+        task = runnable_task(payload.path, payload.backend, item.priority, item.lane)
+        return cls(payload, task, type(queue_backend(payload.backend)))
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.task.func)
+
+
+@dataclass(frozen=True)
 class Call:
     """One attempt of one task: what it runs and the result its signals carry."""
 
@@ -107,16 +133,10 @@ class Call:
     retry: api.RetryPolicy | None
 
     @classmethod
-    def of(cls, item: api.WorkItem, started: Started) -> Call:
-        try:
-            payload = DjangoTaskPayload.model_validate(item.payload)
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise TaskNotRunnable(f"payload.{where}: {first['msg']}") from None
-        task = runnable_task(payload.path, payload.backend, item.priority, item.lane)
+    def of(cls, item: api.WorkItem, target: Target, started: Started) -> Call:
+        payload = target.payload
         result = TaskResult(
-            task=task,
+            task=target.task,
             id=str(item.id),
             status=TaskResultStatus.RUNNING,
             enqueued_at=item.created_at,
@@ -129,8 +149,8 @@ class Call:
             errors=[TaskError(**error) for error in started.errors],
             worker_ids=started.worker_ids,
         )
-        sender = type(queue_backend(payload.backend))
-        return cls(item, task, sender, result, payload.retry.policy() if payload.retry else None)
+        retry = payload.retry.policy() if payload.retry else None
+        return cls(item, target.task, target.sender, result, retry)
 
     def _arguments(self) -> list[Any]:
         if self.task.takes_context:
@@ -204,28 +224,37 @@ class Call:
 
 @handles(DJANGO_TASK.name)
 class DjangoTaskHandler:
-    # Sync task functions run in the worker's handler threads (Run.in_thread); async ones on
-    # its event loop. Sized as for a sync handler: a thread and a connection per slot.
+    # Sync task functions run in the worker's handler threads (Run.in_thread), async ones on
+    # its event loop: the worker keeps an async handler's capacity and gives it the threads
+    # its connection budget leaves (workers/config.py, threads).
     uses_threads = True
 
     async def handle(self, ctx: OpContext, item: api.WorkItem, run: Run) -> None:
         fence = api.Fence.of(item)
         notes = recorder()
-        started = await notes.start(fence)
-        if started is None:
-            # Another holder has it now (the lease ran out): this claim runs nothing.
-            logger.warning("task_start_refused item=%s", item.id)
-            return
+        target: Target | None = None
         try:
-            call = Call.of(item, started)
+            target = Target.of(item)
         except TaskNotRunnable as exc:
-            trace = "".join(traceback.format_exception(exc))
-            await notes.end(fence, Ended(error=error_json(class_path(type(exc)), trace)))
-            raise
-        if inspect.iscoroutinefunction(call.task.func):
-            outcome = await call.run_async(ctx)
-        else:
-            outcome = await run.in_thread(call.run_sync, ctx)
+            unrunnable = exc
+        sync = target is not None and not target.is_async
+        # A sync task waits for a free thread before its start is noted, not in the pool.
+        async with run.thread_turn() if sync else contextlib.nullcontext():
+            started = await notes.start(fence)
+            if started is None:
+                # Another holder has it now (the lease ran out): this claim runs nothing.
+                logger.warning("task_start_refused item=%s", item.id)
+                return
+            if target is None:
+                trace = "".join(traceback.format_exception(unrunnable))
+                error = error_json(class_path(type(unrunnable)), trace)
+                await notes.end(fence, Ended(error=error))
+                raise unrunnable
+            call = Call.of(item, target, started)
+            if sync:
+                outcome = await run.in_thread(call.run_sync, ctx)
+            else:
+                outcome = await call.run_async(ctx)
         if not await notes.end(fence, outcome.ended):
             logger.warning("task_outcome_refused item=%s", item.id)
         if outcome.failure is not None:
