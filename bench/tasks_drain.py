@@ -15,10 +15,9 @@ workloads alternate within each repetition; min / median / max are printed.
 
 Task items are written with ``enqueue_many`` and the payload ``Task.enqueue()`` writes (the
 contract tests pin its shape), because one-by-one enqueues would make the fill the slow part.
-Each worker runs at its default capacity (NOOP: 100; DJANGO_TASK, which may run sync
-functions: what ``WORKER_DB_POOL_SIZE`` leaves, 11 by default) unless ``--capacity`` sets one
-for all (``WORKER_DB_POOL_SIZE`` is then raised to match; the server must allow that many
-connections: the embedded one allows 100). The workers log at ``LOG_LEVEL=WARNING``, but
+Each worker runs at its default capacity (100 items at once; DJANGO_TASK runs sync functions
+in the threads ``WORKER_DB_POOL_SIZE`` leaves, 11 by default) unless ``--capacity`` sets one
+for all. The workers log at ``LOG_LEVEL=WARNING``, but
 Django's ``django.tasks`` logger at ``--task-log-level`` (INFO, Django's default, writes two
 lines a task; WARNING shows what they cost).
 
@@ -116,7 +115,6 @@ def worker_env(capacity: int | None, task_log_level: str) -> dict[str, str]:
     from django.db import connections
 
     from project.database import url_for
-    from workers.config import CONNECTIONS
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("WORKER_")}
     env.update(
@@ -129,7 +127,6 @@ def worker_env(capacity: int | None, task_log_level: str) -> dict[str, str]:
     )
     if capacity is not None:
         env["WORKER_CAPACITY"] = str(capacity)
-        env["WORKER_DB_POOL_SIZE"] = str(capacity + CONNECTIONS.own(sweep=True))
     return env
 
 
