@@ -135,7 +135,8 @@ class Runner:
         self.outage = outage
         self.handler_pool = handler_pool
         self.on_done = on_done
-        # One turn per handler thread (Run.thread_turn), for handlers that use_threads.
+        # One turn per handler thread (Run.thread_turn), for handlers that use_threads
+        # (_max_workers: the size ThreadPoolExecutor was made with).
         self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
 
     def start(self, job: Job) -> None:
