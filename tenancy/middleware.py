@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
 from project.observability import current_traceparent
+from tenancy import current
 from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
 from tenancy.models import Role
 from tenancy.scope import tenant_scope
@@ -56,7 +57,9 @@ def _op_context(request: HttpRequest, rctx: RequestContext) -> OpContext | None:
 
 class TenancyMiddleware:
     """Sets ``request.rctx`` always and ``request.op`` for a member, then runs the view (and
-    renders its template response) inside ``tenant_scope(op.org_id)``.
+    renders its template response) inside ``tenant_scope(op.org_id)``. ``request.op`` is also
+    the current context (``tenancy.current``) for the view, sync or async, and ends with the
+    request: code handed no context (Django's ``Task.enqueue()``) finds the member's there.
 
     The scope wraps the view itself, as Django's ``ATOMIC_REQUESTS`` does, not the middleware
     chain: by the time a view's exception reaches a middleware, Django has turned it into a 500
@@ -71,7 +74,12 @@ class TenancyMiddleware:
         rctx = _request_context(request)
         request.rctx = rctx  # type: ignore[attr-defined]
         request.op = None  # type: ignore[attr-defined]
-        return self.get_response(request)
+        # process_view names the member's context; it ends here, whatever the view did.
+        token = current.bind(None)
+        try:
+            return self.get_response(request)
+        finally:
+            current.unbind(token)
 
     def process_view(
         self,
@@ -82,6 +90,7 @@ class TenancyMiddleware:
     ) -> HttpResponse | None:
         op = _op_context(request, request.rctx)  # type: ignore[attr-defined]
         request.op = op  # type: ignore[attr-defined]
+        current.bind(op)  # ended by __call__ (an async view runs after this method returns)
         if op is None or inspect.iscoroutinefunction(view_func):
             # No tenant, or an async view (its queries run on other threads, outside any scope
             # this thread could open): the view sees no tenant's rows.

@@ -74,6 +74,44 @@ def tenant_scope(org_id: uuid.UUID | str, using: str = "default") -> Iterator[st
 
 
 @contextmanager
+def deferred_tenant_scope(org_id: uuid.UUID | str, using: str = "default") -> Iterator[str]:
+    """``tenant_scope`` whose transaction and tenant setting start with the block's first
+    statement, not on entry: a block that queries nothing costs no round trip (a task that
+    only calls an HTTP API), one that queries pays what ``tenant_scope`` pays.
+
+    The setting is sent just before the first statement that goes through Django's cursors on
+    the connection (an execute wrapper), which is also what opens any savepoint, so it is named
+    at the transaction's top level and no rolled-back savepoint takes it away. A statement sent
+    around Django's cursors (the raw psycopg connection) meets no tenant: it sees no rows.
+    Inside an open transaction this is ``tenant_scope`` (the setting must be named now).
+    """
+    connection = connections[using]
+    if connection.in_atomic_block or not connection.get_autocommit():
+        with tenant_scope(org_id, using=using) as alias:
+            yield alias
+        return
+    outer = current_tenant(connection)
+    named = False
+
+    def name_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+        nonlocal named
+        if not named:
+            named = True
+            # The raw connection: a Django cursor would come back through this wrapper.
+            connection.connection.execute(SET_TENANT, {"org_id": str(org_id)})
+        return execute(sql, params, many, context)
+
+    # atomic() on a connection in autocommit sends nothing until the first statement, and its
+    # commit sends nothing when no statement ran (psycopg skips COMMIT outside a transaction).
+    with transaction.atomic(using=using), connection.execute_wrapper(name_first):
+        setattr(connection, _SCOPED, str(org_id))
+        try:
+            yield using
+        finally:
+            setattr(connection, _SCOPED, outer)
+
+
+@contextmanager
 def system_scope() -> Iterator[str]:
     """A transaction on the system login (BYPASSRLS); yields the alias to query."""
     with transaction.atomic(using=SYSTEM_ALIAS):

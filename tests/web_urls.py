@@ -27,6 +27,35 @@ def enqueue_then_answer(request: HttpRequest) -> HttpResponse:
     return HttpResponse(str(item.id), status=201)
 
 
+def task_enqueue(request: HttpRequest) -> HttpResponse:
+    """Django's task API in a view: the tenancy middleware names the member's context."""
+    from tests.tasks import add
+
+    result = add.enqueue(1, 2)
+    if request.GET.get("fail"):
+        raise RuntimeError("the view failed after enqueueing a task")
+    return HttpResponse(result.id, status=201)
+
+
+async def task_aenqueue(request: HttpRequest) -> HttpResponse:
+    from tests.tasks import add
+
+    result = await add.aenqueue(3, 4)
+    read = await add.aget_result(result.id)
+    return HttpResponse(read.id, status=201)
+
+
+def task_result(request: HttpRequest, result_id: str) -> HttpResponse:
+    from django.tasks import default_task_backend
+    from django.tasks.exceptions import TaskResultDoesNotExist
+
+    try:
+        result = default_task_backend.get_result(result_id)
+    except TaskResultDoesNotExist:
+        return HttpResponse(status=404)
+    return HttpResponse(result.status)
+
+
 class _Lazy:
     """Reads the tenant only when the template renders it."""
 
@@ -46,5 +75,8 @@ urlpatterns = [
     path("test/enqueue-then-raise/", enqueue_then_raise),
     path("test/enqueue/", enqueue_then_answer),
     path("test/tenant-at-render/", tenant_at_render),
+    path("test/task/", task_enqueue),
+    path("test/atask/", task_aenqueue),
+    path("test/task/<str:result_id>/", task_result),
     path("", include("project.urls")),
 ]

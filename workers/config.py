@@ -15,7 +15,7 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import listen
-from workers.handlers import handled_kinds, handler_for, is_async
+from workers.handlers import handled_kinds, handler_for, is_async, needs_threads
 from workqueue import api
 
 DEFAULT_METRICS_PORT = 9100
@@ -53,6 +53,8 @@ class WorkerSettings:
     lane: str = "default"
     # Items run at once. None: 100 when every handler is async; when any is sync (one thread
     # and one connection each), what the pool leaves after the worker's own connections.
+    # (An async handler that only sometimes uses threads, ``uses_threads``, keeps 100 and gets
+    # the threads the pool leaves: see ``threads``.)
     capacity: int | None = None
     # The most items one claim statement takes.
     claim_batch: int = 100
@@ -114,14 +116,31 @@ class WorkerSettings:
             object.__setattr__(self, "renew_timeout_s", min(5.0, self.lease_s / 3))
         if self.capacity is None:
             own = CONNECTIONS.own()
-            default = self.db_pool_size - own if self.needs_threads else 100
+            default = self.db_pool_size - own if self.runs_sync_handlers else 100
             object.__setattr__(self, "capacity", max(default, 1))
+
+    def _handlers(self) -> list[Any]:
+        return [h for kind in self.kinds if (h := handler_for(kind)) is not None]
+
+    @property
+    def runs_sync_handlers(self) -> bool:
+        """Whether any handled kind has a sync handler (a thread and a connection per item)."""
+        return any(not is_async(h) for h in self._handlers())
 
     @property
     def needs_threads(self) -> bool:
-        """Whether any handled kind runs a sync handler (a thread and a connection per item)."""
-        handlers = [handler_for(kind) for kind in self.kinds]
-        return any(h is not None and not is_async(h) for h in handlers)
+        """Whether any handled kind runs in threads (a sync handler, or ``uses_threads``)."""
+        return any(needs_threads(h) for h in self._handlers())
+
+    @property
+    def threads(self) -> int:
+        """Handler threads: one per slot when a sync handler runs here; else, for async
+        handlers that use threads for some items, what the pool leaves after the worker's own
+        connections (at most the capacity): those items wait for a free thread in their slot."""
+        assert self.capacity is not None
+        if self.runs_sync_handlers:
+            return self.capacity
+        return max(min(self.capacity, self.db_pool_size - CONNECTIONS.own()), 1)
 
     def validate(self) -> None:
         """One clear message for the wrong settings, naming what to change."""
@@ -169,8 +188,13 @@ class WorkerSettings:
             )
         if not problems and self.needs_threads:
             own = CONNECTIONS.own()
-            needed = self.capacity + own
-            if needed > self.db_pool_size:
+            needed = self.threads + own
+            if needed > self.db_pool_size and not self.runs_sync_handlers:
+                problems.append(
+                    f"the worker's own {own} connections and one handler thread need "
+                    f"WORKER_DB_POOL_SIZE {own + 1} or more (it is {self.db_pool_size}): raise it"
+                )
+            elif needed > self.db_pool_size:
                 problems.append(
                     f"capacity {self.capacity} runs sync handlers, one database connection each, "
                     f"plus {own} of the worker's own: {needed} connections, but "

@@ -13,16 +13,24 @@ the effect is safe (reference: seed-stream-kernel.md, rule 4).
 
 Handlers may be ``async def handle`` (cancelled for real when the worker loses the lease or
 shuts down) or plain ``def handle`` (run in a thread; cancellation sets ``run.cancelled``,
-which a long handler should check). Whatever a cancelled handler writes to the queue later is
-refused by the claim token.
+which a long handler should check). An async handler that runs some of its work in threads
+(the ``django.tasks`` handler, for sync task functions) says so with ``uses_threads = True``
+and hands that work to ``await run.in_thread(fn, ...)`` (inside ``async with run.thread_turn()``
+when it should not begin before a thread is free): the worker keeps the capacity of an async
+handler and gives it the threads its connection budget leaves. Whatever a cancelled handler
+writes to the queue later is refused by the claim token.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
+import functools
 import inspect
 import threading
-from collections.abc import Awaitable
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 
 from tenancy.contexts import OpContext
 from workqueue.api import WorkItem
@@ -33,7 +41,15 @@ class HandlerError(Exception):
 
 
 class RetryableError(HandlerError):
-    """This attempt failed; a later one may succeed."""
+    """This attempt failed; a later one may succeed.
+
+    ``delay_s`` (optional) is how long to wait before the next attempt, for a handler that
+    applies its own retry policy; by default the kind's policy decides.
+    """
+
+    def __init__(self, *args: object, delay_s: float | None = None) -> None:
+        super().__init__(*args)
+        self.delay_s = delay_s
 
 
 class PermanentError(HandlerError):
@@ -46,6 +62,10 @@ class Run:
     def __init__(self) -> None:
         self._cancelled = threading.Event()
         self.side_effect = False
+        # Set by the worker for a handler that ``uses_threads``: runs a call in its pool, and
+        # the pool's turns (one per thread).
+        self.threads: Callable[..., Awaitable[Any]] | None = None
+        self.turns: asyncio.Semaphore | None = None
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -58,6 +78,29 @@ class Run:
 
     def cancel(self) -> None:
         self._cancelled.set()
+
+    @contextlib.asynccontextmanager
+    async def thread_turn(self) -> AsyncIterator[None]:
+        """Wait for a free handler thread and keep its turn for the block, so work that should
+        not begin before a thread is free (its start is recorded) waits here rather than in
+        the pool's queue. Without a pool there is nothing to wait for."""
+        if self.turns is None:
+            yield
+            return
+        async with self.turns:
+            yield
+
+    async def in_thread[T](self, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run the sync ``fn(*args)`` in the worker's handler threads, with the caller's
+        context variables. Cancelling the caller sets ``cancelled``; the thread runs on."""
+        if self.threads is None:
+            raise RuntimeError("this handler has no threads: set uses_threads = True on its class")
+        call = functools.partial(contextvars.copy_context().run, fn, *args)
+        try:
+            return await self.threads(call)
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
 
 
 class Handler(Protocol):
@@ -93,3 +136,8 @@ def handled_kinds() -> list[str]:
 
 def is_async(handler: Handler) -> bool:
     return inspect.iscoroutinefunction(handler.handle)
+
+
+def needs_threads(handler: Handler) -> bool:
+    """Whether the handler runs in threads: a sync one, or an async one that ``uses_threads``."""
+    return not is_async(handler) or bool(getattr(handler, "uses_threads", False))

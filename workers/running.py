@@ -135,9 +135,14 @@ class Runner:
         self.outage = outage
         self.handler_pool = handler_pool
         self.on_done = on_done
+        # One turn per handler thread (Run.thread_turn), for handlers that use_threads
+        # (_max_workers: the size ThreadPoolExecutor was made with).
+        self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
 
     def start(self, job: Job) -> None:
         self.lease_keeper.hold(job.fence)
+        if self.handler_pool is not None:
+            job.run.threads, job.run.turns = self._in_pool, self.turns
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:
@@ -180,6 +185,10 @@ class Runner:
             self.lease_keeper.drop(item.id)
             self.on_done(item.id)
 
+    def _in_pool(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
+        """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
+        return asyncio.get_running_loop().run_in_executor(self.handler_pool, _in_thread(call))
+
     async def _handle(self, handler: Handler, job: Job) -> None:
         if is_async(handler):
             await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
@@ -197,8 +206,10 @@ class Runner:
     async def _fail(self, job: Job, exc: Exception) -> None:
         item = job.item
         error, permanent = failure_of(exc, job.run)
+        # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
+        delay_s = getattr(exc, "delay_s", None)
         try:
-            failed = await api.afail(job.ctx, item, error, permanent=permanent)
+            failed = await api.afail(job.ctx, item, error, permanent=permanent, delay_s=delay_s)
         except api.Conflict:
             logger.warning("stale_fail_refused item=%s", item.id)
             return

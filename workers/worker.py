@@ -6,7 +6,8 @@ complete in batches (``completing.py``); the lease keeper (``lease.py``) renews 
 the heartbeat (``liveness.py``) beats in memory for ``/healthz`` (``http.py``) and publishes
 best effort; the sweep (``sweep/``) runs on its timer unless turned off. The claim, the
 completions, the renewals and the failures run on the store's async connections on this loop;
-sync handlers run in a thread pool sized to the capacity; async handlers run on the loop.
+sync handlers run in a thread pool sized to the capacity (or, for async handlers that use
+threads for some items, to what the connection budget leaves); async handlers run on the loop.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
 rest and release each with a note, flush completions, stop the heartbeat, mark the worker
@@ -72,7 +73,7 @@ class Worker:
         # The outbox relay and the sweep passes: one thread, so they never overlap.
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
         self._handler_pool = (
-            ThreadPoolExecutor(settings.capacity, thread_name_prefix="worker-handler")
+            ThreadPoolExecutor(settings.threads, thread_name_prefix="worker-handler")
             if settings.needs_threads
             else None
         )
@@ -150,11 +151,13 @@ class Worker:
                 span=METRICS_PORT_SPAN,
             )
         logger.info(
-            "worker_started worker=%s kinds=%s lane=%s capacity=%d sweep=%s metrics_port=%s",
+            "worker_started worker=%s kinds=%s lane=%s capacity=%d threads=%d sweep=%s "
+            "metrics_port=%s",
             self.worker_id,
             ",".join(self.kinds),
             s.lane,
             s.capacity,
+            s.threads if self._handler_pool else 0,
             "on" if s.sweep else "off",
             self.http.server_port if self.http else "-",
         )

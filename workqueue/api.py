@@ -37,7 +37,13 @@ from workqueue.idempotency import (
     purge_request_keys,
     store_response,
 )
-from workqueue.inputs import check_lane, check_name, find_unstorable, storable_text
+from workqueue.inputs import (
+    check_lane,
+    check_max_attempts,
+    check_name,
+    find_unstorable,
+    storable_text,
+)
 from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_bytes, register
 from workqueue.maintenance import (
     Gauges,
@@ -50,7 +56,7 @@ from workqueue.maintenance import (
     stale_tenants,
 )
 from workqueue.models import DeadLetter, Status, WorkItem
-from workqueue.rules import RetryPolicy
+from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete,
     acomplete_many,
@@ -75,6 +81,7 @@ from workqueue.store import (
     System,
     Tenant,
     aclose_async_store,
+    arun,
     execute,
     run,
     use_async_store,
@@ -137,9 +144,11 @@ __all__ = [
     "arequeue_dead",
     "arequeue_edited",
     "arequeue_stale",
+    "arun",
     "check_delay",
     "check_key",
     "check_lane",
+    "check_max_attempts",
     "check_name",
     "claim",
     "claim_key",
@@ -158,6 +167,7 @@ __all__ = [
     "find_unstorable",
     "fingerprint",
     "get_kind",
+    "is_exhausted",
     "known_kinds",
     "maintenance_contexts",
     "max_payload_bytes",
@@ -172,6 +182,7 @@ __all__ = [
     "requeue_dead",
     "requeue_edited",
     "requeue_stale",
+    "retry_delay",
     "run",
     "stale_tenants",
     "storable_text",

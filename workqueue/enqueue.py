@@ -23,6 +23,7 @@ from workqueue.inputs import (
     KEY_MAX,
     check_id,
     check_lane,
+    check_max_attempts,
     check_priority,
     check_text,
     check_traceparent,
@@ -56,6 +57,8 @@ class NewItem(NamedTuple):
     lane: str | None = None
     priority: int = 0
     available_at: datetime | None = None
+    # None: the kind's. A producer with its own policy (the django.tasks backend) names it.
+    max_attempts: int | None = None
 
 
 class Author(NamedTuple):
@@ -132,6 +135,7 @@ def validated(new: NewItem, where: str = "") -> Row:
         kind = get_kind(new.kind)
         payload = validate_payload(kind, new.payload)
         key = new.idempotency_key
+        attempts = new.max_attempts
         return Row(
             id=new_item_id() if new.id is None else check_id(new.id),
             kind=kind.name,
@@ -140,7 +144,7 @@ def validated(new: NewItem, where: str = "") -> Row:
             idempotency_key=None if key is None else check_text("idempotency_key", key, KEY_MAX),
             priority=check_priority(new.priority),
             available_at=check_when(new.available_at),
-            max_attempts=kind.max_attempts,
+            max_attempts=kind.max_attempts if attempts is None else check_max_attempts(attempts),
         )
     except InvalidPayload as exc:
         if not where:
@@ -238,6 +242,7 @@ def enqueue(
     lane: str | None = None,
     priority: int = 0,
     available_at: datetime | None = None,
+    max_attempts: int | None = None,
 ) -> tuple[WorkItem, Outcome]:
     """Insert one pending item in the context's tenant, by the context's user, and announce it
     on ``work_available`` (delivered when the enqueue commits).
@@ -246,9 +251,11 @@ def enqueue(
     ``atomic()`` (or a view's tenant scope) it joins it, so a rollback takes the item back. An
     id or idempotency key that already exists inserts nothing; that row is returned untouched,
     so a retried enqueue never resets a claim. ``available_at`` defaults to the database's
-    ``now()``.
+    ``now()``; ``max_attempts`` to the kind's.
     """
-    row = validated(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at))
+    row = validated(
+        NewItem(kind, payload, id, idempotency_key, lane, priority, available_at, max_attempts)
+    )
     return run(enqueue_plan(Author.of(ctx), row))
 
 
@@ -262,10 +269,13 @@ async def aenqueue(
     lane: str | None = None,
     priority: int = 0,
     available_at: datetime | None = None,
+    max_attempts: int | None = None,
 ) -> tuple[WorkItem, Outcome]:
     """Async version of ``enqueue``, on the store's own connection: it commits on its own and
     joins no transaction of the caller's (use ``enqueue`` or ``outbox.emit`` for that)."""
-    row = validated(NewItem(kind, payload, id, idempotency_key, lane, priority, available_at))
+    row = validated(
+        NewItem(kind, payload, id, idempotency_key, lane, priority, available_at, max_attempts)
+    )
     return await arun(enqueue_plan(Author.of(ctx), row))
 
 

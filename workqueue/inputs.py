@@ -23,6 +23,7 @@ LANE_MAX = 50  # WorkItem.lane
 KEY_MAX = 200  # WorkItem.idempotency_key
 ERROR_MAX = 10_000  # characters of an error kept on the item
 SMALLINT = (-32768, 32767)
+MAX_ATTEMPTS_MAX = 1000  # the most a kind may declare (kinds.Kind)
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
@@ -74,6 +75,13 @@ def check_priority(value: Any, field: str = "priority") -> int:
     low, high = SMALLINT
     if type(value) is not int or not low <= value <= high:
         raise InvalidPayload(f"{field}: must be an integer from {low} to {high}")
+    return value
+
+
+def check_max_attempts(value: Any, field: str = "max_attempts") -> int:
+    """How many times an item may be claimed: 1 to 1000, as a kind may declare."""
+    if type(value) is not int or not 1 <= value <= MAX_ATTEMPTS_MAX:
+        raise InvalidPayload(f"{field}: must be an integer from 1 to {MAX_ATTEMPTS_MAX}")
     return value
 
 

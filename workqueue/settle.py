@@ -74,6 +74,9 @@ EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams)
 COMPLETE_MANY = Statement("complete_many", Fences)
 EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams)
 
+# The longest retry delay a caller may ask ``fail`` for.
+MAX_RETRY_DELAY_S = 86_400.0
+
 
 def count_refused(transition: str, n: int = 1) -> None:
     """Count writes refused because the writer no longer held the claim token."""
@@ -113,11 +116,16 @@ async def acomplete(ctx: OpContext, item: WorkItem) -> WorkItem:
     return await arun(complete_plan(ctx, item))
 
 
-def fail_plan(ctx: OpContext, item: WorkItem, error: str, permanent: bool) -> Plan:
+def fail_plan(
+    ctx: OpContext, item: WorkItem, error: str, permanent: bool, delay_s: float | None = None
+) -> Plan:
     error = storable_text(error)
     fence = _fence(item)
     if not (permanent or is_exhausted(item.attempts, item.max_attempts)):
-        delay = retry_delay(item.attempts, get_kind(item.kind).retry)
+        if delay_s is None:
+            delay = retry_delay(item.attempts, get_kind(item.kind).retry)
+        else:
+            delay = _check_delay(delay_s)
         rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error))
         return _held("fail", item, rows)
     params = DeadLetterParams(*fence, error, permanent, ctx.user_id, ctx.request_id)
@@ -126,19 +134,41 @@ def fail_plan(ctx: OpContext, item: WorkItem, error: str, permanent: bool) -> Pl
     return failed
 
 
-def fail(ctx: OpContext, item: WorkItem, error: str, *, permanent: bool = False) -> WorkItem:
-    """Requeue after ``retry_delay(attempts)``, or, when attempts are spent or the error is
-    permanent, fail for good: a dead letter, with an audit entry written by the same statement,
-    and a metric. Conditioned on ``item.claim_token``. ``error`` is stored as storable text
-    (NUL and lone surrogates replaced, at most 10,000 characters): what a handler says never
-    stops a settle.
+def _check_delay(delay_s: float) -> float:
+    """A caller's retry delay in seconds: finite, 0 to a day (a longer wait is a schedule)."""
+    delay = float(delay_s)
+    if not 0.0 <= delay <= MAX_RETRY_DELAY_S:  # also refuses NaN
+        raise ValueError(f"delay_s: must be 0 to {MAX_RETRY_DELAY_S:g} seconds (got {delay_s})")
+    return delay
+
+
+def fail(
+    ctx: OpContext,
+    item: WorkItem,
+    error: str,
+    *,
+    permanent: bool = False,
+    delay_s: float | None = None,
+) -> WorkItem:
+    """Requeue after ``retry_delay(attempts)`` (or ``delay_s``, when the caller applies its
+    own retry policy), or, when attempts are spent or the error is permanent, fail for good: a
+    dead letter, with an audit entry written by the same statement, and a metric. Conditioned
+    on ``item.claim_token``. ``error`` is stored as storable text (NUL and lone surrogates
+    replaced, at most 10,000 characters): what a handler says never stops a settle.
     """
-    return run(fail_plan(ctx, item, error, permanent))
+    return run(fail_plan(ctx, item, error, permanent, delay_s))
 
 
-async def afail(ctx: OpContext, item: WorkItem, error: str, *, permanent: bool = False) -> WorkItem:
+async def afail(
+    ctx: OpContext,
+    item: WorkItem,
+    error: str,
+    *,
+    permanent: bool = False,
+    delay_s: float | None = None,
+) -> WorkItem:
     """Async version of ``fail``."""
-    return await arun(fail_plan(ctx, item, error, permanent))
+    return await arun(fail_plan(ctx, item, error, permanent, delay_s))
 
 
 def give_back_plan(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -207,6 +208,18 @@ def test_fail_retries_with_a_growing_delay_then_dead_letters(face, ctx, worker_r
         ctx.user_id,
     )
     assert entry.data["attempts"] == 3
+
+
+def test_fail_waits_the_holders_own_delay_when_it_names_one(face, ctx, worker_rctx) -> None:
+    face.enqueue(ctx, "NOOP", {})
+    [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
+    for bad in (-1, math.nan, math.inf, 86_401):
+        with pytest.raises(ValueError, match="delay_s: must be 0 to 86400 seconds"):
+            face.fail(item_ctx, held, "later", delay_s=bad)
+    assert row(held.id).status == Status.CLAIMED  # refused before any statement
+    retried = face.fail(item_ctx, held, "later", delay_s=600)
+    assert retried.status == Status.PENDING and retried.attempts == 1
+    assert 599.9 < (retried.available_at - retried.updated_at).total_seconds() < 600.1
 
 
 def test_a_permanent_error_dead_letters_at_once(face, ctx, worker_rctx) -> None:

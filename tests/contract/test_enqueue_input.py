@@ -185,3 +185,23 @@ def test_the_stored_json_is_the_validated_json(ctx: OpContext) -> None:
     stored = WorkItem.objects.using("admin").get(pk=item_id)
     assert stored.payload["data"] == json.loads(json.dumps(payload))["data"]
     assert stored.kind == "TEST_FREE_FORM"
+
+
+def test_a_producer_may_name_the_items_max_attempts(ctx: OpContext) -> None:
+    item, _ = enqueue(ctx, "NOOP", {}, max_attempts=9)
+    [(new_id, _)] = enqueue_many(ctx, [NewItem("NOOP", {}, max_attempts=1)])
+    stored = WorkItem.objects.using("admin").in_bulk([item.id, new_id])
+    assert (item.max_attempts, stored[item.id].max_attempts) == (9, 9)
+    assert stored[new_id].max_attempts == 1
+    default, _ = enqueue(ctx, "NOOP", {})
+    assert default.max_attempts == 3  # the kind's
+
+
+@pytest.mark.parametrize("crafted", [0, -1, 1001, 10**12, "3", 2.0, True, [3]])
+def test_a_bad_max_attempts_is_refused_and_nothing_is_stored(ctx: OpContext, crafted) -> None:
+    with statements("default", "system") as sent:
+        with pytest.raises(InvalidPayload, match="max_attempts: must be an integer from 1 to 1000"):
+            enqueue(ctx, "NOOP", {}, max_attempts=crafted)
+        with pytest.raises(InvalidPayload, match=r"items\[0\]\.max_attempts: must be"):
+            enqueue_many(ctx, [NewItem("NOOP", {}, max_attempts=crafted)])
+    assert sent == [] and _stored() == 0

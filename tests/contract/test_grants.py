@@ -86,18 +86,20 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 @pytest.fixture
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item, an outbox row, an audit
-    entry, a queue share, a shipment and a notice, a stored API answer, and a signed-in
-    session for B's user."""
+    entry, a queue share, a shipment and a notice, a stored API answer, a task record, and a
+    signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
+    from workers.django_tasks.models import TaskRecord
     from workers.shipment_notifier.models import Shipment, ShipmentNotice
     from workqueue.models import TenantShare
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
-        api.enqueue(ctx, "NOOP", {})
+        item, _ = api.enqueue(ctx, "NOOP", {})
+        TaskRecord.objects.using("admin").create(item_id=item.id, org_id=ctx.org_id)
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)
         claim = api.claim_key(ctx, "probe-key", api.fingerprint("POST", "/api/work/", {}))
@@ -175,6 +177,8 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
             " SELECT id, 1000, now() FROM tenancy_org"
         ),
         "SELECT * FROM workers_worker",
+        "UPDATE djtasks_taskrecord SET return_value = '1'",
+        "DELETE FROM djtasks_taskrecord",
         "SELECT * FROM django_admin_log",
         "DELETE FROM workqueue_storedresponse",
         "UPDATE workqueue_storedresponse SET fingerprint = 'x'",

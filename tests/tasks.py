@@ -1,0 +1,134 @@
+"""Django tasks the tests enqueue and the workers (in process and ``runworker``) import by path.
+
+Module-level, as Django requires; each does one thing a test looks for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import uuid
+
+from django.tasks import TaskContext, task
+
+from tenancy.current import current_context
+from workers.django_tasks.policy import retries
+from workers.handlers import PermanentError
+from workers.shipment_notifier.models import Shipment
+
+# What the in-process tasks saw, in order: (task, value).
+SEEN: list[tuple[str, object]] = []
+
+
+@task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@task
+async def async_add(a: int, b: int) -> dict[str, object]:
+    await asyncio.sleep(0)
+    # On the worker's loop, in its main thread.
+    return {"sum": a + b, "loop": asyncio.get_running_loop().is_running()}
+
+
+@task
+def note(label: str) -> str:
+    SEEN.append(("note", label))
+    return label
+
+
+@task(takes_context=True)
+@retries(base_s=0.05, jitter=0)
+def flaky(context: TaskContext, fail_times: int) -> dict[str, object]:
+    """Raises on its first ``fail_times`` attempts, then returns what it saw."""
+    if context.attempt <= fail_times:
+        raise ConnectionError(f"attempt {context.attempt} fails")
+    return {"attempt": context.attempt, "result_id": context.task_result.id}
+
+
+@task(takes_context=True)
+@retries(base_s=30, jitter=0)
+def fails_first_then_waits(context: TaskContext) -> int:
+    """Raises on its first attempt: its retry waits its own 30 s, not the kind's policy."""
+    if context.attempt == 1:
+        raise ConnectionError("try again in half a minute")
+    return context.attempt
+
+
+@task
+@retries(max_attempts=2, base_s=0.05, jitter=0)
+def always_fails(message: str) -> None:
+    raise ValueError(message)
+
+
+@task
+def refuses() -> None:
+    raise PermanentError("this input can never succeed")
+
+
+@task
+def returns_a_datetime() -> object:
+    return datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
+
+
+@task(takes_context=True)
+@retries(base_s=0.05, jitter=0)
+def books_then_fails_once(context: TaskContext, reference: str) -> int:
+    """Writes a shipment in its tenant, then raises on the first attempt: the write must be
+    rolled back with it, so the retry writes the only one."""
+    ctx = current_context()
+    assert ctx is not None
+    Shipment.objects.create(org_id=ctx.org_id, reference=reference, recipient_email="r@example.com")
+    if context.attempt == 1:
+        raise RuntimeError("failed after writing")
+    return Shipment.objects.filter(reference=reference).count()
+
+
+@task
+def enqueues_add(a: int, b: int) -> str:
+    """Enqueues another task from inside a task: the item's context is the current one."""
+    return add.enqueue(a, b).id
+
+
+@task
+def tenant_of_the_run() -> str:
+    ctx = current_context()
+    return str(ctx.org_id) if ctx else ""
+
+
+@task
+def sleeps(seconds: float) -> None:
+    import time
+
+    time.sleep(seconds)
+
+
+@task
+def sleeps_then_tells(seconds: float) -> str:
+    """Sleeps, then answers the database's clock as it ends (the record's clock)."""
+    import time
+
+    from django.db import connection
+
+    time.sleep(seconds)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        return cursor.fetchone()[0].isoformat()
+
+
+def plain_function() -> str:
+    """Not a task: a path naming it must never run."""
+    SEEN.append(("plain_function", "ran"))
+    return "ran"
+
+
+def _impl() -> int:
+    return 1
+
+
+# Bound under another name: its module path (tests.tasks._impl) leads to the bare function.
+renamed = task(_impl)
+
+# A random id no item has.
+UNKNOWN_ID = str(uuid.UUID(int=1))
