@@ -24,6 +24,7 @@ from outbox.models import WORK_PREFIX
 from tenancy.contexts import RequestContext
 from tenancy.scope import SYSTEM_ALIAS
 from workqueue import api
+from workqueue.statements import NoParams
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +48,6 @@ class PublishParams(NamedTuple):
 class PurgeRelayedParams(NamedTuple):
     before: datetime
     batch: int
-
-
-class NoParams(NamedTuple):
-    pass
 
 
 def _statement(name: str, params: type[NamedTuple]) -> api.Statement:

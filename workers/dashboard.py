@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from outbox.relay import READ_LAG, Lag, NoParams
+from outbox.relay import READ_LAG, Lag
 from tenancy.admin import admin_alias, is_operator, tenant_staff
 from tenancy.models import Org
 from tenancy.scope import SYSTEM_ALIAS
@@ -45,6 +45,19 @@ class Bar:
 
 
 @dataclass(frozen=True)
+class TenantRow:
+    """One of a lane's ten deepest tenants, with its share of the fair claim."""
+
+    lane: str
+    rank: int
+    org: str
+    items: int
+    oldest_age_s: float
+    weight: float
+    max_in_flight: int | None  # None: no cap
+
+
+@dataclass(frozen=True)
 class WorkerRow:
     worker: Worker
     beat_age_s: float
@@ -65,6 +78,8 @@ class Panel:
     by_kind: dict[str, int] = field(default_factory=dict)
     # (lane, kind, [count per status, in ``statuses`` order])
     depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
+    # The ten deepest tenants of each lane (the operator's page only).
+    top_tenants: list[TenantRow] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -96,9 +111,9 @@ def _lag(org_id: uuid.UUID | None) -> Lag:
     """The outbox's lag: every tenant's (system login), or one tenant's under its row-level
     security (the same statement)."""
     step = (
-        api.System(READ_LAG, NoParams())
+        api.System(READ_LAG, api.NoParams())
         if org_id is None
-        else api.Tenant(org_id, READ_LAG, NoParams())
+        else api.Tenant(org_id, READ_LAG, api.NoParams())
     )
     oldest, pending = api.execute(step).rows[0]
     return Lag(float(oldest), int(pending))
@@ -117,6 +132,36 @@ def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
     return rows
 
 
+def _top_tenants() -> list[TenantRow]:
+    """Each lane's ten deepest tenants, by name, with their weight and cap: who the fair claim
+    is sharing out between. Across tenants: the operator's page only, system login."""
+    from django.conf import settings
+
+    rows = api.read_top_tenants()
+    org_ids = {row.org_id for row in rows}
+    names = dict(Org.objects.using(SYSTEM_ALIAS).filter(pk__in=org_ids).values_list("id", "name"))
+    shares = {
+        s.org_id: s for s in api.TenantShare.objects.using(SYSTEM_ALIAS).filter(org_id__in=org_ids)
+    }
+    default_cap = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+    found = []
+    for row in rows:
+        share = shares.get(row.org_id)
+        cap = share.max_in_flight if share and share.max_in_flight is not None else default_cap
+        found.append(
+            TenantRow(
+                row.lane,
+                row.rank,
+                names.get(row.org_id, str(row.org_id)),
+                row.items,
+                row.oldest_age_s,
+                share.weight if share else 1.0,
+                cap,
+            )
+        )
+    return sorted(found, key=lambda r: (r.lane, r.rank))
+
+
 def read_panel(org_id: uuid.UUID | None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = api.read_gauges_of(org_id)
@@ -128,6 +173,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         throughput=api.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
+        top_tenants=_top_tenants() if org_id is None else [],
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

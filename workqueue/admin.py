@@ -24,21 +24,25 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.db import transaction
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import Model, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import AuditEntry
-from tenancy.admin import TenantAdmin, admin_alias, is_operator, tenant_staff
+from tenancy.admin import OperatorWrites, TenantAdmin, admin_alias, is_operator, tenant_staff
 from tenancy.contexts import OpContext
 from tenancy.models import Org
+from tenancy.scope import SYSTEM_ALIAS
 from tenancy.services import operator_context
 from workqueue import api
-from workqueue.models import DeadLetter, Status, WorkItem
+from workqueue.claim import forget_caps
+from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
 
 # The longest delay the "requeue later" page offers, in minutes (30 days).
 MAX_DELAY_MINUTES = 43_200
@@ -519,3 +523,43 @@ class DeadLetterAdmin(WorkItemAdmin):
     @admin.display(description="failed")
     def failed(self, item: WorkItem) -> str:
         return format_html('<span title="{}">{} ago</span>', item.updated_at, age(item.updated_at))
+
+
+class TenantShareForm(forms.ModelForm):
+    class Meta:
+        model = TenantShare
+        fields = ("org", "weight", "max_in_flight")
+        help_texts = {
+            "weight": "The tenant's share of each lane's work while others wait too: a tenant "
+            "of weight 2 gets twice the items of one of weight 1 (0.01 to 1000).",
+            "max_in_flight": "The most of its items a lane runs at once, across every worker; "
+            "empty: the default (WORKQUEUE_MAX_IN_FLIGHT), or no cap when that is unset.",
+        }
+
+
+@admin.register(TenantShare)
+class TenantShareAdmin(OperatorWrites, TenantAdmin):
+    """A tenant's share of the fair claim: set by the operator, read by the tenant's staff.
+    Workers read a new cap within ``workqueue.claim.CAPS_CACHE_S`` seconds."""
+
+    form = TenantShareForm
+    list_display = ("org", "weight", "cap", "updated_at")
+    ordering = ("-weight",)
+    readonly_fields = ("updated_at",)
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "org":
+            kwargs["queryset"] = Org.objects.using(SYSTEM_ALIAS).order_by("name")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.display(description="cap in flight")
+    def cap(self, share: TenantShare) -> str:
+        if share.max_in_flight is not None:
+            return str(share.max_in_flight)
+        default = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+        return f"default ({default})" if default is not None else "none"
+
+    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+        obj.updated_at = timezone.now()
+        super().save_model(request, obj, form, change)
+        forget_caps()  # this process reads caps afresh; others within CAPS_CACHE_S

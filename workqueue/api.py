@@ -48,14 +48,16 @@ from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_by
 from workqueue.maintenance import (
     Gauges,
     Requeued,
+    TenantDepth,
     arequeue_stale,
     maintenance_contexts,
     purge_items,
     read_gauges,
+    read_top_tenants,
     requeue_stale,
     stale_tenants,
 )
-from workqueue.models import DeadLetter, Status, WorkItem
+from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete,
@@ -73,7 +75,7 @@ from workqueue.settle import (
     fail,
     release,
 )
-from workqueue.statements import Statement
+from workqueue.statements import NoParams, Statement
 from workqueue.store import (
     AsyncStore,
     Plan,
@@ -113,6 +115,7 @@ __all__ = [
     "KeyReused",
     "Kind",
     "NewItem",
+    "NoParams",
     "NotFound",
     "Outcome",
     "Payload",
@@ -126,6 +129,8 @@ __all__ = [
     "Stored",
     "System",
     "Tenant",
+    "TenantDepth",
+    "TenantShare",
     "Triaged",
     "WorkItem",
     "WorkQueueError",
@@ -177,6 +182,7 @@ __all__ = [
     "read_gauges_of",
     "read_holders",
     "read_throughput",
+    "read_top_tenants",
     "register",
     "release",
     "requeue_dead",

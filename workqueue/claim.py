@@ -21,7 +21,7 @@ from workqueue.kinds import known_kinds
 from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
 from workqueue.models import Status, WorkItem
-from workqueue.statements import Locking, Statement, locking
+from workqueue.statements import Locking, NoParams, Statement, locking
 from workqueue.store import Plan, Rows, System, arun, run
 
 logger = logging.getLogger(__name__)
@@ -53,10 +53,6 @@ class ClaimOldestFirstParams(NamedTuple):
     lease_s: float
     limit: int
     synchronous_commit: str
-
-
-class NoParams(NamedTuple):
-    pass
 
 
 class FailOrphanedParams(NamedTuple):

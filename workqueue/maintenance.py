@@ -15,7 +15,7 @@ from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import service_contexts
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
-from workqueue.statements import Locking, Statement, locking
+from workqueue.statements import Locking, NoParams, Statement, locking
 from workqueue.store import Plan, Rows, System, Tenant, arun, run
 
 logger = logging.getLogger(__name__)
@@ -38,10 +38,6 @@ class PurgeItemsParams(NamedTuple):
     statuses: list[str]
     before: datetime
     batch: int
-
-
-class NoParams(NamedTuple):
-    pass
 
 
 # Sentinels the locking querysets are compiled with; each becomes a named parameter.
@@ -203,6 +199,34 @@ def read_gauges(rctx: RequestContext) -> Gauges:
     tenants on the system login.
     """
     return run(read_gauges_plan())
+
+
+@dataclass(frozen=True)
+class TenantDepth:
+    """One of a lane's ten deepest tenants: its pending items and its oldest due item's age."""
+
+    lane: str
+    org_id: uuid.UUID
+    items: int
+    oldest_age_s: float
+    rank: int
+
+
+def read_top_tenants() -> list[TenantDepth]:
+    """Each lane's ten deepest tenants (at most ten per lane, never one row per tenant).
+
+    Takes no tenant: it compares tenants for the operator, so it reads across them on the
+    system login.
+    """
+    rows = run(_rows(System(READ_TOP_TENANTS, NoParams())))
+    return [
+        TenantDepth(lane, org_id, items, oldest or 0.0, rank)
+        for lane, org_id, items, oldest, rank in rows.rows
+    ]
+
+
+def _rows(step: System) -> Plan:
+    return (yield step)
 
 
 def maintenance_contexts(rctx: RequestContext) -> list[OpContext]:

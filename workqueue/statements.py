@@ -31,6 +31,10 @@ def load_sql(name: str, directory: Path = SQL_DIR) -> str:
     return (directory / f"{name}.sql").read_text().strip().rstrip(";")
 
 
+class NoParams(NamedTuple):
+    """The parameters of a statement that takes none."""
+
+
 @dataclass(frozen=True)
 class Locking:
     """A queryset's SQL with its parameters named: the constants it was built with, and

@@ -95,6 +95,32 @@ def test_purges_leave_newer_rows_and_keep_dead_letters_longer(ctx, worker_rctx) 
     assert list(OutboxRow.objects.using("admin").values_list("id", flat=True)) == [kept]
 
 
+def test_stored_api_answers_past_their_retention_are_purged(ctx) -> None:
+    from workers.sweep import purge_request_keys
+
+    old = api.claim_key(ctx, "old", api.fingerprint("POST", "/api/work/", {}))
+    api.store_response(ctx, old, 201, {})
+    new = api.claim_key(ctx, "new", api.fingerprint("POST", "/api/work/", {}))
+    api.store_response(ctx, new, 201, {})
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "UPDATE workqueue_storedresponse SET created_at = now() - interval '2 days'"
+            " WHERE key = 'old'"
+        )
+    assert purge_request_keys.run_once(None, SETTINGS) == 1  # type: ignore[arg-type]
+    from workqueue.models import StoredResponse
+
+    assert list(StoredResponse.objects.using("admin").values_list("key", flat=True)) == ["new"]
+
+
+def test_discarded_items_go_with_the_dead_letters(ctx, worker_rctx) -> None:
+    [item] = _claimed(ctx, worker_rctx, 1)
+    WorkItem.objects.using("admin").filter(pk=item.id).update(status=Status.DISCARDED)
+    back_date(item.id, updated_at=8000)
+    settings = SweepSettings(batch=10, item_retention_s=3600, dead_letter_retention_s=7200)
+    assert purge_items.run_once(worker_rctx, settings) == (0, 1)
+
+
 def test_expired_sessions_are_purged_in_bounded_batches() -> None:
     for _ in range(5):
         SessionStore().create()
@@ -165,6 +191,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "purge_outbox",
         "purge_items",
         "purge_sessions",
+        "purge_request_keys",
         "read_gauges",
     ]
     with connections["admin"].cursor() as cursor:

@@ -117,3 +117,42 @@ def test_the_worker_list_reads_only_the_system_login(operator: Person, site) -> 
     assert [h.claimed_by for h in api.read_holders(org_id=a.org_id)] == ["w-live"]
     assert sum(n for _, n in api.read_throughput(15, org_id=a.org_id)) == 0
     assert sum(n for _, n in api.read_throughput(15)) == 2
+
+
+def test_the_operator_sees_each_lanes_deepest_tenants_with_their_share(operator: Person, member):  # type: ignore[no-untyped-def]
+    from workqueue.models import TenantShare
+
+    deep, shallow = member(), member()
+    TenantShare.objects.using("admin").create(org_id=deep.org_id, weight=3, max_in_flight=7)
+    api.enqueue_many(deep.ctx, [api.NewItem("NOOP", {}) for _ in range(5)])
+    api.enqueue(shallow.ctx, "NOOP", {})
+    page = operator.client.get("/admin/gauges/").content.decode()
+    table = page[page.index('id="top-tenants"') :]
+    first, second = table.index('<td class="num">1</td>'), table.index('<td class="num">2</td>')
+    assert first < second
+    assert ">5</td>" in table and ">3</td>" in table and ">7</td>" in table
+
+
+def test_the_operator_sets_a_share_and_the_tenants_staff_read_it(operator: Person, member):  # type: ignore[no-untyped-def]
+    from workqueue.models import TenantShare
+
+    staff = member()
+    answer = operator.client.post(
+        "/admin/workqueue/tenantshare/add/",
+        {"org": str(staff.org_id), "weight": "2", "max_in_flight": "4"},
+    )
+    assert answer.status_code == 302, answer.content.decode()[:2000]
+    share = TenantShare.objects.using("admin").get(org_id=staff.org_id)
+    assert (share.weight, share.max_in_flight) == (2.0, 4)
+    seen = staff.client.get("/admin/workqueue/tenantshare/").content.decode()
+    assert ">4</td>" in seen
+    # Staff read their share; only the operator writes one.
+    assert staff.client.post(
+        f"/admin/workqueue/tenantshare/{staff.org_id}/change/", {"weight": "1000"}
+    ).status_code in (302, 403)
+    assert TenantShare.objects.using("admin").get(org_id=staff.org_id).weight == 2.0
+    other = member()
+    assert staff.client.get(f"/admin/workqueue/tenantshare/{other.org_id}/change/").status_code in (
+        302,
+        404,
+    )

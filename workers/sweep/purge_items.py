@@ -1,5 +1,6 @@
-"""Sweep step: delete done items older than ``ITEM_RETENTION_S`` and dead letters older than
-``DEAD_LETTER_RETENTION_S`` (kept longer, so triage has time)."""
+"""Sweep step: delete done items older than ``ITEM_RETENTION_S``, and dead letters and items an
+operator discarded older than ``DEAD_LETTER_RETENTION_S`` (kept longer, so triage has time and
+the audit trail's subject still exists while someone may look)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Purged:
     failed = api.purge_items(
         rctx,
         db_now_minus(settings.dead_letter_retention_s),
-        statuses=(api.Status.FAILED,),
+        statuses=(api.Status.FAILED, api.Status.DISCARDED),
         **bounds,
     )
     return Purged(done, failed)

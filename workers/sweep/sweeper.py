@@ -15,6 +15,7 @@ from tenancy.scope import SYSTEM_ALIAS
 from workers.sweep import (
     purge_items,
     purge_outbox,
+    purge_request_keys,
     purge_sessions,
     read_gauges,
     relay_outbox,
@@ -37,6 +38,7 @@ STEPS: list[tuple[str, Step]] = [
     ("purge_outbox", purge_outbox.run_once),
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),
+    ("purge_request_keys", purge_request_keys.run_once),
     ("read_gauges", read_gauges.run_once),
 ]
 

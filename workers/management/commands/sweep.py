@@ -33,9 +33,11 @@ class Command(BaseCommand):
     help = (
         "Run the queue's maintenance: requeue stale items (dead-lettering those whose attempts "
         "are spent), relay the outbox (also at once on each outbox_pending notice), purge "
-        "relayed outbox rows, done items and dead letters past their retention, and expired "
-        "sessions, and read the gauges. One sweeper acts at a time across hosts (an advisory "
-        "lock). Settings: SWEEP_INTERVAL_S (5), SWEEP_TIMEOUT_S (120), SWEEP_BATCH (1000), "
+        "relayed outbox rows, done items and dead letters (and discarded items) past their "
+        "retention, expired sessions and the API's stored Idempotency-Key answers "
+        "(IDEMPOTENCY_KEY_RETENTION_S, 1 day), and read the gauges. One sweeper acts at a "
+        "time across hosts (an advisory lock). Settings: SWEEP_INTERVAL_S (5), "
+        "SWEEP_TIMEOUT_S (120), SWEEP_BATCH (1000), "
         "SWEEP_MAX_BATCHES (20), ITEM_RETENTION_S (7 days), DEAD_LETTER_RETENTION_S (30 days), "
         "OUTBOX_RETENTION_S (1 day). Steps: " + ", ".join(name for name, _ in STEPS) + "."
     )
