@@ -24,7 +24,7 @@ from tenancy.contexts import OpContext, RequestContext
 from workqueue.exceptions import InvalidPayload, WorkQueueError
 from workqueue.models import new_item_id
 from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, System, Tenant, run
+from workqueue.store import Plan, Rows, System, Tenant, execute, run
 
 logger = logging.getLogger(__name__)
 
@@ -128,13 +128,9 @@ def claim_key(ctx: OpContext, key: str, print_: str) -> uuid.UUID | Stored:
 def store_response(ctx: OpContext, claim_id: uuid.UUID, status_code: int, body: Any) -> None:
     """Keep the answer given under a claimed key, in the caller's transaction."""
     params = StoreResponseParams(claim_id, int(status_code), json.dumps(body))
-    rows = run(_one(Tenant(ctx.org_id, STORE_RESPONSE, params)))
+    rows = execute(Tenant(ctx.org_id, STORE_RESPONSE, params))
     if not rows.rows:
         raise KeyInFlight("the Idempotency-Key claim was lost before its answer was stored")
-
-
-def _one(step: Tenant | System) -> Plan:
-    return (yield step)
 
 
 def purge_request_keys(
@@ -149,7 +145,7 @@ def purge_request_keys(
     """
     total = 0
     for _ in range(max_batches):
-        rows = run(_one(System(PURGE_REQUEST_KEYS, PurgeKeysParams(before, int(batch)))))
+        rows = execute(System(PURGE_REQUEST_KEYS, PurgeKeysParams(before, int(batch))))
         deleted = rows.rows[0][0]
         total += deleted
         if deleted < batch:

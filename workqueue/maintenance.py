@@ -16,7 +16,7 @@ from tenancy.services import service_contexts
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
 from workqueue.statements import Locking, NoParams, Statement, locking
-from workqueue.store import Plan, Rows, System, Tenant, arun, run
+from workqueue.store import Plan, Rows, System, Tenant, arun, execute, run
 
 logger = logging.getLogger(__name__)
 
@@ -218,15 +218,11 @@ def read_top_tenants() -> list[TenantDepth]:
     Takes no tenant: it compares tenants for the operator, so it reads across them on the
     system login.
     """
-    rows = run(_rows(System(READ_TOP_TENANTS, NoParams())))
+    rows = execute(System(READ_TOP_TENANTS, NoParams()))
     return [
         TenantDepth(lane, org_id, items, oldest or 0.0, rank)
         for lane, org_id, items, oldest, rank in rows.rows
     ]
-
-
-def _rows(step: System) -> Plan:
-    return (yield step)
 
 
 def maintenance_contexts(rctx: RequestContext) -> list[OpContext]:
