@@ -130,7 +130,6 @@ def _fallback_locking() -> Locking:
             "(CASE WHEN %(capped)s::boolean THEN 0"
             " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
         ),
-        prefix="f",
     )
 
 

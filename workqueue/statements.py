@@ -37,11 +37,24 @@ class NoParams(NamedTuple):
 
 @dataclass(frozen=True)
 class Locking:
-    """A queryset's SQL with its parameters named: the constants it was built with, and
-    ``slots`` (sentinel value -> parameter field) for the values each run supplies."""
+    """A queryset's SQL with its parameters named (``slots``: sentinel value -> parameter
+    field, for the values each run supplies) and the constants it was built with written in as
+    literals."""
 
     sql: str
-    constants: dict[str, Any]
+
+
+def _literal(value: Any) -> str:
+    """A constant of a compiled queryset as an SQL literal. Written in rather than bound: a
+    prepared statement's generic plan must see ``status = 'pending'`` to use the partial
+    indexes on pending rows (with a parameter there it scans the table)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, str) and "\x00" not in value:
+        return "'" + str(value).replace("'", "''") + "'"
+    raise TypeError(f"cannot write {value!r} into a statement as a literal")
 
 
 def locking(
@@ -50,27 +63,27 @@ def locking(
     limit_slot: str,
     expressions: dict[Any, str] | None = None,
     limit_sql: str | None = None,
-    prefix: str = "c",
 ) -> Locking:
     """Compile ``queryset`` (a ``select_for_update(...)`` slice of ``values("id")``) into SQL
     whose parameters are named: each sentinel in ``slots`` becomes ``%(<field>)s``, each in
     ``expressions`` the SQL given for it (an earlier part of the statement), any other
-    parameter a constant, and the slice's limit ``%(<limit_slot>)s`` (or ``limit_sql``)."""
+    parameter a literal (``_literal``), and the slice's limit ``%(<limit_slot>)s`` (or
+    ``limit_sql``)."""
     # Django compiles a locking queryset only inside a transaction; nothing runs in this one.
     with transaction.atomic(using=SYSTEM_ALIAS):
         text, params = queryset.query.get_compiler(using=SYSTEM_ALIAS).as_sql()
     pieces = text.split("%s")
     if len(pieces) != len(params) + 1:
         raise ValueError(f"cannot name the parameters of {text!r}")
-    out, constants = [pieces[0]], {}
-    for i, (value, rest) in enumerate(zip(params, pieces[1:], strict=True)):
+    out = [pieces[0]]
+    for value, rest in zip(params, pieces[1:], strict=True):
         if isinstance(value, Hashable) and value in (expressions or {}):
             out.append(f"{expressions[value]}{rest}")  # type: ignore[index]
             continue
         key = slots.get(value) if isinstance(value, Hashable) else None
         if key is None:
-            key = f"{prefix}{i}"
-            constants[key] = value
+            out.append(f"{_literal(value)}{rest}")
+            continue
         out.append(f"%({key})s{rest}")
     text = "".join(out)
     limit = queryset.query.high_mark
@@ -78,7 +91,7 @@ def locking(
     text, found = re.subn(rf"\bLIMIT {limit}\b", f"LIMIT {limit_text}", text)
     if found != 1:
         raise ValueError(f"cannot find the limit in {text!r}")
-    return Locking(text, constants)
+    return Locking(text)
 
 
 @dataclass(frozen=True)
@@ -110,7 +123,7 @@ class Statement:
             text = text.replace("{" + name + "}", part.sql)
         for part in self.includes:
             text = text.replace("{" + part.name + "}", part.sql)
-        wanted = set(_PLACEHOLDER.findall(text)) - set(self.constants)
+        wanted = set(_PLACEHOLDER.findall(text))
         given = set(self.params._fields)
         if wanted != given:
             raise TypeError(
@@ -119,17 +132,8 @@ class Statement:
             )
         return text
 
-    @cached_property
-    def constants(self) -> dict[str, Any]:
-        found: dict[str, Any] = {}
-        for part in self.lockings.values():
-            found.update(part.constants)
-        return found
-
     def bind(self, params: NamedTuple) -> dict[str, Any]:
-        """The mapping the driver binds: the run's parameters and the compiled constants."""
+        """The mapping the driver binds: the run's parameters."""
         if type(params) is not self.params:
             raise TypeError(f"statement {self.name} takes {self.params.__name__}")
-        values = params._asdict()
-        values.update(self.constants)
-        return values
+        return params._asdict()

@@ -15,8 +15,8 @@ UPDATE workqueue_workitem AS w
        attempts = w.attempts + 1,
        updated_at = now(),
        updated_by = '00000000-0000-0000-0000-000000000000'
-  FROM picked, commit_mode
- WHERE w.id = picked.id
+  FROM commit_mode
+ WHERE w.id = ANY((SELECT array_agg(id) FROM picked)::uuid[])
 RETURNING w.*
 )
 SELECT c.*,
