@@ -89,9 +89,11 @@ def test_importing_the_settings_starts_nothing(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'project.settings'; "
-            "django.setup(); from django.conf import settings; "
-            "print(settings.DATABASES['default']['HOST'])",
+            (
+                "import django, os; os.environ['DJANGO_SETTINGS_MODULE'] = 'project.settings'; "
+                "django.setup(); from django.conf import settings; "
+                "print(settings.DATABASES['default']['HOST'])"
+            ),
         ],
         cwd=ROOT,
         env={**_without_database(), "EMBEDDED_PGDATA": str(pgdata)},
