@@ -31,15 +31,19 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import _common as common  # noqa: E402
 
 KIND = "BENCH_NOOP"
-CONFIGS = ["default", "batched", "inprocess"]
+CONFIGS = ["default", "batched", "inprocess", "async_claim"]
 # default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
     "default": {},
     "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
     "inprocess": {},
+    "async_claim": {},
 }
-RUNWORKER_CONFIGS = ("default", "batched")
+# Settings outside WORKER_*: async_claim is the shipped defaults with the claim committed
+# asynchronously (the trade bench/claim_commit.py measures against the durable default).
+ENV = {"async_claim": {"WORKQUEUE_CLAIM_DURABLE": "false"}}
+RUNWORKER_CONFIGS = ("default", "batched", "async_claim")
 
 
 def _as(dsn: str, user: str) -> str:
@@ -170,6 +174,7 @@ def runworker_env(config: str, **extra: str) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     env.update({f"WORKER_{k.upper()}": str(v) for k, v in SETTINGS[config].items()})
+    env.update(ENV.get(config, {}))
     env.update(extra)
     return env
 
@@ -299,12 +304,16 @@ def main() -> None:
         "ours",
         ["drain", "wake", "enqueue", "depth", "bloat"],
         configs=CONFIGS,
-        config_workloads={"batched": ["drain"], "inprocess": ["drain", "wake"]},
+        config_workloads={
+            "batched": ["drain"],
+            "inprocess": ["drain", "wake"],
+            "async_claim": ["drain"],
+        },
         notes={"raw": "raw system only"},
     )
     setup_django(args.dsn)
     ctx = prepare(args.dsn)
-    extra = {"config": args.config, **SETTINGS[args.config]}
+    extra = {"config": args.config, **SETTINGS[args.config], **ENV.get(args.config, {})}
     from workqueue import api
 
     if args.workload == "drain":
