@@ -7,7 +7,9 @@ row-level security, grants and statements as production.
 Configs: ``default`` runs ``manage.py runworker BENCH_NOOP`` subprocesses with the shipped
 defaults (what users start: sweep, relayer, heartbeat and metrics endpoint included);
 ``batched`` the same with a larger capacity and claim batch; ``inprocess`` the worker class in
-the adapter's own process (``--once``), as the first benchmarks measured it. For a drain, the
+the adapter's own process (``--once``), as the first benchmarks measured it; ``async_claim``
+the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_DURABLE=false``),
+which ``bench/claim_commit.py`` sets beside ``default``. For a drain, the
 workers start with the items held back (``available_at`` an hour ahead), and the clock starts
 when one statement makes them due, so process start-up stays out of the timing.
 """
