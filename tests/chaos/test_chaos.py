@@ -109,6 +109,7 @@ class Proc:
     popen: subprocess.Popen[bytes]
     log: Path
     port: int | None = None
+    scraped: int | None = None
 
     @property
     def app_name(self) -> str:
@@ -125,7 +126,7 @@ class Proc:
 
     def refused(self) -> int | None:
         """The worker's ``workqueue_stale_writes_refused_total`` (all transitions), or None
-        when its endpoint does not answer."""
+        when its endpoint does not answer; the last answer is kept in ``scraped``."""
         port = self.metrics_port()
         if port is None:
             return None
@@ -134,13 +135,30 @@ class Proc:
                 page = r.read().decode()
         except OSError:
             return None
-        return int(
+        self.scraped = int(
             sum(
                 float(line.rsplit(" ", 1)[1])
                 for line in page.splitlines()
                 if line.startswith("workqueue_stale_writes_refused_total{")
             )
         )
+        return self.scraped
+
+    def refusals_logged(self) -> int:
+        """Stale writes this worker logged as refused (its counter died with it if killed)."""
+        out = self.output()
+        return sum(out.count(marker) for marker in _REFUSED_MARKERS)
+
+
+# What a worker logs for a write its claim token no longer covered (workers/*.py).
+_REFUSED_MARKERS = (
+    "stale_complete_refused",
+    "stale_fail_refused",
+    "stale_release_refused",
+    "reason=conflict",
+)
+# What runworker says, in one line, when it starts while the database does not answer.
+_START_REFUSED = ("cannot reach the database", "embedded PostgreSQL in")
 
 
 @dataclass
@@ -151,6 +169,7 @@ class Fleet:
     started: int = 0
     kills: int = 0
     poison_deaths: int = 0
+    refused_starts: int = 0
     unexpected: list[str] = field(default_factory=list)
     finished: list[Proc] = field(default_factory=list)
 
@@ -182,6 +201,10 @@ class Fleet:
             self.finished.append(proc)
             if code == POISON_EXIT:
                 self.poison_deaths += 1
+            elif code == 1 and any(m in proc.output() for m in _START_REFUSED):
+                # Started while the server restarts: refused in one line, as a supervisor
+                # would see it, and started again (as it would be).
+                self.refused_starts += 1
             elif code != -signal.SIGKILL:
                 self.unexpected.append(f"worker {proc.n} exited {code}:\n{proc.output()[-3000:]}")
             self.start()
@@ -197,14 +220,17 @@ class Fleet:
         self.reap()
 
     def holding(self) -> dict[int, int]:
-        """Claimed items per live worker pid (worker ids read host:pid:suffix)."""
+        """Claimed items per live worker pid (worker ids read host:pid:suffix); an item that
+        sleeps past the lease counts for 100, so a worker holding one is frozen first (its
+        handler wakes up stale and its compare-and-set is refused)."""
         counts: Counter[int] = Counter()
-        for (claimed_by,) in query(
-            "SELECT claimed_by FROM workqueue_workitem WHERE status = 'claimed'"
+        for claimed_by, slow in query(
+            "SELECT claimed_by, coalesce((payload->>'sleep_s')::float8 > 0, false)"
+            " FROM workqueue_workitem WHERE status = 'claimed'"
         ):
             parts = (claimed_by or "").split(":")
             if len(parts) >= 3 and parts[-2].isdigit():
-                counts[int(parts[-2])] += 1
+                counts[int(parts[-2])] += 100 if slow else 1
         return {pid: n for pid, n in counts.items() if pid in self.procs}
 
     def stop_all(self) -> dict[int, int | None]:
@@ -501,23 +527,16 @@ def _check(
         "SELECT count(*) FROM outbox_outboxrow o JOIN workqueue_workitem w ON w.id = o.id"
         " WHERE w.status = 'done'"
     )[0][0]
-    logs = "".join(proc.output() for proc in fleet.finished)
-    queue_refused = sum(
-        logs.count(marker)
-        for marker in (
-            "stale_complete_refused",
-            "stale_fail_refused",
-            "stale_release_refused",
-            "reason=conflict",
-        )
-    )
+    # A worker's counter where it was read (survivors, the frozen one), else its log lines.
+    queue_refused = sum(max(p.scraped or 0, p.refusals_logged()) for p in fleet.finished)
     dead = sum(1 for p in poison if p[1] == "failed")
     lost = not_done + without_effect + len(findings.attempts_lost) + len(reused)
     summary.state(
         "chaos",
         f"chaos: {effect_items + len(poison)} items ({effect_items} done, {len(poison)} poison),"
         f" {fleet.kills} kills (+{fleet.poison_deaths} poison deaths, {fleet.started} workers"
-        f" started), {findings.terminated} connections cut, 1 freeze,"
+        f" started, {fleet.refused_starts} refused to start while the server restarted),"
+        f" {findings.terminated} connections cut, 1 freeze,"
         f" {findings.restarts} restarts{findings.restart_note}"
         f" ({findings.claimed_at_crash} claims held across it), refused stale writes"
         f" {queue_refused + refused_cas} (queue fence {queue_refused}, record CAS {refused_cas};"
