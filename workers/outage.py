@@ -58,8 +58,17 @@ class Outage:
             logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
         return True
 
-    def ok(self) -> None:
-        """Record that the database answered; logs the end of an outage once."""
+    def now(self) -> float:
+        """This account's clock: read it before a call, hand it to ``ok`` after."""
+        return self._clock()
+
+    def ok(self, started: float | None = None) -> None:
+        """Record that the database answered a call made at ``started`` (default: now); logs
+        the end of an outage once. An answer to a call made before the outage began does not
+        end it: the parts fail a moment apart, and one that was mid-call when another failed
+        would otherwise log the outage over and over."""
+        if started is not None and self.since is not None and started < self.since:
+            return
         if self.since is not None:
             logger.warning(
                 "database_back after_s=%.1f failures=%d", self._clock() - self.since, self.failures

@@ -274,15 +274,17 @@ def _logins_down(down: bool) -> None:
     """Simulate a database outage for the worker's logins: refuse their new connections and
     end their sessions (the owner's connection, which the test uses, is untouched)."""
     login = "NOLOGIN" if down else "LOGIN"
+    users = [connections[alias].settings_dict["USER"] for alias in ("default", "system")]
     with connections["admin"].cursor() as cursor:
-        for alias in ("default", "system"):
-            user = connections[alias].settings_dict["USER"]
+        for user in users:
             cursor.execute(f'ALTER ROLE "{user}" {login}')
-            if down:
-                cursor.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                    [user],
-                )
+        if down:
+            # Both logins at once: one still up while the other went down would let a part
+            # succeed in between and end the outage early (a flaky second outage line).
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY(%s)",
+                [users],
+            )
 
 
 def test_a_database_outage_is_logged_as_two_lines_not_one_per_poll(ctx, caplog) -> None:
