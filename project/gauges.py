@@ -5,8 +5,9 @@ own endpoint) exports them from the default registry. One statement on the syste
 the items by lane, kind and status, the outbox lag and the live workers (each part named in its
 own app and embedded here); the result is kept for ``GAUGES_CACHE_S``, and concurrent scrapes
 share one read, so a scrape storm never becomes a query storm. Labels never carry a tenant: one
-series per tenant would grow without bound; only the ten deepest tenants of each lane are named
-(``workqueue_tenant_depth``), a bounded set.
+series per tenant would grow without bound, and ``/metrics`` carries no tenant's data. The ten
+deepest tenants of each lane appear by rank only (``workqueue_tenant_depth``); the admin's gauges
+page names them.
 """
 
 from __future__ import annotations
@@ -149,19 +150,20 @@ class QueueCollector(Collector):
         for row in g.items:
             items.add_metric([row["lane"], row["kind"], row["status"]], row["items"])
         yield items
-        # The ten deepest tenants per lane: at most ten series per lane, never one per tenant.
+        # The ten deepest tenants per lane, by rank: at most ten series per lane, never one per
+        # tenant, and no tenant named (which tenant is which is the admin's gauges page).
         depth = GaugeMetricFamily(
             "workqueue_tenant_depth",
-            "Pending items of the ten deepest tenants of each lane.",
-            labels=["lane", "rank", "org"],
+            "Pending items of the ten deepest tenants of each lane, by rank (1: deepest).",
+            labels=["lane", "rank"],
         )
         age = GaugeMetricFamily(
             "workqueue_tenant_oldest_age_seconds",
-            "Age of the oldest due item of the ten deepest tenants of each lane.",
-            labels=["lane", "rank", "org"],
+            "Age of the oldest due item of the ten deepest tenants of each lane, by rank.",
+            labels=["lane", "rank"],
         )
         for row in g.top_tenants:
-            labels = [row["lane"], str(row["rank"]), str(row["org_id"])]
+            labels = [row["lane"], str(row["rank"])]
             depth.add_metric(labels, row["items"])
             age.add_metric(labels, row["oldest_age_s"] or 0.0)
         yield depth

@@ -93,3 +93,14 @@ def make_ctx() -> Callable[..., OpContext]:
 @pytest.fixture
 def ctx(committed: None, make_ctx: Callable[..., OpContext]) -> OpContext:
     return make_ctx()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    """The proof suites' summary lines (tests/summary.py), one per suite that ran."""
+    from tests import summary
+
+    found = summary.lines()
+    if found:
+        terminalreporter.section("proof suites")
+        for line in found:
+            terminalreporter.write_line(line)

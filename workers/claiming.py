@@ -56,6 +56,7 @@ class ClaimLoop:
                 continue
             # Cleared before the claim: a notice that lands during the claim wakes the next one.
             self.wake.clear()
+            started = self.outage.now()
             try:
                 claimed = await api.aclaim(
                     new_request_context(AppType.WORKER),
@@ -71,7 +72,7 @@ class ClaimLoop:
                 await self._wait(self.wake, backoff_s, stop)
                 backoff_s = min(backoff_s * 2, s.outage_backoff_max_s)
                 continue
-            self.outage.ok()
+            self.outage.ok(started)
             backoff_s = poll_s
             for ctx, item in claimed:
                 self.start(ctx, item)

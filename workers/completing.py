@@ -44,6 +44,7 @@ class Completer:
         """Complete everything queued; a failed batch is retried until it lands or ``stop``."""
         while self.pending:
             batch, self.pending = self.pending, []
+            started = self.outage.now()
             try:
                 done = await api.acomplete_many([fence for fence, _ in batch])
             except Exception as exc:
@@ -54,7 +55,7 @@ class Completer:
                     return
                 await asyncio.sleep(self.retry_s)
                 continue
-            self.outage.ok()
+            self.outage.ok(started)
             completed: Counter[str] = Counter()
             for fence, kind in batch:
                 if fence.item_id in done:

@@ -79,6 +79,7 @@ class LeaseKeeper:
         if not self._leases:
             return True
         snapshot = list(self._leases.values())
+        started = self._outage.now()
         try:
             renewed = await asyncio.wait_for(
                 self._renew([lease.fence for lease in snapshot], self.lease_s), self.timeout_s
@@ -98,7 +99,7 @@ class LeaseKeeper:
                     self.drop(item_id)
                     self._on_lost(item_id, SELF_FENCED)
             return False
-        self._outage.ok()
+        self._outage.ok(started)
         now = self._clock()
         for lease in snapshot:
             item_id = lease.fence.item_id

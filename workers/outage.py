@@ -64,10 +64,18 @@ class Outage:
             logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
         return True
 
-    def ok(self) -> None:
-        """Record that the database answered; logs the end of an outage once, when no part
-        has failed for ``settle_s``."""
+    def now(self) -> float:
+        """This account's clock: read it before a call, hand it to ``ok`` after."""
+        return self._clock()
+
+    def ok(self, started: float | None = None) -> None:
+        """Record that the database answered a call made at ``started`` (default: now); logs
+        the end of an outage once, when no part has failed for ``settle_s``. An answer to a call
+        made before the outage began does not count: the parts fail a moment apart, and one
+        that was mid-call when another failed would otherwise end the outage at once."""
         if self.since is None or self.last_failure is None:
+            return
+        if started is not None and started < self.since:
             return
         now = self._clock()
         if now - self.last_failure >= self.settle_s:

@@ -24,7 +24,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import connections
+from django.db import close_old_connections, connections
 
 from tenancy.contexts import OpContext
 from workers.claiming import ClaimLoop
@@ -254,6 +254,7 @@ class Worker:
         if self._publishing is not None and not self._publishing.done():
             return
         loop = asyncio.get_running_loop()
+        started = self.outage.now()
         self._publishing = loop.run_in_executor(self._liveness_thread, self.liveness.publish)
         try:
             published = await asyncio.wait_for(
@@ -263,7 +264,7 @@ class Worker:
             self.outage.failed("heartbeat", exc)
             return
         if published:
-            self.outage.ok()
+            self.outage.ok(started)
             return
         error = self.liveness.last_error
         if error is not None and not self.outage.failed("heartbeat", error):
@@ -315,9 +316,13 @@ class Worker:
 
 def _closing_broken(fn: Any) -> Any:
     """Run ``fn`` on a worker thread; a connection it broke is dropped, so the next call on
-    that thread reconnects instead of failing too."""
+    that thread reconnects instead of failing too. Before it, as Django does before each
+    request, a connection is checked (CONN_HEALTH_CHECKS): one the server ended while this
+    thread was idle (an outage, a restart) is replaced, instead of failing the first call after
+    the database is back and reporting a second outage."""
 
     def call() -> Any:
+        close_old_connections()
         try:
             return fn()
         except Exception:

@@ -129,9 +129,11 @@ READ_ITEMS = Statement("read_items", ReadItemsParams)
 
 def validated(new: NewItem, where: str = "") -> Row:
     """The validated columns of one item, or ``InvalidPayload`` saying which field and why."""
+    if not isinstance(new, NewItem):
+        # The item itself is what is wrong: ``items[3]: must be ...``, not a field of it.
+        where = where.rstrip(".") or "item"
+        raise InvalidPayload(f"{where}: must be a NewItem, got {type(new).__name__}")
     try:
-        if not isinstance(new, NewItem):
-            raise InvalidPayload(f"must be a NewItem, got {type(new).__name__}")
         kind = get_kind(new.kind)
         payload = validate_payload(kind, new.payload)
         key = new.idempotency_key

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from workqueue.exceptions import InvalidPayload
@@ -86,11 +86,17 @@ def check_max_attempts(value: Any, field: str = "max_attempts") -> int:
 
 
 def check_when(value: Any, field: str = "available_at") -> datetime | None:
+    """A moment, as UTC: an offset of seconds (``+00:00:00.000001``) written into the batch's
+    JSON is text PostgreSQL refuses, and a moment whose UTC date leaves years 1-9999 is one
+    Python cannot read back."""
     if value is None:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None:
         raise InvalidPayload(f"{field}: must be a datetime with a time zone")
-    return value
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidPayload(f"{field}: must fall in the years 1 to 9999 (UTC)") from None
 
 
 def check_traceparent(value: str | None) -> str | None:

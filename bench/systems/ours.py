@@ -7,7 +7,9 @@ row-level security, grants and statements as production.
 Configs: ``default`` runs ``manage.py runworker BENCH_NOOP`` subprocesses with the shipped
 defaults (what users start: sweep, relayer, heartbeat and metrics endpoint included);
 ``batched`` the same with a larger capacity and claim batch; ``inprocess`` the worker class in
-the adapter's own process (``--once``), as the first benchmarks measured it. For a drain, the
+the adapter's own process (``--once``), as the first benchmarks measured it; ``async_claim``
+the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_DURABLE=false``),
+which ``bench/claim_commit.py`` sets beside ``default``. For a drain, the
 workers start with the items held back (``available_at`` an hour ahead), and the clock starts
 when one statement makes them due, so process start-up stays out of the timing.
 """
@@ -31,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import _common as common  # noqa: E402
 
 KIND = "BENCH_NOOP"
-CONFIGS = ["default", "batched", "inprocess", "fairness_off"]
+CONFIGS = ["default", "batched", "inprocess", "fairness_off", "async_claim"]
 # default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
@@ -39,10 +41,16 @@ SETTINGS = {
     "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
     "inprocess": {},
     "fairness_off": {},
+    "async_claim": {},
 }
-RUNWORKER_CONFIGS = ("default", "batched", "fairness_off")
-# Settings a config sets besides the worker's own.
-CONFIG_ENV = {"fairness_off": {"WORKQUEUE_FAIR_CLAIM": "false"}}
+RUNWORKER_CONFIGS = ("default", "batched", "fairness_off", "async_claim")
+# Settings a config sets outside WORKER_*: fairness_off claims oldest first across tenants;
+# async_claim commits the claim asynchronously (the trade bench/claim_commit.py measures
+# against the durable default).
+CONFIG_ENV = {
+    "fairness_off": {"WORKQUEUE_FAIR_CLAIM": "false"},
+    "async_claim": {"WORKQUEUE_CLAIM_DURABLE": "false"},
+}
 
 
 def _as(dsn: str, user: str) -> str:
@@ -308,12 +316,13 @@ def main() -> None:
             "batched": ["drain"],
             "inprocess": ["drain", "wake"],
             "fairness_off": ["fairness"],
+            "async_claim": ["drain"],
         },
         notes={"raw": "raw system only"},
     )
     setup_django(args.dsn)
     ctx = prepare(args.dsn)
-    extra = {"config": args.config, **SETTINGS[args.config]}
+    extra = {"config": args.config, **SETTINGS[args.config], **CONFIG_ENV.get(args.config, {})}
     from workqueue import api
 
     if args.workload == "drain":

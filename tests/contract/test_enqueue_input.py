@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -71,6 +72,35 @@ def test_a_crafted_id_alone_is_invalid_payload_not_a_driver_error(ctx, crafted) 
         # the caller's transaction is still usable
         _, outcome = enqueue(ctx, "NOOP", {"n": 3})
     assert outcome == Outcome.INSERTED and _stored() == 1
+
+
+@pytest.mark.parametrize(
+    ("when", "says"),
+    [
+        # Found by tests/fuzz: an offset with seconds made the batch's JSON a timestamp
+        # PostgreSQL refuses (a DataError that broke the caller's transaction).
+        (datetime(2000, 1, 1, tzinfo=timezone(timedelta(microseconds=1))), None),
+        (datetime(2000, 1, 1, tzinfo=timezone(timedelta(seconds=-59))), None),
+        # ... and a moment before year 1 in UTC was stored, then could not be read back.
+        (datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))), "available_at: must fall in"),
+        (datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5))), "available_at: must"),
+    ],
+)
+def test_any_time_zone_is_stored_as_the_same_moment_in_both_shapes(
+    ctx: OpContext, when: datetime, says: str | None
+) -> None:
+    with transaction.atomic():
+        if says is not None:
+            with pytest.raises(InvalidPayload, match=says):
+                enqueue(ctx, "NOOP", {}, available_at=when)
+            with pytest.raises(InvalidPayload, match=rf"items\[0\]\.{says}"):
+                enqueue_many(ctx, [NewItem("NOOP", {}, available_at=when)])
+            enqueue(ctx, "NOOP", {})  # still usable
+            return
+        one, _ = enqueue(ctx, "NOOP", {}, available_at=when)
+        [(many, _)] = enqueue_many(ctx, [NewItem("NOOP", {}, available_at=when)])
+    for item_id in (one.id, many):
+        assert WorkItem.objects.using("admin").get(pk=item_id).available_at == when
 
 
 def test_a_uuid_given_as_text_is_accepted(ctx: OpContext) -> None:

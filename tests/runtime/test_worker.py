@@ -274,18 +274,18 @@ def _logins_down(down: bool) -> None:
     """Simulate a database outage for the worker's logins: refuse their new connections and
     end their sessions (the owner's connection, which the test uses, is untouched)."""
     login = "NOLOGIN" if down else "LOGIN"
+    users = [connections[alias].settings_dict["USER"] for alias in ("default", "system")]
     with connections["admin"].cursor() as cursor:
-        for alias in ("default", "system"):
-            user = connections[alias].settings_dict["USER"]
+        for user in users:
             cursor.execute(f'ALTER ROLE "{user}" {login}')
-            if down:
-                # With a timeout, each call returns once the session has ended: no part of
-                # the worker can still be answered by one after this (PostgreSQL 14+).
-                cursor.execute(
-                    "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
-                    " WHERE usename = %s",
-                    [user],
-                )
+        if down:
+            # Both logins at once, each call returning once the sessions have ended
+            # (PostgreSQL 14+): no part of the worker can still be answered by one after this.
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+                " WHERE usename = ANY(%s)",
+                [users],
+            )
 
 
 def _logins_gone() -> None:

@@ -57,3 +57,27 @@ def test_other_errors_are_not_an_outage(caplog) -> None:
         assert outage.failed("claim", ValueError("a bug")) is False
         assert outage.failed("claim", psycopg.errors.SyntaxError("bad sql")) is False
     assert caplog.records == [] and not outage.active
+
+
+def test_an_answer_to_a_call_made_before_the_outage_does_not_end_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by the chaos runs: the parts fail a moment apart, so a claim sent just before the
+    listener failed can answer just after; it must not log the outage as over (and then
+    over again when the claim's own connection fails)."""
+    clock = Clock()
+    outage = Outage(clock)
+    with caplog.at_level(logging.WARNING, logger="workers.outage"):
+        started = outage.now()
+        clock.now += 0.01
+        assert outage.failed("listen", psycopg.OperationalError("server closed the connection"))
+        clock.now += 0.01
+        outage.ok(started)  # the claim sent before the failure answered
+        assert outage.active
+        clock.now += 1
+        outage.ok(outage.now())  # a call made during the outage answered: it is over
+        assert not outage.active
+    assert [r.getMessage().split(" ", 1)[0] for r in caplog.records] == [
+        "database_unreachable",
+        "database_back",
+    ]

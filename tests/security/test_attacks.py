@@ -1,0 +1,667 @@
+"""Attacks, one table (issue 13): each row is something tenant A's side tries against tenant B
+or against the queue's fences, and each must be refused. After every row, every row of B's is
+read as the owner and must be exactly as it was.
+
+Surfaces: ``sql`` (raw SQL as the everyday login, scoped to A, as a forgotten filter or an
+injected fragment would run), ``token`` (claim-token fences), ``enqueue`` and ``outbox`` (the
+entry points that take a caller's ids, keys and payloads), ``http`` (the web process: the
+tenancy middleware's header and session, the admin's login, CSRF, ``/metrics``), ``worker``
+(a real ``runworker``'s ``/metrics`` and ``/healthz``). The HTTP surfaces of issues 11 and 12
+(the JSON API, admin triage, the demo page, the ``django.tasks`` backend) join as rows here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.db.utils import DatabaseError
+from django.test import Client, override_settings
+
+from outbox.emit import emit
+from outbox.relay import relay_pending
+from tenancy.contexts import AppType, new_request_context
+from tenancy.scope import tenant_scope
+from tests import summary
+from tests.helpers import row
+from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from tests.security import world as worlds
+from tests.security.kinds import NOTE
+from tests.security.world import SECRET, World
+from workqueue import api
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+SUITE = "attacks"
+summary.FORMATS[SUITE] = lambda c: (
+    f"attacks: {c['cases']} cases, {c['refused']} refused, {c['cases'] - c['refused']} allowed"
+    " ("
+    + ", ".join(
+        f"{k.split(':', 1)[1]} {n}" for k, n in sorted(c.items()) if k.startswith("surface:")
+    )
+    + ")"
+)
+
+
+# -- the endpoint of a real worker, started once for the rows that need it ----------------------
+
+
+class Endpoint:
+    """One ``runworker SEC_NOTE`` process on a free port, started on first use."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.port: int | None = None
+
+    def url(self, path: str) -> str:
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                [PYTHON, "manage.py", "runworker", NOTE.name, "--metrics-port", "0"],
+                cwd=ROOT,
+                env=subprocess_env(
+                    WORKER_HANDLER_MODULES="tests.security.kinds",
+                    WORKER_METRICS_HOST="127.0.0.1",
+                    WORKER_POLL_INTERVAL_MS="100",
+                ),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert self.proc.stdout is not None
+            for line in self.proc.stdout:
+                if found := re.search(r"worker_started .* metrics_port=(\d+)", line):
+                    self.port = int(found.group(1))
+                    break
+            else:
+                raise AssertionError(f"runworker exited ({self.proc.wait()}) before it started")
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def get(self, path: str, method: str = "GET") -> tuple[int, str]:
+        request = urllib.request.Request(self.url(path), method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.communicate()
+
+
+@dataclass
+class Scene:
+    world: World
+    endpoint: Endpoint
+
+
+@dataclass(frozen=True)
+class Attack:
+    surface: str
+    name: str
+    run: Callable[[Scene], None]  # raises AssertionError when the attack got through
+    # B's own doing before the attack (not checked as the attack's): e.g. B's work is run.
+    prepare: Callable[[Scene], None] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.surface}: {self.name}"
+
+
+ATTACKS: list[Attack] = []
+
+
+def attack(
+    surface: str, name: str, prepare: Callable[[Scene], None] | None = None
+) -> Callable[[Callable[[Scene], None]], Callable[[Scene], None]]:
+    def add(fn: Callable[[Scene], None]) -> Callable[[Scene], None]:
+        ATTACKS.append(Attack(surface, name, fn, prepare))
+        return fn
+
+    return add
+
+
+# -- raw SQL as the everyday login, scoped to A -------------------------------------------------
+
+
+def as_a(world: World, sql: str) -> Any:
+    """``sql`` as the everyday login in A's scope: rows, a row count, or the database's error
+    (the scope rolls back, as a request's would)."""
+    try:
+        with tenant_scope(world.a.org_id), connections["default"].cursor() as cursor:
+            cursor.execute(sql, world.params())
+            return cursor.fetchall() if cursor.description else cursor.rowcount
+    except DatabaseError as exc:
+        return exc
+
+
+def sql_attack(name: str, sql: str, *, sees_nothing: bool = False) -> None:
+    """A row whose SQL must fail, or (``sees_nothing``) may run but find none of B's rows."""
+
+    def run(scene: Scene) -> None:
+        result = as_a(scene.world, sql)
+        if isinstance(result, DatabaseError):
+            return
+        assert sees_nothing, f"allowed: {sql!r} -> {result!r}"
+        assert result in (0, [], [(0,)]), f"B's rows reached: {sql!r} -> {result!r}"
+
+    ATTACKS.append(Attack("sql", name, run))
+
+
+B = "org_id = %(b_org)s"
+for table in ("workqueue_workitem", "outbox_outboxrow", "audit_auditentry", "tenancy_membership"):
+    sql_attack(f"read B's {table}", f"SELECT count(*) FROM {table} WHERE {B}", sees_nothing=True)
+    sql_attack(
+        f"read {table} with an injected OR",
+        f"SELECT count(*) FROM {table} WHERE {B} OR true AND {B}",
+        sees_nothing=True,
+    )
+sql_attack(
+    "read B's org", "SELECT count(*) FROM tenancy_org WHERE id = %(b_org)s", sees_nothing=True
+)
+sql_attack(
+    "update B's items",
+    f"UPDATE workqueue_workitem SET status = 'done' WHERE {B}",
+    sees_nothing=True,
+)
+sql_attack(
+    "steal B's held item's claim",
+    "UPDATE workqueue_workitem SET claim_token = gen_random_uuid() WHERE id = %(b_held)s",
+    sees_nothing=True,
+)
+sql_attack("delete B's items", f"DELETE FROM workqueue_workitem WHERE {B}")
+sql_attack("move own item into B", "UPDATE workqueue_workitem SET org_id = %(b_org)s")
+sql_attack(
+    "re-author own item as B's user", "UPDATE workqueue_workitem SET created_by = %(b_user)s"
+)
+sql_attack(
+    "insert an item into B",
+    "INSERT INTO workqueue_workitem (id, org_id, kind, lane, status, payload, priority,"
+    " available_at, attempts, max_attempts, last_error, created_by, updated_by, created_at,"
+    " updated_at) VALUES (gen_random_uuid(), %(b_org)s, 'NOOP', 'default', 'pending', '{}',"
+    " 0, now(), 0, 5, '', %(b_user)s, %(b_user)s, now(), now())",
+)
+sql_attack("delete B's outbox rows", f"DELETE FROM outbox_outboxrow WHERE {B}")
+sql_attack("mark outbox rows relayed", "UPDATE outbox_outboxrow SET status = 'relayed'")
+sql_attack(
+    "write an outbox row into B",
+    "INSERT INTO outbox_outboxrow (id, org_id, kind, payload, actor_id, status, last_error,"
+    " created_at) VALUES (gen_random_uuid(), %(b_org)s, 'work.NOOP', '{}', %(a_user)s,"
+    " 'pending', '', now())",
+)
+sql_attack(
+    "forge an audit entry in B",
+    "INSERT INTO audit_auditentry (id, org_id, actor_id, action, subject_type, subject_id,"
+    " data, created_at) VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'forged', 'x', 'x',"
+    " '{}', now())",
+)
+sql_attack("rewrite audit entries", "UPDATE audit_auditentry SET action = 'forged'")
+sql_attack("erase audit entries", "DELETE FROM audit_auditentry")
+sql_attack("rename B's org", "UPDATE tenancy_org SET name = 'pwned' WHERE id = %(b_org)s")
+sql_attack(
+    "join B as owner",
+    "INSERT INTO tenancy_membership (id, org_id, user_id, role, created_at)"
+    " VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'owner', now())",
+)
+sql_attack("promote own membership", "UPDATE tenancy_membership SET role = 'owner'")
+sql_attack("read password hashes", "SELECT username, password FROM tenancy_user")
+sql_attack("make B's user a superuser", "UPDATE tenancy_user SET is_superuser = true")
+sql_attack("read B's session", "SELECT session_data FROM django_session")
+sql_attack("sign B out", "DELETE FROM django_session WHERE session_key = %(b_session)s")
+sql_attack(
+    "disable row-level security", "ALTER TABLE workqueue_workitem DISABLE ROW LEVEL SECURITY"
+)
+sql_attack("unforce row-level security", "ALTER TABLE outbox_outboxrow NO FORCE ROW LEVEL SECURITY")
+sql_attack("drop the tenant policy", "DROP POLICY tenant_isolation ON workqueue_workitem")
+sql_attack(
+    "add a permissive policy",
+    "CREATE POLICY open ON workqueue_workitem USING (true) WITH CHECK (true)",
+)
+sql_attack(
+    "turn row security off for the session",
+    "SET LOCAL row_security = off; SELECT count(*) FROM workqueue_workitem",
+)
+sql_attack("become the system login", "SET ROLE workqueue_system")
+sql_attack("become the owner", "SET SESSION AUTHORIZATION postgres")
+sql_attack("grant itself BYPASSRLS", "ALTER ROLE CURRENT_USER BYPASSRLS")
+sql_attack("create a role", "CREATE ROLE sneaky LOGIN BYPASSRLS")
+
+
+@attack("sql", "grant the queue to everyone")
+def _grant_public(scene: Scene) -> None:
+    # A grant by a role without the grant option is a warning, not an error: check its effect.
+    as_a(scene.world, "GRANT ALL ON workqueue_workitem, audit_auditentry TO PUBLIC")
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'PUBLIC'"
+            " AND table_name IN ('workqueue_workitem', 'audit_auditentry')"
+        )
+        assert cursor.fetchone()[0] == 0
+
+
+sql_attack("lock the queue for everyone", "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE")
+sql_attack("block every claim", "LOCK TABLE workqueue_workitem IN SHARE ROW EXCLUSIVE MODE")
+sql_attack("empty the queue", "TRUNCATE workqueue_workitem")
+sql_attack(
+    "plant a security-definer function",
+    "CREATE FUNCTION sneaky() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",
+)
+sql_attack("read a server file", "SELECT pg_read_file('/etc/passwd')")
+sql_attack("run a server program", "COPY (SELECT 1) TO PROGRAM 'true'")
+
+
+# -- claim tokens -------------------------------------------------------------------------------
+
+
+def _forged(item: api.WorkItem, token: uuid.UUID | None = None) -> api.WorkItem:
+    forged = copy.copy(item)
+    forged.claim_token = token or uuid.uuid4()
+    return forged
+
+
+def _refused(call: Callable[[], Any]) -> None:
+    try:
+        result = call()
+    except api.Conflict:
+        return
+    raise AssertionError(f"allowed: {result!r}")
+
+
+def _unchanged_held(world: World) -> None:
+    stored = row(world.a.held.id)
+    assert (stored.status, stored.claim_token, stored.attempts) == (
+        "claimed",
+        world.a.held.claim_token,
+        world.a.held.attempts,
+    )
+
+
+def _token_attack(name: str, call: Callable[[World], Any]) -> None:
+    def run(scene: Scene) -> None:
+        _refused(lambda: call(scene.world))
+        _unchanged_held(scene.world)
+
+    ATTACKS.append(Attack("token", name, run))
+
+
+_token_attack(
+    "complete with a guessed token", lambda w: api.complete(w.a.held_ctx, _forged(w.a.held))
+)
+_token_attack(
+    "complete with another item's token",
+    lambda w: api.complete(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token)),
+)
+_token_attack(
+    "renew with a guessed token", lambda w: api.extend_lease(w.a.held_ctx, _forged(w.a.held), 3600)
+)
+_token_attack(
+    "renew with another item's token",
+    lambda w: api.extend_lease(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token), 3600),
+)
+_token_attack("fail with a guessed token", lambda w: api.fail(w.a.held_ctx, _forged(w.a.held), "x"))
+_token_attack(
+    "release with a guessed token", lambda w: api.release(w.a.held_ctx, _forged(w.a.held), "x")
+)
+_token_attack(
+    "defer with a guessed token", lambda w: api.defer(w.a.held_ctx, _forged(w.a.held), 3600)
+)
+_token_attack(
+    "complete B's item with its real token through A's context",
+    lambda w: api.complete(w.a.held_ctx, w.b.held),
+)
+_token_attack(
+    "renew B's item with its real token through A's context",
+    lambda w: api.extend_lease(w.a.held_ctx, w.b.held, 3600),
+)
+_token_attack(
+    "complete with the async face and a guessed token",
+    lambda w: asyncio.run(_async_complete(w.a.held_ctx, _forged(w.a.held))),
+)
+_token_attack(
+    "fail an orphan with a guessed token",
+    lambda w: api.fail_orphaned(w.a.held.id, uuid.uuid4(), "x"),
+)
+
+
+async def _async_complete(ctx: Any, item: api.WorkItem) -> Any:
+    try:
+        return await api.acomplete(ctx, item)
+    finally:
+        await api.aclose_async_store()
+
+
+def _batch_attack(name: str, fences: Callable[[World], list[api.Fence]]) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        done = api.complete_many(fences(w))
+        renewed = api.extend_leases(fences(w), 3600)
+        assert done == set() and renewed == set(), (done, renewed)
+        _unchanged_held(w)
+
+    ATTACKS.append(Attack("token", name, run))
+
+
+_batch_attack(
+    "batch-complete and renew with guessed tokens",
+    lambda w: [api.Fence(w.a.org_id, w.a.held.id, uuid.uuid4())],
+)
+_batch_attack(
+    "batch-complete B's item naming A as its tenant",
+    lambda w: [api.Fence(w.a.org_id, w.b.held.id, w.b.held.claim_token)],
+)
+_batch_attack(
+    "batch-complete with B's token on A's item",
+    lambda w: [api.Fence(w.a.org_id, w.a.held.id, w.b.held.claim_token)],
+)
+
+
+@attack("token", "complete with the token of an earlier claim of the same item")
+def _stale_token(scene: Scene) -> None:
+    w = scene.world
+    rctx = new_request_context(AppType.WORKER)
+    api.release(w.a.held_ctx, w.a.held, "handed back")
+    [(ctx, again)] = api.claim(rctx, worlds.HELD, [NOTE.name], "w2", 300, 1)
+    assert again.id == w.a.held.id and again.claim_token != w.a.held.claim_token
+    _refused(lambda: api.complete(ctx, w.a.held))
+    assert row(again.id).claim_token == again.claim_token
+
+
+# -- enqueue and the outbox ---------------------------------------------------------------------
+
+
+def _noop_items() -> int:
+    return api.WorkItem.objects.using("admin").filter(kind="NOOP").count()
+
+
+@attack("enqueue", "enqueue into A with B's item id")
+def _taken_id(scene: Scene) -> None:
+    w = scene.world
+    before = _noop_items()
+    _refused(lambda: api.enqueue(w.a.ctx, "NOOP", {}, id=w.b.parked.id))
+    assert _noop_items() == before
+
+
+@attack("enqueue", "enqueue through the async face with B's item id")
+def _taken_id_async(scene: Scene) -> None:
+    async def go() -> Any:
+        try:
+            return await api.aenqueue(scene.world.a.ctx, "NOOP", {}, id=scene.world.b.parked.id)
+        finally:
+            await api.aclose_async_store()
+
+    _refused(lambda: asyncio.run(go()))
+
+
+@attack("enqueue", "enqueue into A with B's idempotency key")
+def _their_key(scene: Scene) -> None:
+    w = scene.world
+    item, outcome = api.enqueue(w.a.ctx, "NOOP", {}, idempotency_key=w.b.key)
+    # A's own new item: B's item is neither returned nor touched.
+    assert (
+        outcome == api.Outcome.INSERTED and item.org_id == w.a.org_id and item.id != w.b.parked.id
+    )
+
+
+@attack("enqueue", "name B's tenant inside the payload")
+def _tenant_in_payload(scene: Scene) -> None:
+    with pytest.raises(api.InvalidPayload, match=r"payload\.org_id"):
+        api.enqueue(scene.world.a.ctx, "NOOP", {"org_id": str(scene.world.b.org_id)})
+
+
+@attack("enqueue", "SQL in the kind name")
+def _kind_injection(scene: Scene) -> None:
+    with pytest.raises(api.InvalidPayload, match="kind"):
+        api.enqueue(scene.world.a.ctx, "NOOP'; DROP TABLE workqueue_workitem; --", {})
+
+
+@attack("enqueue", "SQL in the claim's lane filter")
+def _lane_injection(scene: Scene) -> None:
+    rctx = new_request_context(AppType.WORKER)
+    with pytest.raises(api.InvalidPayload, match="lane"):
+        api.claim(rctx, "default' OR '1'='1", None, "w", 30, 100)
+
+
+@attack("enqueue", "SQL and JSON in the idempotency key are stored as text, run as nothing")
+def _key_injection(scene: Scene) -> None:
+    crafted = 'k\'); DELETE FROM workqueue_workitem; --","org_id":"' + str(scene.world.b.org_id)
+    item, _ = api.enqueue(scene.world.a.ctx, "NOOP", {}, idempotency_key=crafted)
+    stored = row(item.id)
+    assert (stored.idempotency_key, stored.org_id) == (crafted, scene.world.a.org_id)
+
+
+@attack("outbox", "emit work into B by naming it in the payload")
+def _emit_tenant(scene: Scene) -> None:
+    with pytest.raises(api.InvalidPayload, match=r"payload\.org_id"):
+        emit(scene.world.a.ctx, "work.NOOP", {"org_id": str(scene.world.b.org_id)})
+
+
+@attack("outbox", "SQL in an outbox kind")
+def _emit_kind(scene: Scene) -> None:
+    with pytest.raises(api.InvalidPayload, match="kind"):
+        emit(scene.world.a.ctx, "work.NOOP'; --", {})
+    with pytest.raises(api.InvalidPayload, match="kind"):
+        emit(scene.world.a.ctx, "chan; NOTIFY work_available", {})
+
+
+@attack("outbox", "a raw outbox row of A's carrying B's item id, relayed")
+def _outbox_taken_id(scene: Scene) -> None:
+    w = scene.world
+    as_a(
+        w,
+        "INSERT INTO outbox_outboxrow (id, org_id, kind, payload, actor_id, status, last_error,"
+        " created_at) VALUES (%(b_item)s, %(a_org)s, 'work.NOOP', '{}', %(a_user)s, 'pending',"
+        " '', now())",
+    )
+    relay_pending(new_request_context(AppType.WORKER))
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT status, last_error FROM outbox_outboxrow WHERE id = %s", [w.b.parked.id]
+        )
+        status, error = cursor.fetchone()
+    assert status == "failed" and "taken" in error, (status, error)
+    assert not api.WorkItem.objects.using("admin").filter(id=w.b.parked.id, org_id=w.a.org_id)
+
+
+# -- the web process ----------------------------------------------------------------------------
+
+
+def _client_of(world: World, user_id: uuid.UUID | None = None) -> Client:
+    from tenancy.models import User
+
+    client = Client()
+    client.force_login(User.objects.using("admin").get(pk=user_id or world.a.user_id))
+    return client
+
+
+@attack("http", "X-Org-ID header naming B's org")
+def _header_org(scene: Scene) -> None:
+    response = _client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID=str(scene.world.b.org_id))
+    assert response.status_code == 403
+
+
+@attack("http", "SQL in the X-Org-ID header")
+def _header_injection(scene: Scene) -> None:
+    response = _client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID="' OR '1'='1")
+    assert response.status_code == 403
+
+
+@override_settings(ROOT_URLCONF="tests.web_urls")
+def _tenant_seen(client: Client, path: str = "/test/tenant/", **headers: str) -> str:
+    return client.get(path, **headers).content.decode()
+
+
+@attack("http", "B's org in the query string")
+def _query_org(scene: Scene) -> None:
+    w = scene.world
+    seen = _tenant_seen(_client_of(w), f"/test/tenant/?org_id={w.b.org_id}&X-Org-ID={w.b.org_id}")
+    assert seen == str(w.a.org_id)
+
+
+@attack("http", "B's org planted in the session")
+def _session_org(scene: Scene) -> None:
+    w = scene.world
+    client = _client_of(w)
+    session = client.session
+    session["org_id"] = str(w.b.org_id)
+    session.save()
+    assert _tenant_seen(client) == str(w.a.org_id)
+
+
+@attack("http", "a forged X-Request-ID")
+def _request_id(scene: Scene) -> None:
+    with override_settings(ROOT_URLCONF="tests.web_urls"):
+        response = _client_of(scene.world).get(
+            "/test/tenant/", HTTP_X_REQUEST_ID="1'; DROP TABLE x; --"
+        )
+    assert isinstance(response.wsgi_request.rctx.request_id, uuid.UUID)
+
+
+@attack("http", "SQL in the traceparent header of an enqueueing request")
+def _traceparent(scene: Scene) -> None:
+    with override_settings(ROOT_URLCONF="tests.web_urls"):
+        response = _client_of(scene.world).post(
+            "/test/enqueue/", HTTP_TRACEPARENT="00-'; DROP TABLE workqueue_workitem; --"
+        )
+    assert response.status_code == 201, response.status_code
+    stored = row(uuid.UUID(response.content.decode()))
+    assert stored.traceparent is None or re.fullmatch(
+        r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}", stored.traceparent
+    )
+
+
+@attack("http", "admin login without a CSRF token")
+def _csrf_login(scene: Scene) -> None:
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/admin/login/", {"username": "x", "password": "y"})
+    assert response.status_code == 403
+
+
+@attack("http", "admin logout without a CSRF token")
+def _csrf_logout(scene: Scene) -> None:
+    client = _client_of(scene.world)
+    client.handler.enforce_csrf_checks = True
+    assert client.post("/admin/logout/").status_code == 403
+    assert "_auth_user_id" in client.session
+
+
+@attack("http", "SQL in the admin login's username")
+def _login_injection(scene: Scene) -> None:
+    client = Client()
+    response = client.post("/admin/login/", {"username": "' OR 1=1 --", "password": "' OR 1=1 --"})
+    assert response.status_code == 200 and "_auth_user_id" not in client.session
+
+
+@attack("http", "a tenant member who is not staff opens the admin")
+def _admin_not_staff(scene: Scene) -> None:
+    response = _client_of(scene.world).get("/admin/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+@attack("http", "the web /metrics carries B's data")
+def _web_metrics(scene: Scene) -> None:
+    page = Client().get("/metrics").content.decode()
+    _no_tenant_data(scene.world, page)
+
+
+def _no_tenant_data(world: World, page: str) -> None:
+    for tenant in (world.a, world.b):
+        for value in (tenant.org_id, tenant.user_id, tenant.held.id, tenant.parked.id, tenant.key):
+            assert str(value) not in page, f"{value} is on the page"
+    assert SECRET not in page
+
+
+# -- a real worker's endpoint -------------------------------------------------------------------
+
+
+def _run_b_secret(scene: Scene) -> None:
+    """B's secret item is run by the endpoint's worker, so its counters saw it."""
+    w = scene.world
+    scene.endpoint.url("/")
+    item, _ = api.enqueue(w.b.ctx, NOTE.name, {"note": SECRET}, idempotency_key=w.b.key + "-run")
+    deadline = time.monotonic() + 30
+    while row(item.id).status != "done":
+        assert time.monotonic() < deadline, "the endpoint's worker did not run B's item"
+        time.sleep(0.05)
+
+
+@attack("worker", "the worker's /metrics carries payloads or tenant data", _run_b_secret)
+def _worker_metrics(scene: Scene) -> None:
+    status, page = scene.endpoint.get("/metrics")
+    assert status == 200 and f'workqueue_worker_completed_total{{kind="{NOTE.name}"}}' in page
+    _no_tenant_data(scene.world, page)
+
+
+@attack("worker", "the worker's /healthz carries payloads or tenant data", _run_b_secret)
+def _worker_healthz(scene: Scene) -> None:
+    status, page = scene.endpoint.get("/healthz")
+    assert status == 200 and set(json.loads(page)) == {"worker", "state", "healthy", "beat_age_s"}
+    _no_tenant_data(scene.world, page)
+
+
+@attack("worker", "the worker's endpoint asked for B's tenant in the query string")
+def _worker_query(scene: Scene) -> None:
+    status, page = scene.endpoint.get(f"/metrics?org_id={scene.world.b.org_id}")
+    assert status == 404 or str(scene.world.b.org_id) not in page
+
+
+@attack("worker", "a write to the worker's endpoint")
+def _worker_post(scene: Scene) -> None:
+    status, _ = scene.endpoint.get("/metrics", method="POST")
+    assert status in (405, 501)
+
+
+@attack("worker", "a path outside the worker's endpoint")
+def _worker_path(scene: Scene) -> None:
+    status, page = scene.endpoint.get("/../../etc/passwd")
+    assert status == 404 and "root:" not in page
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[Endpoint]:
+    holder = Endpoint()
+    yield holder
+    holder.stop()
+
+
+@pytest.fixture
+def scene(endpoint: Endpoint) -> Scene:
+    return Scene(worlds.build(), endpoint)
+
+
+@pytest.mark.parametrize("case", ATTACKS, ids=str)
+def test_the_attack_is_refused(scene: Scene, case: Attack) -> None:
+    if case.prepare is not None:
+        case.prepare(scene)
+    before = worlds.fingerprint(scene.world)
+    summary.count(SUITE, "cases")
+    case.run(scene)
+    after = worlds.fingerprint(scene.world)
+    assert after == before, worlds.changes(before, after)
+    summary.count(SUITE, "refused")
+    summary.count(SUITE, f"surface:{case.surface}")
+
+
+def test_the_table_has_every_surface_and_forty_cases() -> None:
+    surfaces = {case.surface for case in ATTACKS}
+    assert surfaces == {"sql", "token", "enqueue", "outbox", "http", "worker"}
+    assert len(ATTACKS) >= 40
