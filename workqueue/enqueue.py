@@ -32,7 +32,7 @@ from workqueue.inputs import (
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem, new_item_id
 from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, Tenant, arun, run
+from workqueue.store import Plan, Rows, System, Tenant, arun, run
 
 
 class Outcome(StrEnum):
@@ -122,9 +122,15 @@ class ReadItemsParams(NamedTuple):
     keys: list[str]
 
 
+class TakenIdsParams(NamedTuple):
+    org_id: uuid.UUID
+    ids: list[uuid.UUID]
+
+
 ENQUEUE = Statement("enqueue", EnqueueParams, names_tenant=True)
 ENQUEUE_MANY = Statement("enqueue_many", EnqueueManyParams, names_tenant=True)
 READ_ITEMS = Statement("read_items", ReadItemsParams)
+TAKEN_IDS = Statement("taken_ids", TakenIdsParams)
 
 
 def validated(new: NewItem, where: str = "") -> Row:
@@ -304,12 +310,20 @@ def _json_row(row: Row) -> str:
     )
 
 
-def enqueue_many_plan(author: Author, rows: Sequence[Row]) -> Plan:
+def enqueue_many_plan(
+    author: Author, rows: Sequence[Row], given_ids: Sequence[uuid.UUID] = ()
+) -> Plan:
     """Insert ``rows`` in one statement; returns each row's (id, outcome), in input order.
 
     A repeated id or key within the batch is inserted once: the later ones are reported as
-    ``ID_EXISTS`` or ``KEY_EXISTS`` of the first, as a second call would report them.
+    ``ID_EXISTS`` or ``KEY_EXISTS`` of the first, as a second call would report them. Ids the
+    caller chose (``given_ids``) are first checked against other tenants' items: one that
+    another tenant holds refuses the whole batch (``Conflict``) before anything is stored.
     """
+    if given_ids:
+        taken: Rows = yield System(TAKEN_IDS, TakenIdsParams(author.org_id, list(given_ids)))
+        if taken.rows:
+            raise Conflict(f"work item id {taken.rows[0][0]} is taken: nothing was stored")
     first_of: dict[uuid.UUID | str, int] = {}
     repeats: dict[int, tuple[int, Outcome]] = {}
     unique: list[Row] = []
@@ -351,8 +365,11 @@ def enqueue_many_plan(author: Author, rows: Sequence[Row]) -> Plan:
     return results
 
 
-def _rows(items: Sequence[NewItem]) -> list[Row]:
-    return [validated(new, f"items[{i}].") for i, new in enumerate(items)]
+def _rows(items: Sequence[NewItem]) -> tuple[list[Row], list[uuid.UUID]]:
+    """The validated rows, and the ids among them the caller chose."""
+    rows = [validated(new, f"items[{i}].") for i, new in enumerate(items)]
+    given = [row.id for row, new in zip(rows, items, strict=True) if new.id is not None]
+    return rows, given
 
 
 def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UUID, Outcome]]:
@@ -363,16 +380,16 @@ def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UU
     and nothing is stored. Ids, not rows, come back: a bulk producer pays for reading back
     only what collided.
     """
-    rows = _rows(items)
-    return run(enqueue_many_plan(Author.of(ctx), rows)) if rows else []
+    rows, given = _rows(items)
+    return run(enqueue_many_plan(Author.of(ctx), rows, given)) if rows else []
 
 
 async def aenqueue_many(
     ctx: OpContext, items: Sequence[NewItem]
 ) -> list[tuple[uuid.UUID, Outcome]]:
     """Async version of ``enqueue_many`` (on the store's own connection, as ``aenqueue``)."""
-    rows = _rows(items)
-    return await arun(enqueue_many_plan(Author.of(ctx), rows)) if rows else []
+    rows, given = _rows(items)
+    return await arun(enqueue_many_plan(Author.of(ctx), rows, given)) if rows else []
 
 
 # -- from the outbox ----------------------------------------------------------------------------

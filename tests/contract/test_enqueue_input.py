@@ -235,3 +235,18 @@ def test_a_bad_max_attempts_is_refused_and_nothing_is_stored(ctx: OpContext, cra
         with pytest.raises(InvalidPayload, match=r"items\[0\]\.max_attempts: must be"):
             enqueue_many(ctx, [NewItem("NOOP", {}, max_attempts=crafted)])
     assert sent == [] and _stored() == 0
+
+
+def test_a_batch_naming_another_tenants_id_stores_nothing(face, ctx: OpContext, make_ctx) -> None:
+    """Found by the attack suite: the rest of the batch was stored before the clash was seen."""
+    from workqueue.api import Conflict
+
+    theirs, _ = enqueue(make_ctx(), "NOOP", {"n": 0})
+    batch = [NewItem("NOOP", {"n": 1}), NewItem("NOOP", {"n": 2}, id=theirs.id)]
+    with pytest.raises(Conflict, match="is taken: nothing was stored"):
+        face.enqueue_many(ctx, batch)
+    assert WorkItem.objects.using("admin").filter(org_id=ctx.org_id).count() == 0
+    # Ids of the caller's own, or new ones, still go through.
+    mine, _ = enqueue(ctx, "NOOP", {"n": 3})
+    again = face.enqueue_many(ctx, [NewItem("NOOP", {}, id=mine.id), NewItem("NOOP", {})])
+    assert [outcome for _, outcome in again] == [Outcome.ID_EXISTS, Outcome.INSERTED]
