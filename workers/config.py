@@ -29,14 +29,15 @@ METRICS_PORT_SPAN = 100
 class Connections:
     """What a worker process opens, besides one connection per sync handler thread: the
     store's two async pools, the listener, the heartbeat's publisher, and the maintenance
-    thread (the outbox relay and the sweep, on the everyday and system logins). The budget
-    that capacity is checked against is derived from this, not kept in step by hand."""
+    thread (the outbox relay and the sweep, on the everyday and system logins, and the sweep's
+    mutex). The budget that capacity is checked against is derived from this, not kept in
+    step by hand."""
 
     store_tenant: int = 2
     store_system: int = 3
     listen: int = listen.CONNECTIONS
     liveness: int = 1
-    maintenance: int = 2
+    maintenance: int = 3
 
     def own(self) -> int:
         return (

@@ -42,7 +42,7 @@ from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
 from workers.running import SHUTDOWN, Job, Runner
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import sweep_once
+from workers.sweep.sweeper import close_lock, sweep_once
 from workqueue import api
 
 logger = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ class Worker:
                 self.http.shutdown()
             await api.aclose_async_store()
             await self._close_thread(self._liveness_thread)
-            await self._close_thread(self._maintenance_thread)
+            await self._close_thread(self._maintenance_thread, close_lock)
             if self._handler_pool:
                 self._handler_pool.shutdown(wait=False, cancel_futures=True)
             logger.info("worker_offline worker=%s", self.worker_id)
@@ -270,9 +270,12 @@ class Worker:
         if error is not None and not self.outage.failed("heartbeat", error):
             logger.warning("liveness_publish_failed worker=%s error=%s", self.worker_id, error)
 
-    async def _close_thread(self, executor: ThreadPoolExecutor) -> None:
+    async def _close_thread(self, executor: ThreadPoolExecutor, *more: Any) -> None:
+        """Close what the thread opened (its Django connections, and ``more`` closers run on
+        it), then the thread."""
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(executor, connections.close_all)
+        for close in (connections.close_all, *more):
+            await loop.run_in_executor(executor, close)
         executor.shutdown(wait=True)
 
     # -- items ----------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 import uuid
@@ -157,10 +156,9 @@ def forget_caps() -> None:
     _caps["read_at"] = float("-inf")
 
 
-def lane_key(lane: str) -> int:
-    """The advisory lock that serializes a lane's claims while caps are in effect."""
-    digest = hashlib.blake2b(f"workqueue.claim:{lane}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
+def lane_mutex(lane: str) -> str:
+    """The mutex that serializes a lane's claims while caps are in effect."""
+    return f"workqueue.claim:{lane}"
 
 
 def hand_out(
@@ -229,11 +227,11 @@ def claim_plan(
                 _caps.update(capped=bool(found.rows[0][0]), read_at=time.monotonic())
             capped = bool(_caps["capped"])
         # A cap holds across claimers only if they count in turn: while any cap is in effect
-        # the lane's claims take its lock, so each counts what the one before it claimed.
+        # the lane's claims take its mutex, so each counts what the one before it claimed.
         rows = yield System(
             CLAIM,
             ClaimParams(*common, capped, default_cap),
-            serialize=lane_key(lane) if capped else None,
+            serialize=lane_mutex(lane) if capped else None,
         )
     if not rows.rows:
         return []

@@ -191,3 +191,16 @@ class StoredResponse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} -> {self.status_code}"
+
+
+class Mutex(models.Model):
+    """A named lock only the system login can take: a row, locked ``FOR UPDATE`` for as long
+    as its holder's transaction lasts (one sweeper at a time; a lane's claims in turn while
+    caps are in effect). Not an advisory lock: any login may take any advisory lock, so the
+    everyday login could hold one forever and stall every sweeper; it has no right on this
+    table."""
+
+    name = models.CharField(primary_key=True, max_length=200)
+
+    def __str__(self) -> str:
+        return self.name

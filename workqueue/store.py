@@ -60,17 +60,20 @@ class Tenant:
 
 @dataclass(frozen=True)
 class System:
-    """Run ``statement`` on the system login, across tenants. With ``serialize``, it runs after
-    ``pg_advisory_xact_lock(serialize)`` in the same transaction: statements that name the same
-    key run one at a time, and each sees what the one before it committed (it starts after the
-    lock, so its snapshot does)."""
+    """Run ``statement`` on the system login, across tenants. With ``serialize`` (a mutex's
+    name), it runs after taking that mutex in the same transaction: statements that name the
+    same mutex run one at a time, and each sees what the one before it committed (it starts
+    after the lock, so its snapshot does)."""
 
     statement: Statement
     params: NamedTuple
-    serialize: int | None = None
+    serialize: str | None = None
 
 
-_SERIALIZE = "SELECT pg_advisory_xact_lock(%(key)s::bigint)"
+# Take a mutex (workqueue.models.Mutex) until the transaction ends: make its row if it is new,
+# then lock it. Only the system login may: the everyday login has no right on the table.
+_MUTEX_ROW = "INSERT INTO workqueue_mutex (name) VALUES (%(name)s) ON CONFLICT DO NOTHING"
+_MUTEX_LOCK = "SELECT FROM workqueue_mutex WHERE name = %(name)s FOR UPDATE"
 
 
 Step = Tenant | System
@@ -143,7 +146,8 @@ def execute(step: Step) -> Rows:
             return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
         with transaction.atomic(using=SYSTEM_ALIAS):
             with connections[SYSTEM_ALIAS].cursor() as cursor:
-                cursor.execute(_SERIALIZE, {"key": step.serialize})
+                cursor.execute(_MUTEX_ROW, {"name": step.serialize})
+                cursor.execute(_MUTEX_LOCK, {"name": step.serialize})
             return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
     connection = connections[TENANT_ALIAS]
     if current_tenant(connection) == str(step.org_id) or (
@@ -225,20 +229,22 @@ class AsyncStore:
         async with pool.connection() as conn:
             cursor = conn.cursor(binary=True)
             bound = statement.bind(step.params)
+            before: list[tuple[str, dict[str, Any]]] = []
             if isinstance(step, System):
-                before = None if step.serialize is None else (_SERIALIZE, {"key": step.serialize})
-            elif statement.names_tenant:
-                before = None
-            else:
-                before = (SET_TENANT, {"org_id": str(step.org_id)})
-            if before is None:
+                if step.serialize is not None:
+                    mutex = {"name": step.serialize}
+                    before = [(_MUTEX_ROW, mutex), (_MUTEX_LOCK, mutex)]
+            elif not statement.names_tenant:
+                before = [(SET_TENANT, {"org_id": str(step.org_id)})]
+            if not before:
                 await cursor.execute(statement.sql, bound)
             else:
-                # One round trip: the preamble (the tenant setting, or the serializing lock)
-                # and the statement in one implicit transaction (everything up to the Sync),
-                # so the setting, or the lock, ends with it.
+                # One round trip: the preamble (the tenant setting, or the mutex) and the
+                # statement in one implicit transaction (everything up to the Sync), so the
+                # setting, or the lock, ends with it.
                 async with conn.pipeline() as pipeline:
-                    await conn.execute(*before)
+                    for query, params in before:
+                        await conn.execute(query, params)
                     await cursor.execute(statement.sql, bound)
                     await pipeline.sync()
             names = [col.name for col in cursor.description or ()]

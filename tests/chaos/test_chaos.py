@@ -40,7 +40,6 @@ from tests import summary
 from tests.chaos import tables
 from tests.chaos.kinds import EFFECT, POISON
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
-from workers.sweep.sweeper import LOCK_KEY
 from workqueue.api import NewItem, enqueue, enqueue_many
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("committed")]
@@ -292,11 +291,11 @@ def freeze_one(fleet: Fleet, findings: Findings) -> Step:
         fleet.protected.add(target)
         proc.popen.send_signal(signal.SIGSTOP)
         # Frozen holding the sweep's lock, it would stop every sweeper: try another moment.
+        # (The sweep's mutex: its holder sits idle in the transaction that locked the row.)
         if query(
-            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-            " WHERE l.locktype = 'advisory' AND ((l.classid::bigint << 32) | l.objid::bigint) = %s"
-            " AND a.application_name = %s",
-            [LOCK_KEY, proc.app_name],
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
+            " AND state = 'idle in transaction' AND query LIKE %s",
+            [proc.app_name, "%FROM workqueue_mutex%FOR UPDATE SKIP LOCKED%"],
         )[0][0]:
             proc.popen.send_signal(signal.SIGCONT)
             fleet.protected.discard(target)

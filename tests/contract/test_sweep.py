@@ -19,7 +19,7 @@ from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tests.helpers import back_date, back_date_outbox, row
 from workers.sweep import purge_items, purge_outbox, purge_sessions, relay_outbox, requeue_stale
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import LOCK_KEY, sweep_once
+from workers.sweep.sweeper import MUTEX, sweep_once
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
@@ -193,12 +193,13 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "purge_request_keys",
         "read_gauges",
     ]
-    with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [LOCK_KEY])
-        try:
-            assert sweep_once(SETTINGS) is None
-        finally:
-            cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+    from django.db import transaction
+
+    with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
+        cursor.execute("INSERT INTO workqueue_mutex VALUES (%s) ON CONFLICT DO NOTHING", [MUTEX])
+        cursor.execute("SELECT FROM workqueue_mutex WHERE name = %s FOR UPDATE", [MUTEX])
+        assert sweep_once(SETTINGS) is None
+    assert sweep_once(SETTINGS) is not None
 
 
 def test_a_failing_step_is_logged_and_the_pass_goes_on(caplog) -> None:

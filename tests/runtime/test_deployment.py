@@ -15,7 +15,7 @@ from django.db import connections
 from outbox.emit import emit
 from tests.runtime.subprocess_kinds import SLOW_ONCE
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
-from workers.sweep.sweeper import LOCK_KEY
+from workers.sweep.sweeper import MUTEX
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
@@ -192,13 +192,16 @@ def _sweep_once(**env: str) -> subprocess.Popen[str]:
 
 
 def _sweep_lock_held() -> bool:
-    with connections["admin"].cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
-            " AND ((classid::bigint << 32) | objid::bigint) = %s",
-            [LOCK_KEY],
-        )
-        return cursor.fetchone()[0] > 0
+    """Whether some sweeper holds the sweep's mutex (the owner cannot lock its row now)."""
+    from django.db import transaction
+    from django.db.utils import OperationalError
+
+    try:
+        with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
+            cursor.execute("SELECT FROM workqueue_mutex WHERE name = %s FOR UPDATE NOWAIT", [MUTEX])
+            return not cursor.fetchall()
+    except OperationalError:  # lock not available
+        return True
 
 
 def test_two_sweepers_at_once_exactly_one_acts(ctx, worker_rctx) -> None:

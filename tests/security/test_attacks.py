@@ -259,6 +259,8 @@ def _grant_public(scene: Scene) -> None:
 sql_attack("lock the queue for everyone", "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE")
 sql_attack("block every claim", "LOCK TABLE workqueue_workitem IN SHARE ROW EXCLUSIVE MODE")
 sql_attack("empty the queue", "TRUNCATE workqueue_workitem")
+sql_attack("hold the sweep's mutex", "SELECT name FROM workqueue_mutex FOR UPDATE")
+sql_attack("plant a mutex row", "INSERT INTO workqueue_mutex (name) VALUES ('workers.sweep')")
 sql_attack(
     "plant a security-definer function",
     "CREATE FUNCTION sneaky() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",

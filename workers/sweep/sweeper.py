@@ -1,13 +1,15 @@
-"""One sweep pass: every step in order, under the one-sweeper-at-a-time advisory lock."""
+"""One sweep pass: every step in order, while holding the sweep's mutex (one sweeper at a time)."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from django.db import connections
 
 from tenancy.contexts import AppType, RequestContext, new_request_context
@@ -25,8 +27,9 @@ from workers.sweep.config import SweepSettings
 
 logger = logging.getLogger(__name__)
 
-# pg_try_advisory_lock key of the sweep: 'wqsweep' as an integer, the same on every host.
-LOCK_KEY = int.from_bytes(b"wqsweep", "big")
+# The sweep's mutex (workqueue.models.Mutex): a row only the system login may lock. Not an
+# advisory lock, which any login could take and hold, stalling every sweeper.
+MUTEX = "workers.sweep"
 
 Step = Callable[[RequestContext, SweepSettings], Any]
 
@@ -51,15 +54,88 @@ class PassResult:
     took_s: float = 0.0
 
 
-def _try_lock() -> bool:
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [LOCK_KEY])
-        return bool(cursor.fetchone()[0])
+class SweepLock:
+    """Holds the sweep's mutex for a pass: its own connection on the system login, in a
+    transaction that locks the mutex's row and stays open (idle) while the pass's steps run on
+    the thread's other connections. If this process freezes or dies mid-pass, PostgreSQL ends
+    the transaction (``idle_in_transaction_session_timeout``, a little over the pass's
+    timeout) and another sweeper may go on."""
+
+    def __init__(self) -> None:
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def _connection(self, timeout_s: float) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            params = connections[SYSTEM_ALIAS].get_connection_params()
+            for django_only in ("cursor_factory", "context", "server_side_binding"):
+                params.pop(django_only, None)
+            self._conn = psycopg.connect(**params, autocommit=False)
+            ms = int((timeout_s + 30) * 1000)
+            self._conn.execute(f"SET idle_in_transaction_session_timeout = {ms}")
+            self._conn.commit()
+        return self._conn
+
+    def acquire(self, timeout_s: float) -> bool:
+        """Take the mutex if no other sweeper holds it (never waits on a holder)."""
+        try:
+            conn = self._connection(timeout_s)
+            held = self._try_lock(conn)
+            if not held and not _row_exists(conn):
+                # First pass ever: create the row in its own short transaction, then try again.
+                conn.execute(
+                    "INSERT INTO workqueue_mutex (name) VALUES (%s) ON CONFLICT DO NOTHING",
+                    [MUTEX],
+                )
+                conn.commit()
+                held = self._try_lock(conn)
+        except psycopg.Error:
+            self.close()
+            raise
+        if not held:
+            conn.rollback()
+        return held
+
+    @staticmethod
+    def _try_lock(conn: psycopg.Connection[Any]) -> bool:
+        rows = conn.execute(
+            "SELECT FROM workqueue_mutex WHERE name = %s FOR UPDATE SKIP LOCKED", [MUTEX]
+        ).fetchall()
+        return bool(rows)
+
+    def release(self) -> None:
+        try:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.rollback()
+        except psycopg.Error:
+            self.close()  # the session is gone, and the lock with it
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
-def _unlock() -> None:
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s)", [LOCK_KEY])
+def _row_exists(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT EXISTS (SELECT FROM workqueue_mutex WHERE name = %s)", [MUTEX])
+    return bool(row.fetchone()[0])  # type: ignore[index]
+
+
+_LOCKS = threading.local()
+
+
+def close_lock() -> None:
+    """Close this thread's mutex connection (when the thread's process stops sweeping)."""
+    holder = getattr(_LOCKS, "holder", None)
+    if holder is not None:
+        holder.close()
+
+
+def _lock() -> SweepLock:
+    """This thread's holder (a sweep runs on one thread: the worker's maintenance thread, or
+    ``manage.py sweep``'s)."""
+    if not hasattr(_LOCKS, "holder"):
+        _LOCKS.holder = SweepLock()
+    return _LOCKS.holder
 
 
 def sweep_once(
@@ -71,7 +147,8 @@ def sweep_once(
     another sweeper held the lock (this pass skipped). A step's failure is logged once and
     the pass goes on. Sync: run it off an event loop."""
     rctx = rctx or new_request_context(AppType.SWEEP)
-    if not _try_lock():
+    lock = _lock()
+    if not lock.acquire(settings.timeout_s):
         logger.debug("sweep_skipped reason=another_sweeper")
         return None
     started = time.monotonic()
@@ -87,10 +164,6 @@ def sweep_once(
                 for conn in connections.all(initialized_only=True):
                     conn.close_if_unusable_or_obsolete()
     finally:
-        try:
-            _unlock()
-        except Exception:
-            # The connection broke: PostgreSQL released the lock with the session.
-            connections[SYSTEM_ALIAS].close()
+        lock.release()
     result.took_s = time.monotonic() - started
     return result

@@ -18,7 +18,7 @@ from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import STEPS, PassResult, sweep_once
+from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
 
 
 def _summary(result: PassResult | None) -> str:
@@ -36,8 +36,8 @@ class Command(BaseCommand):
         "relayed outbox rows, done items and dead letters (and discarded items) past their "
         "retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S, 1 day), and read the gauges. One sweeper acts at a "
-        "time across hosts (an advisory lock). Settings: SWEEP_INTERVAL_S (5), "
-        "SWEEP_TIMEOUT_S (120), SWEEP_BATCH (1000), "
+        "time across hosts (a mutex only the system login may take). Settings: "
+        "SWEEP_INTERVAL_S (5), SWEEP_TIMEOUT_S (120), SWEEP_BATCH (1000), "
         "SWEEP_MAX_BATCHES (20), ITEM_RETENTION_S (7 days), DEAD_LETTER_RETENTION_S (30 days), "
         "OUTBOX_RETENTION_S (1 day). Steps: " + ", ".join(name for name, _ in STEPS) + "."
     )
@@ -95,5 +95,6 @@ class Command(BaseCommand):
         try:
             await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
         finally:
-            await loop.run_in_executor(thread, connections.close_all)
+            for close in (connections.close_all, close_lock):
+                await loop.run_in_executor(thread, close)
             thread.shutdown(wait=True)
