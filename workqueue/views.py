@@ -4,7 +4,8 @@ For signed-in users (Django's session): the tenant is the user's membership (a m
 several names one with ``X-Org-ID``; naming one they do not belong to is refused by the tenancy
 middleware), the author is the user, never a body field. CSRF is checked as Django checks it for
 session authentication, once the user is known, so an anonymous caller learns 401, not a CSRF
-failure. The middleware runs each view inside the tenant's scope: the enqueue, its stored
+failure. Nothing is read from the query string: a parameter there is refused by name. The
+middleware runs each view inside the tenant's scope: the enqueue, its stored
 ``Idempotency-Key`` answer and the request commit together, or not at all. Every answer is JSON:
 ``{"item": ...}`` or ``{"error": "<field>: <why>", "field": "<field>"}``.
 """
@@ -24,6 +25,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
 from tenancy.contexts import OpContext
+from tenancy.middleware import ORG_HEADER
 from workqueue import api
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
@@ -91,6 +93,20 @@ def _member(request: HttpRequest) -> OpContext | JsonResponse:
     if op is None:
         return error(403, "you are not a member of any tenant", "")
     return op
+
+
+def _no_query(request: HttpRequest) -> JsonResponse | None:
+    """The API takes nothing from the query string: a parameter there (a tenant, an author) is
+    refused by name, as an unknown body field is, never ignored while the request goes ahead."""
+    if not request.GET:
+        return None
+    name = sorted(request.GET)[0][:60]
+    return error(
+        400,
+        f"{name}: unknown query parameter (the API takes none; the tenant and the author come "
+        f"from the signed-in user, or {ORG_HEADER})",
+        name,
+    )
 
 
 def _not_allowed(allowed: str) -> JsonResponse:
@@ -161,6 +177,9 @@ def work_collection(request: HttpRequest) -> JsonResponse:
     op = _member(request)
     if isinstance(op, JsonResponse):
         return op
+    refused = _no_query(request)
+    if refused is not None:
+        return refused
     body = _body(request)
     if isinstance(body, JsonResponse):
         return body
@@ -208,6 +227,9 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
     op = _member(request)
     if isinstance(op, JsonResponse):
         return op
+    refused = _no_query(request)
+    if refused is not None:
+        return refused
     try:
         wanted = uuid.UUID(item_id) if len(item_id) <= 64 else None
     except ValueError:
