@@ -13,6 +13,7 @@ middleware runs each view inside the tenant's scope: the enqueue, its stored
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -27,12 +28,14 @@ from django.views.decorators.csrf import csrf_exempt
 from tenancy.contexts import OpContext
 from tenancy.middleware import ORG_HEADER
 from workqueue import api
+from workqueue.inputs import check_when
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
 # or an id in the body would be ignored silently otherwise).
 FIELDS = ("kind", "payload", "idempotency_key", "run_at", "priority", "lane")
 REQUIRED = ("kind", "payload")
 KEY_HEADER = "Idempotency-Key"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
 
 
 def error(status: int, message: str, field: str | None = None, **headers: str) -> JsonResponse:
@@ -140,15 +143,26 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
         return error(400, f"body: must be a JSON object, got {type(body).__name__}")
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
+        name = field_name(unknown[0])
         return error(
             400,
-            f"{unknown[0][:60]}: unknown field (a body has {', '.join(FIELDS)}; the author "
+            f"{name}: unknown field (a body has {', '.join(FIELDS)}; the author "
             "and tenant come from the signed-in user)",
+            name,
         )
     for name in REQUIRED:
         if name not in body:
             return error(400, f"{name}: required")
     return body
+
+
+def field_name(name: str) -> str:
+    """A body field's name as an answer names it: as it is when it is a plain name, else as
+    ``body["<name as JSON>"]`` (an empty name, or one with spaces, colons or control
+    characters, would make the answer name no field, or another)."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
+    return f"body[{json.dumps(name[:60])}]"
 
 
 def _run_at(value: Any) -> datetime | None:
@@ -164,7 +178,8 @@ def _run_at(value: Any) -> datetime | None:
         raise api.InvalidPayload(
             "run_at: must be an ISO 8601 time with a time zone, e.g. 2030-01-01T09:00:00Z"
         )
-    return when
+    # Checked here, not by enqueue: its refusal would name available_at, no field of this body.
+    return check_when(when, "run_at")
 
 
 @csrf_exempt  # checked in _member once the user is known, as Django checks session requests
