@@ -222,6 +222,10 @@ NOT_JSON = [
     (("a\x00b",), {}, ValueError, r"args\[0\]: must not contain a NUL"),
     ((b"\xff\xfe",), {}, ValueError, r"args\[0\]: bytes that are not UTF-8"),
     (("\ud800",), {}, ValueError, r"args\[0\]: must be valid Unicode"),
+    # A keyword's name is stored too (found by the bad-input suite: it was refused as the
+    # payload's, naming no argument).
+    ((1,), {"b\x00": 2}, ValueError, r"kwargs\['b\\x00'\]: must not contain a NUL"),
+    ((1,), {"\udc80": 2}, ValueError, r"kwargs\['\\udc80'\]: must be valid Unicode"),
 ]
 
 

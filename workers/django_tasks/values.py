@@ -66,6 +66,8 @@ def json_value(value: Any, where: str) -> Any:
 
 def json_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
     """A task's arguments as JSON values, or an error naming the first that is not one."""
+    for name in kwargs:  # a keyword's name is stored too: a key of the payload's kwargs
+        json_value(name, f"kwargs[{name!r}]")
     return (
         [json_value(v, f"args[{i}]") for i, v in enumerate(args)],
         {k: json_value(v, f"kwargs[{k!r}]") for k, v in kwargs.items()},
