@@ -257,11 +257,16 @@ def _confirmation_row(action: str) -> None:
         w = scene.world
         client = staff_of_a(w)
         for url in (DEAD, ITEMS):
-            data = {"action": action, "_selected_action": [str(w.b.dead.id)]}
-            response = client.post(url, data, follow=True)
-            assert response.status_code == 200
-            page = nothing_of_b(w, response)
-            assert 'name="fence"' not in page, "a confirmation page was drawn for B's item"
+            answers = []
+            for selected in (str(w.b.dead.id), str(uuid.uuid4())):
+                data = {"action": action, "_selected_action": [selected]}
+                response = client.post(url, data, follow=True)
+                assert response.status_code == 200
+                page = nothing_of_b(w, response)
+                assert 'name="fence"' not in page, "a confirmation page was drawn for B's item"
+                answers.append(messages_of(response))
+            # As for an item that never was: no sign that B's exists.
+            assert answers[0] == answers[1], answers
 
     ATTACKS.append(Attack("admin", f"A's staff open {action}'s confirmation for B's item", run))
 
