@@ -47,9 +47,10 @@ ACTIONS: dict[str, dict[str, str]] = {
 }
 
 
-def staff_of_a(world: World, **client_kwargs: Any) -> Client:
+def staff_of_a(world: World, enforce_csrf_checks: bool = False) -> Client:
+    """A's staff user (the admin role in A), signed in."""
     client = client_of(world, world.a.staff.user_id)
-    client.handler.enforce_csrf_checks = bool(client_kwargs.get("enforce_csrf_checks"))
+    client.handler.enforce_csrf_checks = enforce_csrf_checks
     return client
 
 
