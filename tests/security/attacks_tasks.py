@@ -31,7 +31,14 @@ from tenancy.exceptions import NoContext
 from tests import tasks
 from tests.helpers import row
 from tests.security.attacks_api import post
-from tests.security.table import ATTACKS, Attack, Scene, attack, client_of
+from tests.security.table import (
+    ATTACKS,
+    Attack,
+    Scene,
+    attack,
+    client_of,
+    fresh_async_connections,
+)
 from tests.security.world import SECRET, World
 from workers.django_tasks.exceptions import TaskNotRunnable
 from workers.django_tasks.handler import Target
@@ -60,6 +67,7 @@ def _get_result(scene: Scene) -> None:
 @attack("tasks", "aget_result of B's task")
 def _aget_result(scene: Scene) -> None:
     w = scene.world
+    fresh_async_connections()
     does_not_exist(w, lambda: asyncio.run(tasks.add.aget_result(w.b.task_id)))
 
 
@@ -133,6 +141,7 @@ def _async_view_header(scene: Scene) -> None:
         return response.status_code
 
     before = tasks_of(w.a.org_id)
+    fresh_async_connections()
     with override_settings(ROOT_URLCONF="tests.web_urls"):
         assert asyncio.run(go()) == 403
     assert tasks_of(w.a.org_id) == before
