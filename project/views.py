@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.views import defaults
 
 from workqueue.api import known_kinds
+from workqueue.views import error
 
 
 def landing(request: HttpRequest) -> HttpResponse:
@@ -24,8 +25,8 @@ def _is_api(request: HttpRequest) -> bool:
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
-        reason = str(exception) if exception and str(exception) else "forbidden"
-        return JsonResponse({"error": reason}, status=403)
+        # The API's shape: a reason "<field>: <why>" names its field (X-Org-ID).
+        return error(403, str(exception) if exception and str(exception) else "forbidden")
     return defaults.permission_denied(request, exception)  # type: ignore[arg-type]
 
 

@@ -20,11 +20,12 @@ from functools import cached_property
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Model, QuerySet
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponseBase
 
 from tenancy.contexts import OpContext
 from tenancy.models import Membership, Org, Role, User
@@ -109,6 +110,25 @@ class TenantAdmin(admin.ModelAdmin):
             elif isinstance(spec, type) and issubclass(spec, admin.SimpleListFilter):
                 allowed.add(spec.parameter_name)
         return lookup in allowed
+
+    def response_action(
+        self, request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponseBase | None:
+        """An action on the selected rows. A selected value that is no id of this table (a
+        tampered post) is refused by name with nothing done: Django would put it in the
+        query, which raises (a server error) before any row is read."""
+        field = admin.helpers.ACTION_CHECKBOX_NAME
+        for value in request.POST.getlist(field):
+            try:
+                self.opts.pk.to_python(value)
+            except ValidationError:
+                self.message_user(
+                    request,
+                    f"{field}: {value[:60]!r} is not an id of this list; nothing was changed.",
+                    messages.ERROR,
+                )
+                return None
+        return super().response_action(request, queryset)
 
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_operator(request) or tenant_staff(request) is not None

@@ -45,7 +45,8 @@ def _op_context(request: HttpRequest, rctx: RequestContext) -> OpContext | None:
         chosen = next((m for m in memberships if str(m[0]) == str(wanted)), None)
         if chosen is None:
             if header:
-                raise PermissionDenied(f"you are not a member of org {header!r}")
+                # Named by its header: the API's answer names the field at fault.
+                raise PermissionDenied(f"{ORG_HEADER}: you are not a member of org {header!r}")
             request.session.pop(SESSION_ORG, None)  # a stale choice: fall back below
             chosen = memberships[0] if memberships else None
     else:

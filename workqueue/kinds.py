@@ -91,7 +91,8 @@ def validate_payload(kind: Kind, payload: Any) -> str:
 
     pydantic validates and writes the JSON in one pass. Then the text is checked for what
     jsonb cannot hold (NaN, infinity, NUL, lone surrogates: a walk of the value names the
-    field, and runs only when a fast scan of the text finds a suspect) and for its size.
+    field, and runs only when a fast scan of the text finds a suspect, a replacement character
+    among them) and for its size.
     """
     if not isinstance(payload, dict):
         raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
@@ -108,7 +109,9 @@ def validate_payload(kind: Kind, payload: Any) -> str:
         raise InvalidPayload(problem) from None
     try:
         size = len(text.encode("utf-8")) if not text.isascii() else len(text)
-        suspect = "NaN" in text or "Infinity" in text or "\\u0000" in text
+        # U+FFFD: pydantic writes a lone surrogate in a typed dict's key (``dict[str, Any]``)
+        # as replacement characters instead of refusing it, so the text alone looks fine.
+        suspect = "NaN" in text or "Infinity" in text or "\\u0000" in text or "\ufffd" in text
     except UnicodeEncodeError:
         size, suspect = 0, True
     if suspect and (problem := find_unstorable(model.model_dump(exclude_none=True))):

@@ -4,7 +4,8 @@ For signed-in users (Django's session): the tenant is the user's membership (a m
 several names one with ``X-Org-ID``; naming one they do not belong to is refused by the tenancy
 middleware), the author is the user, never a body field. CSRF is checked as Django checks it for
 session authentication, once the user is known, so an anonymous caller learns 401, not a CSRF
-failure. The middleware runs each view inside the tenant's scope: the enqueue, its stored
+failure. Nothing is read from the query string: a parameter there is refused by name. The
+middleware runs each view inside the tenant's scope: the enqueue, its stored
 ``Idempotency-Key`` answer and the request commit together, or not at all. Every answer is JSON:
 ``{"item": ...}`` or ``{"error": "<field>: <why>", "field": "<field>"}``.
 """
@@ -12,6 +13,7 @@ failure. The middleware runs each view inside the tenant's scope: the enqueue, i
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -24,13 +26,16 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
 from tenancy.contexts import OpContext
+from tenancy.middleware import ORG_HEADER
 from workqueue import api
+from workqueue.inputs import check_when
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
 # or an id in the body would be ignored silently otherwise).
 FIELDS = ("kind", "payload", "idempotency_key", "run_at", "priority", "lane")
 REQUIRED = ("kind", "payload")
 KEY_HEADER = "Idempotency-Key"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
 
 
 def error(status: int, message: str, field: str | None = None, **headers: str) -> JsonResponse:
@@ -93,6 +98,20 @@ def _member(request: HttpRequest) -> OpContext | JsonResponse:
     return op
 
 
+def _no_query(request: HttpRequest) -> JsonResponse | None:
+    """The API takes nothing from the query string: a parameter there (a tenant, an author) is
+    refused by name, as an unknown body field is, never ignored while the request goes ahead."""
+    if not request.GET:
+        return None
+    name = sorted(request.GET)[0][:60]
+    return error(
+        400,
+        f"{name}: unknown query parameter (the API takes none; the tenant and the author come "
+        f"from the signed-in user, or {ORG_HEADER})",
+        name,
+    )
+
+
 def _not_allowed(allowed: str) -> JsonResponse:
     return error(405, f"method not allowed: use {allowed}", "", Allow=allowed)
 
@@ -124,15 +143,26 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
         return error(400, f"body: must be a JSON object, got {type(body).__name__}")
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
+        name = field_name(unknown[0])
         return error(
             400,
-            f"{unknown[0][:60]}: unknown field (a body has {', '.join(FIELDS)}; the author "
+            f"{name}: unknown field (a body has {', '.join(FIELDS)}; the author "
             "and tenant come from the signed-in user)",
+            name,
         )
     for name in REQUIRED:
         if name not in body:
             return error(400, f"{name}: required")
     return body
+
+
+def field_name(name: str) -> str:
+    """A body field's name as an answer names it: as it is when it is a plain name, else as
+    ``body["<name as JSON>"]`` (an empty name, or one with spaces, colons or control
+    characters, would make the answer name no field, or another)."""
+    if _PLAIN_NAME.fullmatch(name):
+        return name
+    return f"body[{json.dumps(name[:60])}]"
 
 
 def _run_at(value: Any) -> datetime | None:
@@ -148,7 +178,8 @@ def _run_at(value: Any) -> datetime | None:
         raise api.InvalidPayload(
             "run_at: must be an ISO 8601 time with a time zone, e.g. 2030-01-01T09:00:00Z"
         )
-    return when
+    # Checked here, not by enqueue: its refusal would name available_at, no field of this body.
+    return check_when(when, "run_at")
 
 
 @csrf_exempt  # checked in _member once the user is known, as Django checks session requests
@@ -161,6 +192,9 @@ def work_collection(request: HttpRequest) -> JsonResponse:
     op = _member(request)
     if isinstance(op, JsonResponse):
         return op
+    refused = _no_query(request)
+    if refused is not None:
+        return refused
     body = _body(request)
     if isinstance(body, JsonResponse):
         return body
@@ -208,6 +242,9 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
     op = _member(request)
     if isinstance(op, JsonResponse):
         return op
+    refused = _no_query(request)
+    if refused is not None:
+        return refused
     try:
         wanted = uuid.UUID(item_id) if len(item_id) <= 64 else None
     except ValueError:

@@ -221,7 +221,12 @@ NOT_JSON = [
     ((1,), {"b": math.inf}, ValueError, r"kwargs\['b'\]: NaN and infinity"),
     (("a\x00b",), {}, ValueError, r"args\[0\]: must not contain a NUL"),
     ((b"\xff\xfe",), {}, ValueError, r"args\[0\]: bytes that are not UTF-8"),
+    ((b"a\x00",), {}, ValueError, r"args\[0\]: must not contain a NUL"),
     (("\ud800",), {}, ValueError, r"args\[0\]: must be valid Unicode"),
+    # A keyword's name is stored too (found by the bad-input suite: it was refused as the
+    # payload's, naming no argument).
+    ((1,), {"b\x00": 2}, ValueError, r"kwargs\['b\\x00'\]: must not contain a NUL"),
+    ((1,), {"\udc80": 2}, ValueError, r"kwargs\['\\udc80'\]: must be valid Unicode"),
 ]
 
 
@@ -254,6 +259,15 @@ def test_tuples_and_utf8_bytes_become_json_as_django_makes_them(member: OpContex
     result = tasks.add.enqueue((1, 2), b=b"caf\xc3\xa9")
     assert (result.args, result.kwargs) == ([[1, 2]], {"b": "café"})
     assert tasks.add.get_result(result.id).args == [[1, 2]]
+
+
+def test_keys_that_are_not_text_become_json_keys(member: OpContext) -> None:
+    """Found by the bad-input suite: None and True were stored as "None" and "True"."""
+    result = tasks.add.enqueue({None: 1, True: 2, 3: 3, 1.5: 4}, b={False: [None]})
+    want = ([{"null": 1, "true": 2, "3": 3, "1.5": 4}], {"b": {"false": [None]}})
+    assert (result.args, result.kwargs) == want
+    [item] = _items()
+    assert (item.payload["args"], item.payload["kwargs"]) == want
 
 
 # -- the retry policy: OPTIONS, then the task's own ----------------------------------------------
@@ -353,3 +367,15 @@ def test_the_everyday_login_cannot_write_records(member: OpContext, worker_rctx)
         with pytest.raises(DatabaseError), tenant_scope(member.org_id):
             with connections["default"].cursor() as cursor:
                 cursor.execute(attack)
+
+
+def test_a_return_value_jsonb_cannot_hold_is_refused_before_its_record_is_written() -> None:
+    """UTF-8 bytes holding a NUL passed as text, bound for the record's jsonb, which refuses
+    \\u0000 (found by the bad-input suite, for arguments)."""
+    from workers.django_tasks.exceptions import InvalidReturnValue
+    from workers.django_tasks.handler import stored_return
+
+    for value in (b"a\x00", {"k": b"\x00"}, "a\x00"):
+        with pytest.raises(InvalidReturnValue, match="NUL"):
+            stored_return(value)
+    assert stored_return({None: b"ok"}) == ({"null": "ok"}, '{"null":"ok"}')

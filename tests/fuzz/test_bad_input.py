@@ -5,9 +5,12 @@ stores it valid or refuses it with ``InvalidPayload`` whose message starts with 
 blames; a refused input leaves no row (items, outbox, audit) and the caller's transaction
 usable. Each example runs inside a caller's transaction that is rolled back after it.
 
-Entry points now: ``enqueue``, ``enqueue_many``, ``outbox.emit``. The API body and headers
-(issue 11), the admin's payload edit (issue 11) and the task backend's args (issue 12) join as
-properties here, drawing from the same strategies.
+Entry points: ``enqueue``, ``enqueue_many``, ``outbox.emit``; the JSON API's body and headers
+(``POST /api/work/``: stored valid, or a 4xx whose ``field`` names what is wrong, no item,
+outbox row, audit entry or stored answer left); the admin's payload edit (saved valid for the
+item's kind, or the confirmation page again naming the payload, the item unchanged); and the
+``django.tasks`` backend's arguments (enqueued as JSON, or refused naming the argument). They
+draw from the same strategies.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import Any
 import pytest
 from django.db import connections, transaction
 from django.test import override_settings
-from hypothesis import HealthCheck, given, settings
+from django.utils.dateparse import parse_datetime
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from outbox.emit import emit
@@ -44,6 +48,7 @@ from workqueue.api import (
     register,
 )
 from workqueue.inputs import NAME_PATTERN
+from workqueue.views import field_name
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -471,6 +476,538 @@ def test_emit_stores_one_row_or_refuses_naming_the_field(ctx: OpContext) -> None
 
     check()
     _property_ran("emit")
+
+
+# -- the JSON API: POST /api/work/ ----------------------------------------------------------------
+
+API_URL = "/api/work/"
+API_FIELDS = ("kind", "payload", "idempotency_key", "run_at", "priority", "lane")
+# JSON values only (the API's body is JSON text): NaN and infinity are written as the tokens
+# Python writes, which the API must refuse.
+json_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=True, allow_infinity=True),
+        texts,
+    ),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(texts, inner, max_size=4)),
+    max_leaves=12,
+)
+moments = st.datetimes(timezones=offsets)
+API_VALID = {
+    "kind": st.just(FREE.name),
+    "payload": VALID["payload"],
+    "idempotency_key": VALID["idempotency_key"],
+    "run_at": st.one_of(
+        st.none(),
+        st.datetimes(
+            min_value=datetime(1900, 1, 1), max_value=datetime(2999, 1, 1), timezones=offsets
+        ).map(datetime.isoformat),
+    ),
+    "priority": VALID["priority"],
+    "lane": VALID["lane"],
+}
+API_ANY = {
+    "kind": st.one_of(kinds, st.integers(), st.lists(texts, max_size=2)),
+    "payload": st.one_of(
+        st.fixed_dictionaries(
+            {}, optional={"data": json_values, "tags": st.dictionaries(texts, json_values)}
+        ),
+        st.dictionaries(texts, json_values, max_size=3),
+        st.fixed_dictionaries({"data": st.text(min_size=LIMIT - 40, max_size=LIMIT + 40)}),
+        json_values,
+    ),
+    "idempotency_key": st.one_of(
+        st.none(), texts, st.text(min_size=195, max_size=205), st.integers()
+    ),
+    "run_at": st.one_of(
+        moments.map(datetime.isoformat),  # years 1 to 9999, any offset: some leave UTC's range
+        st.sampled_from(["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]),
+        st.datetimes().map(datetime.isoformat),  # naive
+        texts,
+        st.integers(),
+        st.floats(),
+    ),
+    "priority": st.one_of(priorities, st.integers(min_value=-(2**40), max_value=2**40)),
+    "lane": st.one_of(lanes, st.integers()),
+}
+EXTRA_FIELDS = st.one_of(
+    st.sampled_from(["org_id", "org", "created_by", "id", "status", "claim_token", "attempts"]),
+    texts,
+)
+# A visible-ASCII key is a valid Idempotency-Key; headers travel as Latin-1 text.
+header_texts = st.text(alphabet=st.characters(max_codepoint=255), max_size=30)
+header_keys = st.one_of(
+    st.none(),
+    st.none(),
+    st.from_regex(r"[\x21-\x7e]{1,200}", fullmatch=True),
+    header_texts,
+    st.text(
+        alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=199, max_size=202
+    ),
+)
+CONTENT_TYPES = st.one_of(
+    st.just("application/json"),
+    st.just("application/json"),
+    st.sampled_from(
+        [
+            "application/json; charset=utf-8",
+            "application/json; charset=UTF8",
+            "application/json; charset=latin-1",
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "",
+        ]
+    ),
+)
+ORGS = st.sampled_from([None, None, None, None, "own", "other", "garbage", "", "OWN"])
+
+
+@st.composite
+def api_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A request to ``POST /api/work/``: its body (JSON text, or any bytes), and its
+    Content-Type, Idempotency-Key and X-Org-ID headers."""
+    mode = draw(st.sampled_from(["valid", "one_off", "one_off", "anything", "raw"]))
+    if mode == "raw":
+        raw = draw(
+            st.one_of(
+                st.binary(max_size=40),
+                st.text(max_size=40).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                json_values.map(lambda v: json.dumps(v).encode()),
+                st.just(b"[" * 5000 + b"]" * 5000),
+                st.just(b'{"kind": "FUZZ_FREE", "payload": {}'),
+            )
+        )
+    else:
+        spoiled = draw(st.sampled_from((*API_FIELDS, "extra", "missing")))
+        body: dict[str, Any] = {}
+        for field in API_FIELDS:
+            if field not in ("kind", "payload") and not draw(st.booleans()):
+                continue
+            bad = mode == "anything" or field == spoiled
+            body[field] = draw(API_ANY[field] if bad else API_VALID[field])
+        if spoiled == "extra" or (mode == "anything" and draw(st.booleans())):
+            body[draw(EXTRA_FIELDS)] = draw(json_values)
+        if spoiled == "missing":
+            body.pop(draw(st.sampled_from(["kind", "payload"])))
+        raw = json.dumps(body).encode()
+    return {
+        "raw": raw,
+        "content_type": draw(CONTENT_TYPES),
+        "key": draw(header_keys),
+        "org": draw(ORGS),
+    }
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(name)
+
+
+def api_wrong(request: dict[str, Any], own_org: uuid.UUID) -> tuple[set[str], bool | None]:
+    """What the documented rules find wrong with a request (field names, as the API names
+    them), and whether its payload is storable (None: cannot tell by hand)."""
+    wrong: set[str] = set()
+    org = {"own": str(own_org), "other": str(uuid.uuid4()), "OWN": str(own_org).upper()}.get(
+        request["org"], request["org"]
+    )
+    if org not in (None, "", str(own_org)):
+        wrong.add("X-Org-ID")
+    content_type = request["content_type"].split(";")[0].strip()
+    charset = request["content_type"].partition("charset=")[2].strip().lower()
+    # (An empty body is sent with no Content-Type by Django's test client.)
+    if (
+        content_type != "application/json"
+        or charset not in ("", "utf-8", "utf8")
+        or not request["raw"]
+    ):
+        wrong.add("Content-Type")
+    key = request["key"]
+    if key is not None and not (0 < len(key) <= 200 and re.fullmatch(r"[\x21-\x7e]+", key)):
+        wrong.add("Idempotency-Key")
+    try:
+        body = json.loads(request["raw"].decode("utf-8"), parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return wrong | {"body"}, None
+    if not isinstance(body, dict):
+        return wrong | {"body"}, None
+    wrong |= {field_name(name) for name in body if name not in API_FIELDS}
+    wrong |= {name for name in ("kind", "payload") if name not in body}
+    new = NewItem(
+        kind=body.get("kind"),
+        payload=body.get("payload"),
+        idempotency_key=body.get("idempotency_key"),
+        lane=body.get("lane"),
+        priority=body.get("priority", 0),
+    )
+    wrong |= wrong_fields(new) - {"available_at", "id"}
+    run_at = body.get("run_at")
+    if run_at is not None:
+        when = None
+        if isinstance(run_at, str) and len(run_at) <= 64:
+            try:
+                when = parse_datetime(run_at)
+            except ValueError:
+                pass
+        try:
+            ok = when is not None and when.tzinfo is not None and when.astimezone(UTC)
+        except OverflowError:
+            ok = False
+        if not ok:
+            wrong.add("run_at")
+    payload_ok = free_payload_ok(body.get("payload")) if body.get("kind") == FREE.name else None
+    return wrong, payload_ok
+
+
+def api_rows(ctx: OpContext) -> tuple[int, int, int, int]:
+    """``rows`` and the tenant's stored Idempotency-Key answers."""
+    with tenant_scope(ctx.org_id), connections["default"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM workqueue_storedresponse")
+        return (*rows(ctx), cursor.fetchone()[0])
+
+
+@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+def test_the_api_stores_valid_or_answers_4xx_naming_the_field(ctx: OpContext) -> None:
+    from django.test import Client
+
+    from tenancy.models import User
+
+    client = Client()
+    client.force_login(User.objects.using("admin").get(pk=ctx.user_id))
+
+    @FAST
+    @given(request=api_requests())
+    # Found here: pydantic wrote this key as U+FFFD, so it was stored, not what was sent.
+    @example(
+        request={
+            "raw": b'{"kind": "FUZZ_FREE", "payload": {"tags": {"\\ud800": null}}}',
+            "content_type": "application/json",
+            "key": None,
+            "org": None,
+        }
+    )
+    def check(request: dict[str, Any]) -> None:
+        _tally("api")
+        wrong, payload_ok = api_wrong(request, ctx.org_id)
+        headers: dict[str, str] = {}
+        if request["key"] is not None:
+            headers["HTTP_IDEMPOTENCY_KEY"] = request["key"]
+        if request["org"] is not None:
+            headers["HTTP_X_ORG_ID"] = {
+                "own": str(ctx.org_id),
+                "other": str(uuid.uuid4()),
+                "OWN": str(ctx.org_id).upper(),
+            }.get(request["org"], request["org"])
+        with callers_transaction():
+            before = api_rows(ctx)
+            # generic(): the body's bytes as drawn (post() would re-encode them to the charset).
+            response = client.generic(
+                "POST", API_URL, request["raw"], content_type=request["content_type"], **headers
+            )
+            assert response.status_code < 500, response.content[:500]
+            answer = response.json()
+            if response.status_code >= 400:
+                blamed = answer.get("field")
+                assert blamed and answer["error"].startswith(f"{blamed}: "), answer
+                after = api_rows(ctx)
+                if after != before:
+                    summary.count(SUITE, "left")
+                assert after == before, f"a refused request left rows: {before} -> {after}"
+                top = blamed.split(".")[0]
+                assert blamed in wrong or (top == "payload" and payload_ok is not True), (
+                    f"blamed {blamed}, the rules find {sorted(wrong)} wrong: {answer}"
+                )
+                _still_usable(ctx)
+                summary.count(SUITE, "refused")
+                return
+            assert response.status_code == 201, (response.status_code, answer)
+            assert not wrong, f"stored although {sorted(wrong)} break the rules"
+            assert payload_ok is not False, f"stored an off-schema payload: {request['raw']!r}"
+            body = json.loads(request["raw"])
+            run_at = body.get("run_at")
+            new = NewItem(
+                kind=body["kind"],
+                payload=body["payload"],
+                idempotency_key=body.get("idempotency_key"),
+                lane=body.get("lane"),
+                priority=body.get("priority", 0),
+                available_at=parse_datetime(run_at) if run_at else None,
+            )
+            _stored_as_given(ctx, new, uuid.UUID(answer["item"]["id"]))
+            stored_answers = 1 if request["key"] is not None else 0
+            assert api_rows(ctx) == (
+                before[0] + 1,
+                before[1],
+                before[2],
+                before[3] + stored_answers,
+            )
+            summary.count(SUITE, "stored")
+
+    check()
+    _property_ran("api")
+
+
+def _still_usable(ctx: OpContext) -> None:
+    try:
+        enqueue(ctx, "NOOP", {"n": 1})
+    except Exception:
+        summary.count(SUITE, "broken")
+        raise
+
+
+# -- the admin's payload edit ---------------------------------------------------------------------
+
+# What an operator types into the payload box: JSON text of anything, NaN and overflowing
+# numbers, escaped lone surrogates and NULs, broken JSON, deep nesting, and plain text.
+payload_texts = st.one_of(
+    VALID["payload"].map(json.dumps),
+    VALID["payload"].map(lambda p: json.dumps(p, indent=2, ensure_ascii=False)),
+    API_ANY["payload"].map(json.dumps),
+    json_values.map(json.dumps),
+    st.sampled_from(
+        [
+            '{"data": 1e999}',
+            '{"data": -1e999}',
+            '{"data": "\\u0000"}',
+            '{"tags": {"\\ud800": 1}}',
+            '{"data": 1',
+            "",
+            "null",
+            "[" * 3000 + "]" * 3000,
+            '{"data": ' + "[" * 200 + "]" * 200 + "}",
+            '{"data": 1, "data": 2}',
+            '{"org_id": "00000000-0000-0000-0000-000000000000"}',
+        ]
+    ),
+    st.text(max_size=40).filter(lambda t: _storable_text(t)),
+)
+
+
+def _edit_outcome(text: str) -> tuple[bool | None, Any]:
+    """Whether the rules accept ``text`` as a FUZZ_FREE payload (None: cannot tell by hand),
+    and the payload it means."""
+    try:
+        payload = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        return False, None
+    return free_payload_ok(payload), payload
+
+
+@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+def test_the_admins_payload_edit_saves_valid_or_names_the_field(ctx: OpContext) -> None:
+    import html
+
+    from django.test import Client
+
+    from audit.models import AuditEntry
+    from tenancy.contexts import AppType, new_request_context
+    from tenancy.models import Role
+    from tests.factories import MembershipFactory, UserFactory
+    from tests.helpers import dead_letter, row
+    from workqueue.api import Drawn
+
+    staff = MembershipFactory(org_id=ctx.org_id, user=UserFactory(is_staff=True), role=Role.ADMIN)
+    client = Client()
+    client.force_login(staff.user)
+    worker = new_request_context(AppType.WORKER)
+
+    def trail(item_id: uuid.UUID) -> list[str]:
+        entries = AuditEntry.objects.using("admin").filter(subject_id=str(item_id))
+        return sorted(entries.values_list("action", flat=True))
+
+    @FAST
+    @given(text=payload_texts)
+    def check(text: str) -> None:
+        _tally("payload edit")
+        ok, meant = _edit_outcome(text)
+        dead = dead_letter(ctx, worker, payload={"data": "before"}, kind=FREE.name)
+        first = row(dead.id)
+        before = rows(ctx)
+        response = client.post(
+            "/admin/workqueue/deadletter/",
+            {
+                "action": "edit_payload",
+                "_selected_action": [str(dead.id)],
+                "fence": [Drawn.of(dead).token()],
+                "confirm": "yes",
+                "payload": text,
+            },
+        )
+        now = row(dead.id)
+        if response.status_code == 200:  # the confirmation page again, naming the problem
+            problem = re.search(r'<p class="errornote" id="problem">(.*?)</p>', response.text, re.S)
+            assert problem, response.text[:2000]
+            message = html.unescape(problem.group(1))
+            assert re.match(r"payload(\..+?)?: ", message, re.S), message
+            assert ok is not True, f"refused a valid edit {text!r}: {message}"
+            assert (now.status, now.payload, now.updated_at) == (
+                "failed",
+                first.payload,
+                first.updated_at,
+            )
+            assert trail(dead.id) == ["work.dead_lettered"]
+            if rows(ctx) != before:
+                summary.count(SUITE, "left")
+            assert rows(ctx) == before
+            summary.count(SUITE, "refused")
+            return
+        assert response.status_code == 302, (response.status_code, response.content[:500])
+        assert ok is not False, f"saved an invalid edit {text!r}"
+        assert (now.status, now.attempts) == ("pending", 0)
+        assert same_json(
+            FREE.schema.model_validate(now.payload).model_dump(),
+            FREE.schema.model_validate(meant).model_dump(),
+        )
+        assert trail(dead.id) == ["work.dead_lettered", "work.requeued_edited"]
+        summary.count(SUITE, "stored")
+
+    check()
+    _property_ran("payload edit")
+
+
+# -- the django.tasks backend's arguments ---------------------------------------------------------
+
+# Anything a caller may pass a task: JSON values, what Django turns into JSON (tuples, UTF-8
+# bytes), what it cannot (sets, dates, objects, keys that are tuples), what jsonb cannot hold
+# (NaN, NUL, lone surrogates), and values too large or nested too deep.
+task_scalars = st.one_of(
+    scalars,
+    st.binary(max_size=6),
+    st.sampled_from([object(), {1, 2}, datetime(2024, 1, 1), uuid.UUID(int=7), 1j, type]),
+)
+task_values = st.recursive(
+    task_scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.tuples(inner, inner),
+        st.dictionaries(
+            st.one_of(texts, st.integers(), st.booleans(), st.none(), st.tuples(st.integers())),
+            inner,
+            max_size=3,
+        ),
+    ),
+    max_leaves=10,
+)
+task_args = st.one_of(
+    st.lists(task_values, max_size=3),
+    st.lists(st.text(min_size=LIMIT // 3, max_size=LIMIT // 2), min_size=1, max_size=3),
+    st.integers(min_value=60, max_value=70).map(lambda n: [_nested(n)]),
+)
+task_kwargs = st.dictionaries(
+    st.one_of(st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True), texts),
+    task_values,
+    max_size=3,
+)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def task_problems(args: list[Any], kwargs: dict[str, Any]) -> set[str]:
+    """The arguments the documented rules refuse (``args[0]``, ``kwargs['k']``): a JSON value
+    (tuples as lists, UTF-8 bytes as text), storable (no NaN or infinity, NUL or lone
+    surrogate), keys of str, int, float, bool or None, at most 64 deep; a keyword's name is
+    stored too, so it must be storable text."""
+
+    def bad(value: Any, depth: int) -> bool:
+        if depth > 64:
+            return True
+        if isinstance(value, str):
+            return not _storable_text(value)
+        if isinstance(value, float):
+            return not math.isfinite(value)
+        if value is None or isinstance(value, bool | int):
+            return False
+        if isinstance(value, bytes):
+            try:
+                return bad(value.decode("utf-8"), depth)
+            except UnicodeDecodeError:
+                return True
+        if isinstance(value, dict):
+            return any(
+                not isinstance(k, str | int | float | bool | type(None))
+                or bad(k, depth + 1)
+                or bad(v, depth + 1)
+                for k, v in value.items()
+            )
+        if isinstance(value, list | tuple):
+            return any(bad(v, depth + 1) for v in value)
+        return True
+
+    found = {f"args[{i}]" for i, v in enumerate(args) if bad(v, 0)}
+    found |= {f"kwargs[{k!r}]" for k, v in kwargs.items() if not _storable_text(k) or bad(v, 0)}
+    return found
+
+
+def _as_json(value: Any) -> Any:
+    """What a task's argument becomes in JSON (tuples as lists, bytes as text)."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, bytes):
+            return v.decode("utf-8")
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return json.loads(json.dumps(plain(value)))
+
+
+@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+def test_the_task_backend_enqueues_json_or_refuses_naming_the_argument(ctx: OpContext) -> None:
+    from tenancy.current import using_context
+    from tests import tasks
+    from workqueue.models import WorkItem
+
+    @FAST
+    @given(args=task_args, kwargs=task_kwargs)
+    def check(args: list[Any], kwargs: dict[str, Any]) -> None:
+        _tally("task arguments")
+        problems = task_problems(args, kwargs)
+        with callers_transaction(), using_context(ctx):
+            before = rows(ctx)
+            try:
+                result = tasks.add.enqueue(*args, **kwargs)
+            except (TypeError, ValueError, InvalidPayload) as exc:
+                message = str(exc)
+                after = rows(ctx)
+                if after != before:
+                    summary.count(SUITE, "left")
+                assert after == before, f"a refused enqueue left rows: {before} -> {after}"
+                _still_usable(ctx)
+                if isinstance(exc, InvalidPayload):
+                    # The whole call's JSON over the size limit: the payload is at fault.
+                    assert re.match(r"payload: \d+ bytes .* allowed", message), message
+                    assert not problems, f"{sorted(problems)} refused as a size: {message}"
+                else:
+                    blamed = re.match(r"(args\[\d+\]|kwargs\[.*?\])[\[ :]", message, re.S)
+                    assert blamed, f"the error names no argument: {message!r}"
+                    assert any(message.startswith(p) for p in problems), (
+                        f"{message!r}: the rules find {sorted(problems)} wrong"
+                    )
+                summary.count(SUITE, "refused")
+                return
+            assert not problems, f"enqueued although {sorted(problems)} break the rules"
+            with tenant_scope(ctx.org_id):
+                stored = WorkItem.objects.get(pk=result.id)
+            assert (stored.org_id, stored.created_by, stored.kind) == (
+                ctx.org_id,
+                ctx.user_id,
+                "DJANGO_TASK",
+            )
+            assert same_json(stored.payload["args"], _as_json(list(args)))
+            assert same_json(stored.payload["kwargs"], _as_json(kwargs))
+            assert rows(ctx) == (before[0] + 1, before[1], before[2])
+            summary.count(SUITE, "stored")
+
+    check()
+    _property_ran("task arguments")
 
 
 def test_the_strategies_reach_both_sides(ctx: OpContext) -> None:

@@ -6,8 +6,10 @@ Surfaces: ``sql`` (raw SQL as the everyday login, scoped to A, as a forgotten fi
 injected fragment would run), ``token`` (claim-token fences), ``enqueue`` and ``outbox`` (the
 entry points that take a caller's ids, keys and payloads), ``http`` (the web process: the
 tenancy middleware's header and session, the admin's login, CSRF, ``/metrics``), ``worker``
-(a real ``runworker``'s ``/metrics`` and ``/healthz``). The HTTP surfaces of issues 11 and 12
-(the JSON API, admin triage, the demo page, the ``django.tasks`` backend) join as rows here.
+(a real ``runworker``'s ``/metrics`` and ``/healthz``), here; ``api`` (the JSON API),
+``admin`` (the lists, detail pages and triage), ``demo`` (the demo page) and ``tasks`` (the
+``django.tasks`` backend) in ``attacks_<surface>.py``. The rows' machinery (``@attack``,
+``Scene``) is ``table.py``; the two tenants are ``world.py``.
 """
 
 from __future__ import annotations
@@ -16,14 +18,9 @@ import asyncio
 import copy
 import json
 import re
-import signal
-import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -37,9 +34,20 @@ from tenancy.contexts import AppType, new_request_context
 from tenancy.scope import tenant_scope
 from tests import summary
 from tests.helpers import row
-from tests.runtime.support import PYTHON, ROOT, subprocess_env
+
+# The rows of the other surfaces: each module registers its own (importing it is enough).
+from tests.security import attacks_admin, attacks_api, attacks_demo, attacks_tasks  # noqa: F401
 from tests.security import world as worlds
 from tests.security.kinds import NOTE
+from tests.security.table import (
+    ATTACKS,
+    Attack,
+    Endpoint,
+    Scene,
+    attack,
+    client_of,
+    no_tenant_data,
+)
 from tests.security.world import SECRET, World
 from workqueue import api
 
@@ -54,88 +62,6 @@ summary.FORMATS[SUITE] = lambda c: (
     )
     + ")"
 )
-
-
-# -- the endpoint of a real worker, started once for the rows that need it ----------------------
-
-
-class Endpoint:
-    """One ``runworker SEC_NOTE`` process on a free port, started on first use."""
-
-    def __init__(self) -> None:
-        self.proc: subprocess.Popen[str] | None = None
-        self.port: int | None = None
-
-    def url(self, path: str) -> str:
-        if self.proc is None:
-            self.proc = subprocess.Popen(
-                [PYTHON, "manage.py", "runworker", NOTE.name, "--metrics-port", "0"],
-                cwd=ROOT,
-                env=subprocess_env(
-                    WORKER_HANDLER_MODULES="tests.security.kinds",
-                    WORKER_METRICS_HOST="127.0.0.1",
-                    WORKER_POLL_INTERVAL_MS="100",
-                ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                if found := re.search(r"worker_started .* metrics_port=(\d+)", line):
-                    self.port = int(found.group(1))
-                    break
-            else:
-                raise AssertionError(f"runworker exited ({self.proc.wait()}) before it started")
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def get(self, path: str, method: str = "GET") -> tuple[int, str]:
-        request = urllib.request.Request(self.url(path), method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=5) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.communicate(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.communicate()
-
-
-@dataclass
-class Scene:
-    world: World
-    endpoint: Endpoint
-
-
-@dataclass(frozen=True)
-class Attack:
-    surface: str
-    name: str
-    run: Callable[[Scene], None]  # raises AssertionError when the attack got through
-    # B's own doing before the attack (not checked as the attack's): e.g. B's work is run.
-    prepare: Callable[[Scene], None] | None = None
-
-    def __str__(self) -> str:
-        return f"{self.surface}: {self.name}"
-
-
-ATTACKS: list[Attack] = []
-
-
-def attack(
-    surface: str, name: str, prepare: Callable[[Scene], None] | None = None
-) -> Callable[[Callable[[Scene], None]], Callable[[Scene], None]]:
-    def add(fn: Callable[[Scene], None]) -> Callable[[Scene], None]:
-        ATTACKS.append(Attack(surface, name, fn, prepare))
-        return fn
-
-    return add
 
 
 # -- raw SQL as the everyday login, scoped to A -------------------------------------------------
@@ -484,23 +410,15 @@ def _outbox_taken_id(scene: Scene) -> None:
 # -- the web process ----------------------------------------------------------------------------
 
 
-def _client_of(world: World, user_id: uuid.UUID | None = None) -> Client:
-    from tenancy.models import User
-
-    client = Client()
-    client.force_login(User.objects.using("admin").get(pk=user_id or world.a.user_id))
-    return client
-
-
 @attack("http", "X-Org-ID header naming B's org")
 def _header_org(scene: Scene) -> None:
-    response = _client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID=str(scene.world.b.org_id))
+    response = client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID=str(scene.world.b.org_id))
     assert response.status_code == 403
 
 
 @attack("http", "SQL in the X-Org-ID header")
 def _header_injection(scene: Scene) -> None:
-    response = _client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID="' OR '1'='1")
+    response = client_of(scene.world).get("/admin/login/", HTTP_X_ORG_ID="' OR '1'='1")
     assert response.status_code == 403
 
 
@@ -512,14 +430,14 @@ def _tenant_seen(client: Client, path: str = "/test/tenant/", **headers: str) ->
 @attack("http", "B's org in the query string")
 def _query_org(scene: Scene) -> None:
     w = scene.world
-    seen = _tenant_seen(_client_of(w), f"/test/tenant/?org_id={w.b.org_id}&X-Org-ID={w.b.org_id}")
+    seen = _tenant_seen(client_of(w), f"/test/tenant/?org_id={w.b.org_id}&X-Org-ID={w.b.org_id}")
     assert seen == str(w.a.org_id)
 
 
 @attack("http", "B's org planted in the session")
 def _session_org(scene: Scene) -> None:
     w = scene.world
-    client = _client_of(w)
+    client = client_of(w)
     session = client.session
     session["org_id"] = str(w.b.org_id)
     session.save()
@@ -529,7 +447,7 @@ def _session_org(scene: Scene) -> None:
 @attack("http", "a forged X-Request-ID")
 def _request_id(scene: Scene) -> None:
     with override_settings(ROOT_URLCONF="tests.web_urls"):
-        response = _client_of(scene.world).get(
+        response = client_of(scene.world).get(
             "/test/tenant/", HTTP_X_REQUEST_ID="1'; DROP TABLE x; --"
         )
     assert isinstance(response.wsgi_request.rctx.request_id, uuid.UUID)
@@ -538,7 +456,7 @@ def _request_id(scene: Scene) -> None:
 @attack("http", "SQL in the traceparent header of an enqueueing request")
 def _traceparent(scene: Scene) -> None:
     with override_settings(ROOT_URLCONF="tests.web_urls"):
-        response = _client_of(scene.world).post(
+        response = client_of(scene.world).post(
             "/test/enqueue/", HTTP_TRACEPARENT="00-'; DROP TABLE workqueue_workitem; --"
         )
     assert response.status_code == 201, response.status_code
@@ -557,7 +475,7 @@ def _csrf_login(scene: Scene) -> None:
 
 @attack("http", "admin logout without a CSRF token")
 def _csrf_logout(scene: Scene) -> None:
-    client = _client_of(scene.world)
+    client = client_of(scene.world)
     client.handler.enforce_csrf_checks = True
     assert client.post("/admin/logout/").status_code == 403
     assert "_auth_user_id" in client.session
@@ -572,21 +490,14 @@ def _login_injection(scene: Scene) -> None:
 
 @attack("http", "a tenant member who is not staff opens the admin")
 def _admin_not_staff(scene: Scene) -> None:
-    response = _client_of(scene.world).get("/admin/")
+    response = client_of(scene.world).get("/admin/")
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
 @attack("http", "the web /metrics carries B's data")
 def _web_metrics(scene: Scene) -> None:
     page = Client().get("/metrics").content.decode()
-    _no_tenant_data(scene.world, page)
-
-
-def _no_tenant_data(world: World, page: str) -> None:
-    for tenant in (world.a, world.b):
-        for value in (tenant.org_id, tenant.user_id, tenant.held.id, tenant.parked.id, tenant.key):
-            assert str(value) not in page, f"{value} is on the page"
-    assert SECRET not in page
+    no_tenant_data(scene.world, page)
 
 
 # -- a real worker's endpoint -------------------------------------------------------------------
@@ -607,14 +518,14 @@ def _run_b_secret(scene: Scene) -> None:
 def _worker_metrics(scene: Scene) -> None:
     status, page = scene.endpoint.get("/metrics")
     assert status == 200 and f'workqueue_worker_completed_total{{kind="{NOTE.name}"}}' in page
-    _no_tenant_data(scene.world, page)
+    no_tenant_data(scene.world, page)
 
 
 @attack("worker", "the worker's /healthz carries payloads or tenant data", _run_b_secret)
 def _worker_healthz(scene: Scene) -> None:
     status, page = scene.endpoint.get("/healthz")
     assert status == 200 and set(json.loads(page)) == {"worker", "state", "healthy", "beat_age_s"}
-    _no_tenant_data(scene.world, page)
+    no_tenant_data(scene.world, page)
 
 
 @attack("worker", "the worker's endpoint asked for B's tenant in the query string")
@@ -665,5 +576,18 @@ def test_the_attack_is_refused(scene: Scene, case: Attack) -> None:
 
 def test_the_table_has_every_surface_and_forty_cases() -> None:
     surfaces = {case.surface for case in ATTACKS}
-    assert surfaces == {"sql", "token", "enqueue", "outbox", "http", "worker"}
+    assert surfaces == {
+        "sql",
+        "token",
+        "enqueue",
+        "outbox",
+        "http",
+        "worker",
+        "api",
+        "admin",
+        "demo",
+        "tasks",
+    }
     assert len(ATTACKS) >= 40
+    names = [str(case) for case in ATTACKS]
+    assert len(names) == len(set(names)), "two rows share a name"

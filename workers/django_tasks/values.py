@@ -1,7 +1,8 @@
 """What a task may take and return: JSON values, as Django requires, that PostgreSQL can store.
 
 Django's ``normalize_json`` turns tuples into lists and UTF-8 bytes into text, and refuses
-anything else. The walk here does the same, refuses what ``jsonb`` cannot hold (NaN,
+anything else. The walk here does the same (and writes a key that is not text as JSON writes
+it, so the task gets what it would from any JSON store), refuses what ``jsonb`` cannot hold (NaN,
 infinity, NUL, lone surrogates), and says where the first problem sits (``args[1]['when']``).
 """
 
@@ -41,16 +42,19 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
             return value
         case bytes():
             try:
-                return value.decode("utf-8")
+                text = value.decode("utf-8")
             except UnicodeDecodeError:
                 raise ValueError(f"{where}: bytes that are not UTF-8 are not JSON") from None
+            return _normalized(text, where, depth)  # the text may hold a NUL
         case Mapping():
             out = {}
             for key, item in value.items():
                 if not isinstance(key, _KEY_TYPES):
                     raise TypeError(f"{where}: the key {key!r} is a {type(key).__name__}; {_HINT}")
                 _normalized(key, f"{where} key {str(key)[:40]!r}", depth + 1)
-                out[key] = _normalized(item, f"{where}[{key!r}]", depth + 1)
+                # As JSON names it (None: "null", True: "true"), not as str() would.
+                name = key if isinstance(key, str) else json.dumps(key)
+                out[name] = _normalized(item, f"{where}[{key!r}]", depth + 1)
             return out
         case Sequence():  # str and bytes are handled above
             return [_normalized(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
@@ -66,6 +70,8 @@ def json_value(value: Any, where: str) -> Any:
 
 def json_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
     """A task's arguments as JSON values, or an error naming the first that is not one."""
+    for name in kwargs:  # a keyword's name is stored too: a key of the payload's kwargs
+        json_value(name, f"kwargs[{name!r}]")
     return (
         [json_value(v, f"args[{i}]") for i, v in enumerate(args)],
         {k: json_value(v, f"kwargs[{k!r}]") for k, v in kwargs.items()},

@@ -1,0 +1,527 @@
+"""Attack rows on the admin: the lists, detail pages and triage actions, by A's staff (the admin
+role in A), by users without the role, and against the operator (CSRF).
+
+Each row is refused: A's staff see A's rows only, whatever the filter, search or URL names;
+another tenant's item is a 404; triage without the role is refused, and triage by A's staff
+never reaches B's item, whatever fence is forged; every state-changing post needs its CSRF
+token; and each action's audit entry names who acted, whatever the post claims.
+"""
+
+from __future__ import annotations
+
+import copy
+import html
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+from django.db import connections
+from django.http import HttpResponse
+from django.test import Client
+
+from audit.models import AuditEntry
+from tests.factories import MembershipFactory, UserFactory
+from tests.helpers import row
+from tests.security.table import ATTACKS, Attack, Scene, attack, client_of
+from tests.security.world import SECRET, World
+from workqueue import api
+from workqueue.models import Status
+
+ITEMS = "/admin/workqueue/workitem/"
+DEAD = "/admin/workqueue/deadletter/"
+AUDIT = "/admin/audit/auditentry/"
+ORGS = "/admin/tenancy/org/"
+MEMBERS = "/admin/tenancy/membership/"
+USERS = "/admin/tenancy/user/"
+SHARES = "/admin/workqueue/tenantshare/"
+GAUGES = "/admin/gauges/"
+
+# Each triage action, with what its confirmation page adds.
+ACTIONS: dict[str, dict[str, str]] = {
+    "requeue_now": {},
+    "requeue_later": {"delay_minutes": "1"},
+    "discard": {},
+    "edit_payload": {"payload": '{"note": "edited"}'},
+}
+
+
+def staff_of_a(world: World, enforce_csrf_checks: bool = False) -> Client:
+    """A's staff user (the admin role in A), signed in."""
+    client = client_of(world, world.a.staff.user_id)
+    client.handler.enforce_csrf_checks = enforce_csrf_checks
+    return client
+
+
+def operator(**client_kwargs: Any) -> Client:
+    """The site's operator: a superuser of no tenant."""
+    client = Client(**client_kwargs)
+    client.force_login(UserFactory(is_staff=True, is_superuser=True))
+    return client
+
+
+def forged(action: str, selected: list[Any], fenced: list[Any], **extra: str) -> dict[str, Any]:
+    """A confirmed triage post, as the confirmation page would send it, for ``selected``
+    items fenced on ``fenced`` items as they are now."""
+    return {
+        "action": action,
+        "_selected_action": [str(item.id) for item in selected],
+        "fence": [api.Drawn.of(item).token() for item in fenced],
+        "confirm": "yes",
+        **ACTIONS[action],
+        **extra,
+    }
+
+
+def b_values(world: World) -> list[str]:
+    """What of B's must never show on a page of A's."""
+    b = world.b
+    ids = (b.org_id, b.user_id, b.staff.user_id, b.parked.id, b.held.id, b.dead.id)
+    more = (b.answer_item, b.shipment, b.shipment_work, b.task_id, b.outbox_id)
+    return [*map(str, ids + more), b.key, b.answer_key, SECRET]
+
+
+def nothing_of_b(world: World, response: HttpResponse, echoed: str = "") -> str:
+    """The page shows nothing of B's; ``echoed`` (what A typed, e.g. a search term naming B's
+    id) may show where the page repeats it, never in the list's rows."""
+    page = response.content.decode(errors="replace")
+    if echoed:
+        rows = re.search(r'<table id="result_list">.*?</table>', page, re.S)
+        assert rows is None or not _shows_b(world, rows.group(0)), "B's row is listed"
+        for spelled in {echoed, quote_plus(echoed), quote(echoed)}:
+            page = page.replace(html.escape(spelled), "").replace(spelled, "")
+    for value in b_values(world):
+        assert value not in page and html.escape(value) not in page, f"{value} is on the page"
+    name = _b_org_name(world)
+    assert name not in page, f"B's org's name {name!r} is on the page"
+    return page
+
+
+def _shows_b(world: World, text: str) -> bool:
+    return any(v in text or html.escape(v) in text for v in b_values(world))
+
+
+def _b_org_name(world: World) -> str:
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT name FROM tenancy_org WHERE id = %s", [world.b.org_id])
+        return cursor.fetchone()[0]
+
+
+def unchanged_dead(item: api.WorkItem) -> None:
+    """A's own dead letter, as it was: still failed, nothing audited after its failure."""
+    now = row(item.id)
+    assert (now.status, now.updated_at, now.payload) == (
+        Status.FAILED,
+        item.updated_at,
+        item.payload,
+    ), (now.status, now.payload)
+    entries = AuditEntry.objects.using("admin").filter(subject_id=str(item.id))
+    assert set(entries.values_list("action", flat=True)) == {"work.dead_lettered"}
+
+
+# -- what A's staff see -------------------------------------------------------------------------
+
+
+def _list_row(path: str, shows_own: Callable[[World], str] | None) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        response = staff_of_a(w).get(path)
+        assert response.status_code == 200, response.status_code
+        page = nothing_of_b(w, response)
+        if shows_own is not None:  # the list did draw A's rows
+            assert shows_own(w) in page
+
+    ATTACKS.append(Attack("admin", f"A's staff read B's rows in {path}", run))
+
+
+_list_row(ITEMS, lambda w: str(w.a.dead.id))
+_list_row(DEAD, lambda w: str(w.a.dead.id))
+_list_row(AUDIT, lambda w: str(w.a.dead.id))
+_list_row(ORGS, lambda w: str(w.a.org_id))
+_list_row(MEMBERS, None)
+_list_row(SHARES, None)
+_list_row(GAUGES, None)
+
+
+def _filter_row(path: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w)
+        b = w.b.org_id
+        for query in (
+            f"org={b}",
+            f"org__id__exact={b}",
+            f"org_id={b}",
+            f"org__exact={b}",
+            f"org_id__exact={b}",
+            f"org__id__in={b},{w.a.org_id}",
+            "org__name__startswith=b-org",
+            "org__isnull=False",
+            f"payload__note={SECRET}",
+        ):
+            response = client.get(f"{path}?{query}", follow=True)
+            assert response.status_code in (200, 400), (query, response.status_code)
+            nothing_of_b(w, response)
+
+    ATTACKS.append(Attack("admin", f"A's staff filter {path} by B's tenant", run))
+
+
+_filter_row(ITEMS)
+_filter_row(DEAD)
+_filter_row(AUDIT)
+
+
+def _search_row(path: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w)
+        for term in (
+            "' OR 1=1 --",
+            "%' OR '%'='",
+            "%",
+            "\\",
+            "\x00",
+            str(w.b.parked.id),
+            str(w.b.dead.id),
+            f"{{{w.b.dead.id}}}",
+            str(w.b.user_id),
+            w.b.key,
+            w.b.answer_key,
+            f"{w.b.key}' OR idempotency_key LIKE '%",
+            '{"org_id": "' + str(w.b.org_id) + '"}',
+            "x" * 5000,
+        ):
+            response = client.get(path, {"q": term})
+            assert response.status_code == 200, (term, response.status_code)
+            nothing_of_b(w, response, echoed=term)
+
+    ATTACKS.append(Attack("admin", f"SQL, wildcards and B's ids in {path}'s search box", run))
+
+
+_search_row(ITEMS)
+_search_row(DEAD)
+_search_row(AUDIT)
+
+
+@attack("admin", "A's staff open B's rows' detail, history and delete pages")
+def _b_detail_pages(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT id FROM audit_auditentry WHERE org_id = %s", [w.b.org_id])
+        entries = [r[0] for r in cursor.fetchall()]
+        cursor.execute("SELECT id FROM tenancy_membership WHERE org_id = %s", [w.b.org_id])
+        memberships = [r[0] for r in cursor.fetchall()]
+    urls = [
+        f"{base}{obj}/{page}/"
+        for base, ids in (
+            (ITEMS, [w.b.parked.id, w.b.held.id, w.b.dead.id]),
+            (DEAD, [w.b.dead.id]),
+            (AUDIT, entries),
+            (ORGS, [w.b.org_id]),
+            (MEMBERS, memberships),
+        )
+        for obj in ids
+        for page in ("change", "history", "delete")
+    ]
+    assert len(urls) > 20
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 404, (url, response.status_code)
+        nothing_of_b(w, response)
+    for url in (f"{USERS}{w.b.user_id}/change/", f"{USERS}?_popup=1&_to_field=id"):
+        response = client.get(url)
+        assert response.status_code == 403, (url, response.status_code)
+        nothing_of_b(w, response)
+
+
+@attack("admin", "A's staff name B with X-Org-ID")
+def _staff_header(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for url in (ITEMS, f"{DEAD}{w.b.dead.id}/change/"):
+        response = client.get(url, HTTP_X_ORG_ID=str(w.b.org_id))
+        assert response.status_code == 403, (url, response.status_code)
+        nothing_of_b(w, response)
+    response = client.post(
+        DEAD, forged("discard", [w.b.dead], [w.b.dead]), HTTP_X_ORG_ID=str(w.b.org_id)
+    )
+    assert response.status_code == 403
+
+
+# -- triage on B's item ---------------------------------------------------------------------------
+
+
+def _confirmation_row(action: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w)
+        for url in (DEAD, ITEMS):
+            answers = []
+            for selected in (str(w.b.dead.id), str(uuid.uuid4())):
+                data = {"action": action, "_selected_action": [selected]}
+                response = client.post(url, data, follow=True)
+                assert response.status_code == 200
+                page = nothing_of_b(w, response)
+                assert 'name="fence"' not in page, "a confirmation page was drawn for B's item"
+                answers.append(messages_of(response))
+            # As for an item that never was: no sign that B's exists.
+            assert answers[0] == answers[1], answers
+
+    ATTACKS.append(Attack("admin", f"A's staff open {action}'s confirmation for B's item", run))
+
+
+def messages_of(response: HttpResponse) -> str:
+    found = re.search(r'<ul class="messagelist">.*?</ul>', response.content.decode(), re.S)
+    return found.group(0) if found else ""
+
+
+def _triage_row(action: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w)
+        never = copy.copy(w.b.dead)
+        never.id = uuid.uuid4()
+        # B's item selected (from either list), or A's own selected beside B's fence: the
+        # answer is the one an item that never was gets, but for the id A sent.
+        for url, b_selected in ((DEAD, True), (ITEMS, True), (DEAD, False)):
+            answers = []
+            for target in (w.b.dead, never):
+                chosen = [target] if b_selected else [w.a.dead]
+                response = client.post(url, forged(action, chosen, [target]), follow=True)
+                assert response.status_code == 200
+                nothing_of_b(w, response, echoed=str(w.b.dead.id))
+                answers.append(messages_of(response).replace(str(target.id), "<id>"))
+            assert answers[0] == answers[1], answers
+        unchanged_dead(w.a.dead)
+
+    ATTACKS.append(Attack("admin", f"A's staff {action} B's item with a forged fence", run))
+
+
+for _action in ACTIONS:
+    _confirmation_row(_action)
+    _triage_row(_action)
+
+
+@attack("admin", "A's staff select B's item beside A's own and confirm")
+def _mixed_selection(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    data = forged("requeue_now", [w.a.dead, w.b.dead], [w.a.dead, w.b.dead])
+    response = client.post(DEAD, data, follow=True)
+    assert response.status_code == 200
+    assert row(w.a.dead.id).status == Status.PENDING  # A's own: theirs to requeue
+    nothing_of_b(w, response, echoed=str(w.b.dead.id))
+
+
+@attack("admin", "SQL and JSON in the selected ids and the fences")
+def _selected_injection(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for selected, fence in (
+        ("' OR 1=1 --", api.Drawn.of(w.b.dead).token()),
+        (f"{w.b.dead.id}' OR '1'='1", "x|failed|now"),
+        ('{"$ne": null}', f"{w.b.dead.id}|failed|2000-01-01T00:00:00+00:00' OR '1'='1"),
+        (str(w.a.dead.id), f"{w.b.dead.id}|failed|{w.b.dead.updated_at.isoformat()}|x"),
+    ):
+        data = {
+            "action": "discard",
+            "_selected_action": [selected],
+            "fence": [fence],
+            "confirm": "yes",
+        }
+        response = client.post(DEAD, data, follow=True)
+        assert response.status_code == 200, (selected, response.status_code)
+        nothing_of_b(w, response, echoed=str(w.b.dead.id))
+    unchanged_dead(w.a.dead)
+
+
+def _b_member_too(world: World) -> None:
+    """B took A's staff user in as a plain member of B."""
+    MembershipFactory(org_id=world.b.org_id, user_id=world.a.staff.user_id, role="member")
+
+
+@attack(
+    "admin",
+    "A's staff, a plain member of B too, triage B's item naming B",
+    lambda s: _b_member_too(s.world),
+)
+def _staff_elsewhere(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    header = {"HTTP_X_ORG_ID": str(w.b.org_id)}
+    for url in (DEAD, ITEMS, f"{DEAD}{w.b.dead.id}/change/"):
+        response = client.get(url, **header)
+        assert response.status_code == 403, (url, response.status_code)
+    for action in ACTIONS:
+        response = client.post(DEAD, forged(action, [w.b.dead], [w.b.dead]), **header)
+        assert response.status_code == 403, (action, response.status_code)
+    # Through the session's org instead of the header: the same member role.
+    session = client.session
+    session["org_id"] = str(w.b.org_id)
+    session.save()
+    response = client.post(DEAD, forged("discard", [w.b.dead], [w.b.dead]))
+    assert response.status_code == 403, response.status_code
+
+
+# -- triage without the role -------------------------------------------------------------------
+
+
+def _role_row(name: str, make: Callable[[World], uuid.UUID], refused: tuple[int, ...]) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = client_of(w, make(w))
+        for action in ACTIONS:
+            for url in (DEAD, ITEMS):
+                response = client.post(url, forged(action, [w.a.dead], [w.a.dead]))
+                assert response.status_code in refused, (action, url, response.status_code)
+                if response.status_code == 302:
+                    assert "/admin/login/" in response["Location"]
+        assert client.get(f"{DEAD}{w.a.dead.id}/change/").status_code in refused
+        unchanged_dead(w.a.dead)
+
+    ATTACKS.append(Attack("admin", f"{name} triages A's dead letter", run))
+
+
+def _user_in_a(role: str, staff: bool) -> Callable[[World], uuid.UUID]:
+    def make(world: World) -> uuid.UUID:
+        user = UserFactory(is_staff=staff)
+        MembershipFactory(org_id=world.a.org_id, user=user, role=role)
+        return user.pk
+
+    return make
+
+
+_role_row("A's plain member (not staff)", lambda w: w.a.user_id, (302,))
+_role_row("a staff user with the member role", _user_in_a("member", True), (403,))
+_role_row("an owner who is not staff", _user_in_a("owner", False), (302,))
+_role_row("a staff user of no tenant", lambda w: UserFactory(is_staff=True).pk, (403, 404))
+
+
+# -- CSRF -------------------------------------------------------------------------------------
+
+
+def _csrf_row(action: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w, enforce_csrf_checks=True)
+        for url in (DEAD, ITEMS):
+            response = client.post(url, forged(action, [w.a.dead], [w.a.dead]))
+            assert response.status_code == 403, (url, response.status_code)
+            unconfirmed = {"action": action, "_selected_action": [str(w.a.dead.id)]}
+            assert client.post(url, unconfirmed).status_code == 403
+        unchanged_dead(w.a.dead)
+
+    ATTACKS.append(Attack("admin", f"{action} without the CSRF token", run))
+
+
+for _action in ACTIONS:
+    _csrf_row(_action)
+
+
+@attack("admin", "the operator forged (no CSRF token) into making A's staff an owner of B")
+def _csrf_operator_membership(scene: Scene) -> None:
+    w = scene.world
+    client = operator(enforce_csrf_checks=True)
+    data = {"org": str(w.b.org_id), "user": str(w.a.staff.user_id), "role": "owner"}
+    assert client.post(f"{MEMBERS}add/", data).status_code == 403
+
+
+@attack("admin", "the operator forged (no CSRF token) into changing B's org and share")
+def _csrf_operator_org(scene: Scene) -> None:
+    w = scene.world
+    client = operator(enforce_csrf_checks=True)
+    data = {"name": "pwned", "slug": "pwned"}
+    assert client.post(f"{ORGS}{w.b.org_id}/change/", data).status_code == 403
+    share = {"org": str(w.b.org_id), "weight": "0.01", "max_in_flight": "0"}
+    assert client.post(f"{SHARES}add/", share).status_code == 403
+
+
+@attack("admin", "the operator forged (no CSRF token) into making A's user a superuser")
+def _csrf_operator_user(scene: Scene) -> None:
+    w = scene.world
+    client = operator(enforce_csrf_checks=True)
+    data = {"is_superuser": "on", "is_staff": "on", "username": "pwned"}
+    assert client.post(f"{USERS}{w.a.user_id}/change/", data).status_code == 403
+    assert client.post(f"{USERS}{w.b.user_id}/password/", {"password1": "x"}).status_code == 403
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT is_superuser FROM tenancy_user WHERE id = %s", [w.a.user_id])
+        assert cursor.fetchone()[0] is False
+
+
+@attack("admin", "A's staff write B's memberships, shares and org")
+def _staff_writes(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    b = str(w.b.org_id)
+    for url, data, refused in (
+        (f"{MEMBERS}add/", {"org": b, "user": str(w.a.staff.user_id), "role": "owner"}, 403),
+        (f"{SHARES}add/", {"org": b, "weight": "0.01"}, 403),
+        (f"{ORGS}add/", {"name": "x", "slug": "x"}, 403),
+        (f"{ORGS}{b}/change/", {"name": "pwned", "slug": "pwned"}, 404),
+        (f"{USERS}{w.b.user_id}/change/", {"is_superuser": "on"}, 403),
+    ):
+        response = client.post(url, data)
+        assert response.status_code == refused, (url, response.status_code)
+
+
+# -- who the audit trail names -----------------------------------------------------------------
+
+
+def _audit_row(action: str) -> None:
+    def run(scene: Scene) -> None:
+        w = scene.world
+        client = staff_of_a(w)
+        claims = {
+            "actor_id": str(w.b.user_id),
+            "actor": str(w.b.user_id),
+            "user_id": str(w.b.user_id),
+            "org_id": str(w.b.org_id),
+            "request_id": str(uuid.uuid4()),
+        }
+        response = client.post(DEAD, forged(action, [w.a.dead], [w.a.dead], **claims))
+        assert response.status_code == 302, response.status_code  # done: A's own item
+        assert row(w.a.dead.id).status != Status.FAILED
+        [entry] = (
+            AuditEntry.objects.using("admin")
+            .filter(subject_id=str(w.a.dead.id))
+            .exclude(action="work.dead_lettered")
+        )
+        assert (entry.actor_id, entry.org_id) == (w.a.staff.user_id, w.a.org_id), entry.__dict__
+        assert entry.request_id != uuid.UUID(claims["request_id"])
+
+    ATTACKS.append(Attack("admin", f"{action}'s audit entry names someone else", run))
+
+
+for _action in ACTIONS:
+    _audit_row(_action)
+
+
+@attack("admin", "the operator's triage audited as the item's author")
+def _operator_audit(scene: Scene) -> None:
+    w = scene.world
+    user = UserFactory(is_staff=True, is_superuser=True)
+    client = Client()
+    client.force_login(user)
+    response = client.post(DEAD, forged("requeue_now", [w.a.dead], [w.a.dead]))
+    assert response.status_code == 302
+    [entry] = AuditEntry.objects.using("admin").filter(
+        subject_id=str(w.a.dead.id), action="work.requeued"
+    )
+    assert (entry.actor_id, entry.org_id) == (user.pk, w.a.org_id)
+
+
+@attack("admin", "edit A's dead letter's payload to name B's org")
+def _edit_names_b(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for payload in (
+        '{"note": "x", "org_id": "' + str(w.b.org_id) + '"}',
+        '{"note": "x", "created_by": "' + str(w.b.user_id) + '"}',
+    ):
+        data = forged("edit_payload", [w.a.dead], [w.a.dead], payload=payload)
+        response = client.post(DEAD, data)
+        assert response.status_code == 200
+        assert "payload." in html.unescape(response.content.decode())
+    unchanged_dead(w.a.dead)
