@@ -259,6 +259,8 @@ Step = Generator[None, None, None]
 class Findings:
     terminated: int = 0
     frozen_refused: int = 0
+    frozen_done: bool = False
+    frozen_log: str = ""  # the frozen worker's last log lines when none of its writes was refused
     restarts: int = 0
     restart_note: str = ""
     # Items claimed just before the crash, and those whose attempts went back after it.
@@ -291,11 +293,12 @@ def freeze_one(fleet: Fleet, findings: Findings) -> Step:
         fleet.protected.add(target)
         proc.popen.send_signal(signal.SIGSTOP)
         # Frozen holding the sweep's lock, it would stop every sweeper: try another moment.
-        # (The sweep's mutex: its holder sits idle in the transaction that locked the row.)
+        # (The sweep's mutex: its holder sits in the transaction that locked the row, idle, or
+        # still active when the stop caught the locking statement on its way.)
         if query(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-            " AND state = 'idle in transaction' AND query LIKE %s",
-            [proc.app_name, "%FROM workqueue_mutex%FOR UPDATE SKIP LOCKED%"],
+            " AND state <> 'idle' AND query LIKE %s",
+            [proc.app_name, "%FROM workqueue_mutex%"],
         )[0][0]:
             proc.popen.send_signal(signal.SIGCONT)
             fleet.protected.discard(target)
@@ -330,7 +333,10 @@ def freeze_one(fleet: Fleet, findings: Findings) -> Step:
             findings.frozen_refused = refused
             break
         yield
+    if not findings.frozen_refused:
+        findings.frozen_log = proc.output()[-4000:]
     fleet.protected.discard(target)
+    findings.frozen_done = True
 
 
 def restart_database(fleet: Fleet, findings: Findings, ctx: OpContext) -> Step:
@@ -344,6 +350,10 @@ def restart_database(fleet: Fleet, findings: Findings, ctx: OpContext) -> Step:
         )
         print("chaos: DATABASE_URL is set; the database restart step is skipped")
         return
+    # One fault at a time: a restart during the freeze would cut the frozen worker's sessions,
+    # and its stale writes would fail on a dead connection instead of meeting the fence.
+    while not findings.frozen_done:
+        yield
     ids = [enqueue(ctx, POISON.name, {"n": -1 - i, "sleep_s": 2 * LEASE_S})[0].id for i in range(2)]
     findings.slow_poison = ids
     started = time.monotonic()
@@ -549,7 +559,9 @@ def _check(
     assert outbox == {"relayed": EMITTED} and outbox_items == EMITTED, outbox
     assert findings.attempts_lost == [], "attempts lost across the restart"
     assert reused == [], "an attempt number handed out twice (a claim forgotten)"
-    assert findings.frozen_refused > 0, "the frozen worker's stale writes were not refused"
+    assert findings.frozen_refused > 0, (
+        "the frozen worker's stale writes were not refused; its log ends:\n" + findings.frozen_log
+    )
     assert len(poison) == POISONED + len(findings.slow_poison)
     for item_id, status, attempts, max_attempts, audits, runs in poison:
         assert (status, attempts, audits) == ("failed", max_attempts, 1), item_id
