@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -60,3 +61,12 @@ def dead_letter(ctx, rctx, payload: dict | None = None, error: str = "boom", kin
     [(item_ctx, held)] = api.claim(rctx, lane, [kind], "w-dead", 30, 10)
     assert held.id == item.id
     return api.fail(item_ctx, held, error, permanent=True)
+
+
+def fresh_async_connections() -> None:
+    """Close the connections of ``sync_to_async``'s one thread (Django's async face runs its
+    queries there): they outlive tests, and one ended by an earlier test's outage (the runtime
+    suite cuts every session of the logins) would fail this row's first query."""
+    from asgiref.sync import sync_to_async
+
+    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())

@@ -45,6 +45,13 @@ class ClaimLoop:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until ``stop``; in ``once`` mode, until nothing is left to claim or run."""
+        waker = asyncio.ensure_future(self._wake_on(stop))
+        try:
+            await self._claim_until(stop)
+        finally:
+            waker.cancel()
+
+    async def _claim_until(self, stop: asyncio.Event) -> None:
         s = self.settings
         poll_s = s.poll_interval_ms / 1000
         backoff_s = poll_s
@@ -57,6 +64,7 @@ class ClaimLoop:
             # Cleared before the claim: a notice that lands during the claim wakes the next one.
             self.wake.clear()
             started = self.outage.now()
+            asked = min(free, s.claim_batch)
             try:
                 claimed = await api.aclaim(
                     new_request_context(AppType.WORKER),
@@ -64,7 +72,7 @@ class ClaimLoop:
                     list(s.kinds),
                     self.worker_id,
                     s.lease_s,
-                    min(free, s.claim_batch),
+                    asked,
                 )
             except Exception as exc:
                 if not self.outage.failed("claim", exc):
@@ -80,7 +88,12 @@ class ClaimLoop:
                 for kind, n in Counter(item.kind for _, item in claimed).items():
                     for_kind(kind).claimed.inc(n)
                 IN_FLIGHT.set(self.in_flight())
-                continue
+                # Let the handlers just started take their first step before the next claim.
+                await asyncio.sleep(0)
+                if len(claimed) == asked:
+                    continue  # a full batch: more may be due
+            # Less than asked: nothing more was due when the claim ran. Work announced since
+            # (the wake event, cleared before the claim) or due by then (the poll) comes next.
             if s.once:
                 if not self.in_flight():
                     return
@@ -91,10 +104,17 @@ class ClaimLoop:
 
     @staticmethod
     async def _wait(event: asyncio.Event, timeout_s: float | None, stop: asyncio.Event) -> None:
-        """Until ``event`` or ``stop`` is set, or ``timeout_s`` passes."""
-        waits = {asyncio.ensure_future(event.wait()), asyncio.ensure_future(stop.wait())}
+        """Until ``event`` is set (``stop`` sets both events, see ``_wake_on``), or ``timeout_s``
+        passes. One waiter, not one per event: this is on the path from a notice to a claim."""
+        if stop.is_set():
+            return
         try:
-            await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
+            async with asyncio.timeout(timeout_s):
+                await event.wait()
+        except TimeoutError:
+            pass
+
+    async def _wake_on(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self.wake.set()
+        self.slot_freed.set()

@@ -76,20 +76,24 @@ class Listener:
     async def _relay_notices(
         self, conn: psycopg.AsyncConnection[object], stop: asyncio.Event
     ) -> None:
-        notices = conn.notifies()
+        """Relay notices until ``stop`` (or the connection fails: raised here). The stop is
+        watched once per connection, not once per notice."""
+        relaying = asyncio.ensure_future(self._relay(conn))
         stopping = asyncio.ensure_future(stop.wait())
         try:
-            while True:
-                nxt = asyncio.ensure_future(anext(notices))
-                done, _ = await asyncio.wait({nxt, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                if stopping in done:
-                    nxt.cancel()
-                    return
-                notice = nxt.result()
-                if notice.channel == CHANNEL:
-                    if notice.payload in (self.lane, "*"):
-                        self.wake.set()
-                elif self.on_notice is not None:
-                    self.on_notice(notice.channel, notice.payload)
+            await asyncio.wait({relaying, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopping.cancel()
+            if not relaying.done():
+                relaying.cancel()
+                await asyncio.gather(relaying, return_exceptions=True)
+        if relaying.done() and not relaying.cancelled():
+            relaying.result()  # the connection's error, if it failed
+
+    async def _relay(self, conn: psycopg.AsyncConnection[object]) -> None:
+        async for notice in conn.notifies():
+            if notice.channel == CHANNEL:
+                if notice.payload in (self.lane, "*"):
+                    self.wake.set()
+            elif self.on_notice is not None:
+                self.on_notice(notice.channel, notice.payload)

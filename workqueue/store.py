@@ -222,13 +222,13 @@ class AsyncStore:
     async def execute(self, step: Step) -> Rows:
         """Run one step on the async face."""
         statement = step.statement
-        if "sql" not in statement.__dict__:
+        if "native_sql" not in statement.__dict__:
             await asyncio.to_thread(_compile, statement)
         alias = SYSTEM_ALIAS if isinstance(step, System) else TENANT_ALIAS
         pool = await self._pool(alias)
         async with pool.connection() as conn:
-            cursor = conn.cursor(binary=True)
-            bound = statement.bind(step.params)
+            cursor = psycopg.AsyncRawCursor(conn)
+            bound = statement.bind_native(step.params)
             before: list[tuple[str, dict[str, Any]]] = []
             if isinstance(step, System):
                 if step.serialize is not None:
@@ -237,7 +237,7 @@ class AsyncStore:
             elif not statement.names_tenant:
                 before = [(SET_TENANT, {"org_id": str(step.org_id)})]
             if not before:
-                await cursor.execute(statement.sql, bound)
+                await cursor.execute(statement.native_sql, bound, binary=True)
             else:
                 # One round trip: the preamble (the tenant setting, or the mutex) and the
                 # statement in one implicit transaction (everything up to the Sync), so the
@@ -245,7 +245,7 @@ class AsyncStore:
                 async with conn.pipeline() as pipeline:
                     for query, params in before:
                         await conn.execute(query, params)
-                    await cursor.execute(statement.sql, bound)
+                    await cursor.execute(statement.native_sql, bound, binary=True)
                     await pipeline.sync()
             names = [col.name for col in cursor.description or ()]
             return Rows(names, await cursor.fetchall() if names else [])
@@ -260,7 +260,7 @@ def _compile(statement: Statement) -> None:
     """Build a statement's SQL off the event loop (a locking queryset compiles on Django's
     connection), then give back the connection this thread opened."""
     try:
-        statement.sql  # noqa: B018
+        statement.native_sql  # noqa: B018
     finally:
         connections.close_all()
 

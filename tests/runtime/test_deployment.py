@@ -15,7 +15,6 @@ from django.db import connections
 from outbox.emit import emit
 from tests.runtime.subprocess_kinds import SLOW_ONCE
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
-from workers.sweep.sweeper import MUTEX
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
@@ -192,16 +191,18 @@ def _sweep_once(**env: str) -> subprocess.Popen[str]:
 
 
 def _sweep_lock_held() -> bool:
-    """Whether some sweeper holds the sweep's mutex (the owner cannot lock its row now)."""
-    from django.db import transaction
-    from django.db.utils import OperationalError
-
-    try:
-        with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
-            cursor.execute("SELECT FROM workqueue_mutex WHERE name = %s FOR UPDATE NOWAIT", [MUTEX])
-            return not cursor.fetchall()
-    except OperationalError:  # lock not available
-        return True
+    """Whether some sweeper holds the sweep's mutex: a session sits in the transaction that
+    locked its row. Read from pg_stat_activity, so the check takes no lock itself (a probe that
+    locked the row, even for a moment, could make the sweeper it watches skip its pass)."""
+    with connections["admin"].cursor() as cursor:
+        # The caller is inside a transaction, which would keep reading its first snapshot.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND state = 'idle in transaction' AND query LIKE %s",
+            ["%FROM workqueue_mutex WHERE name = % FOR UPDATE SKIP LOCKED%"],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 def test_two_sweepers_at_once_exactly_one_acts(ctx, worker_rctx) -> None:

@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY
 from audit.models import AuditEntry
 from project.observability import add_span_processor
 from tenancy.contexts import AppType, OpContext, RequestContext
+from tests.helpers import fresh_async_connections
 from tests.runtime.support import EVENTS, count, run_until, settings
 from workers import liveness
 from workers.worker import Worker
@@ -329,9 +330,11 @@ def test_a_database_outage_is_logged_as_two_lines_not_one_per_poll(ctx, caplog) 
             asyncio.run(run_until(worker, outage_then_back, timeout_s=30))
     finally:
         _logins_down(False)
-        # This thread's own sessions on those logins were ended too.
+        # This thread's own sessions on those logins were ended too, and so were those of
+        # sync_to_async's thread (where later tests' async calls run their queries).
         for alias in ("default", "system"):
             connections[alias].close()
+        fresh_async_connections()
     during = [
         r for r in caplog.records if r.name.startswith("workers") and r.levelno >= logging.WARNING
     ]

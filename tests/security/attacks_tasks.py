@@ -29,7 +29,7 @@ from django.test import AsyncClient, override_settings
 from tenancy.current import current_context, using_context
 from tenancy.exceptions import NoContext
 from tests import tasks
-from tests.helpers import row
+from tests.helpers import fresh_async_connections, row
 from tests.security.attacks_api import post
 from tests.security.table import (
     ATTACKS,
@@ -37,7 +37,6 @@ from tests.security.table import (
     Scene,
     attack,
     client_of,
-    fresh_async_connections,
 )
 from tests.security.world import SECRET, World
 from workers.django_tasks.exceptions import TaskNotRunnable

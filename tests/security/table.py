@@ -4,7 +4,6 @@ module of its surface, and run by ``test_attacks.py`` against a fresh ``Scene``.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import signal
 import subprocess
@@ -118,13 +117,3 @@ def no_tenant_data(world: World, page: str) -> None:
         for value in (tenant.org_id, tenant.user_id, tenant.held.id, tenant.parked.id, tenant.key):
             assert str(value) not in page, f"{value} is on the page"
     assert SECRET not in page
-
-
-def fresh_async_connections() -> None:
-    """Close the connections of ``sync_to_async``'s one thread (Django's async face runs its
-    queries there): they outlive tests, and one ended by an earlier test's outage (the runtime
-    suite cuts every session of the logins) would fail this row's first query."""
-    from asgiref.sync import sync_to_async
-    from django.db import connections
-
-    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
