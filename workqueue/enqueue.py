@@ -8,9 +8,11 @@ whatever the caller sends), and clears every claim field.
 
 from __future__ import annotations
 
+import gc
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from functools import cache
@@ -32,7 +34,7 @@ from workqueue.inputs import (
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem, new_item_id
 from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, System, Tenant, arun, run
+from workqueue.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
 
 
 class Outcome(StrEnum):
@@ -117,6 +119,16 @@ class EnqueueManyParams(NamedTuple):
     notice: str
 
 
+class EnqueueRowsParams(NamedTuple):
+    """What the shared source of the bulk inserts names (never run on its own)."""
+
+    org_id: uuid.UUID
+    items: str
+    created_by: uuid.UUID
+    request_id: uuid.UUID | None
+    traceparent: str | None
+
+
 class ReadItemsParams(NamedTuple):
     ids: list[uuid.UUID]
     keys: list[str]
@@ -128,7 +140,13 @@ class TakenIdsParams(NamedTuple):
 
 
 ENQUEUE = Statement("enqueue", EnqueueParams, names_tenant=True)
-ENQUEUE_MANY = Statement("enqueue_many", EnqueueManyParams, names_tenant=True)
+_ENQUEUE_MANY_ROWS = Statement("enqueue_many_rows", EnqueueRowsParams)
+ENQUEUE_MANY = Statement(
+    "enqueue_many", EnqueueManyParams, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
+)
+ENQUEUE_MANY_NEW = Statement(
+    "enqueue_many_new", EnqueueManyParams, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
+)
 READ_ITEMS = Statement("read_items", ReadItemsParams)
 TAKEN_IDS = Statement("taken_ids", TakenIdsParams)
 
@@ -291,9 +309,9 @@ async def aenqueue(
 
 
 @cache
-def _json_name(name: str) -> str:
-    """A kind or lane as a JSON string; a batch repeats the same few, so each is written once."""
-    return json.dumps(name)
+def _kind_and_lane(kind: str, lane: str) -> str:
+    """The kind and lane members of a row, as JSON; a batch repeats the same few pairs."""
+    return f'"kind":{json.dumps(kind)},"lane":{json.dumps(lane)},"payload":'
 
 
 def _json_row(row: Row) -> str:
@@ -302,11 +320,20 @@ def _json_row(row: Row) -> str:
     nothing a caller sends can close the object early."""
     key, when = row.idempotency_key, row.available_at
     return (
-        f'{{"id":"{row.id}","kind":{_json_name(row.kind)},"lane":{_json_name(row.lane)},'
-        f'"payload":{row.payload},'
+        f'{{"id":"{row.id}",{_kind_and_lane(row.kind, row.lane)}{row.payload},'
         f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
         f'"priority":{row.priority:d},"max_attempts":{row.max_attempts:d},'
         f'"available_at":{"null" if when is None else json.dumps(when.isoformat())}}}'
+    )
+
+
+def _many_params(author: Author, rows: Sequence[Row]) -> EnqueueManyParams:
+    lanes = {r.lane for r in rows}
+    return EnqueueManyParams(
+        author.org_id,
+        "[" + ",".join(map(_json_row, rows)) + "]",
+        *author[1:],
+        notice=next(iter(lanes)) if len(lanes) == 1 else "*",
     )
 
 
@@ -338,17 +365,13 @@ def enqueue_many_plan(
         if row.idempotency_key is not None:
             first_of[row.idempotency_key] = i
         unique.append(row)
-    lanes = {r.lane for r in unique}
-    inserted: Rows = yield Tenant(
-        author.org_id,
-        ENQUEUE_MANY,
-        EnqueueManyParams(
-            author.org_id,
-            "[" + ",".join(map(_json_row, unique)) + "]",
-            *author[1:],
-            notice=next(iter(lanes)) if len(lanes) == 1 else "*",
-        ),
-    )
+    params = _many_params(author, unique)
+    if not given_ids and all(row.idempotency_key is None for row in unique):
+        # Every id was minted here (time-ordered, random): no row can meet another, so the
+        # insert skips the per-row conflict check and returns a count, not the ids.
+        yield Tenant(author.org_id, ENQUEUE_MANY_NEW, params)
+        return [(row.id, Outcome.INSERTED) for row in rows]
+    inserted: Rows = yield Tenant(author.org_id, ENQUEUE_MANY, params)
     new_ids = set(inserted.column(0))
     missing = [r for r in unique if r.id not in new_ids]
     existing = (yield from _read_back(author, missing)) if missing else {}
@@ -365,11 +388,75 @@ def enqueue_many_plan(
     return results
 
 
-def _rows(items: Sequence[NewItem]) -> tuple[list[Row], list[uuid.UUID]]:
-    """The validated rows, and the ids among them the caller chose."""
-    rows = [validated(new, f"items[{i}].") for i, new in enumerate(items)]
+# A batch at least this large is validated with Python's cyclic collector paused.
+_PAUSE_COLLECTOR_FROM = 100
+
+
+@contextmanager
+def _collector_paused(n: int) -> Iterator[None]:
+    """Pause Python's cyclic collector while a batch of ``n`` items is validated, written out
+    and inserted (milliseconds): every object made meanwhile stays alive until the insert
+    returns, so a collection then walks them for nothing and promotes them, which brings the
+    next full collection (a walk of the whole process) sooner. Reference counting frees them
+    afterwards either way. A caller that paused the collector itself keeps it paused."""
+    pause = n >= _PAUSE_COLLECTOR_FROM and gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause:
+            gc.enable()
+
+
+def _rows(items: Sequence[NewItem], first: int = 0) -> tuple[list[Row], list[uuid.UUID]]:
+    """The validated rows, and the ids among them the caller chose (``first``: the index of
+    ``items[0]`` in the caller's list, for the error that names an item)."""
+    rows: list[Row] = []
+    for i, new in enumerate(items, start=first):
+        try:
+            rows.append(validated(new))
+        except InvalidPayload:
+            validated(new, f"items[{i}].")  # raises again, naming the item
+            raise
     given = [row.id for row, new in zip(rows, items, strict=True) if new.id is not None]
     return rows, given
+
+
+# A batch of fresh items (no id, no key) larger than this is inserted this many at a time.
+BATCH_CHUNK = 250
+
+
+def _fresh(items: Sequence[NewItem]) -> bool:
+    """Whether every item leaves its id and key to us (nothing in the batch can collide)."""
+    return all(
+        isinstance(new, NewItem) and new.id is None and new.idempotency_key is None for new in items
+    )
+
+
+def fresh_batches_plan(author: Author, items: Sequence[NewItem]) -> Plan:
+    """Insert ``items``, all fresh, ``BATCH_CHUNK`` at a time in one transaction: a chunk is
+    validated, and its insert sent, while the server still inserts the chunk before it. An
+    invalid item anywhere refuses the whole batch, and nothing is stored."""
+    ids: list[uuid.UUID] = []
+
+    def chunks() -> Iterator[EnqueueManyParams]:
+        for start in range(0, len(items), BATCH_CHUNK):
+            rows, _ = _rows(items[start : start + BATCH_CHUNK], first=start)
+            ids.extend(row.id for row in rows)
+            yield _many_params(author, rows)
+
+    yield TenantBatches(author.org_id, ENQUEUE_MANY_NEW, chunks())
+    return [(item_id, Outcome.INSERTED) for item_id in ids]
+
+
+def _many_plan(author: Author, items: Sequence[NewItem]) -> Plan | None:
+    """The plan for ``items`` (None when there are none): validated all first, unless they are
+    many and fresh, when validation overlaps the inserts."""
+    if len(items) > BATCH_CHUNK and _fresh(items):
+        return fresh_batches_plan(author, items)
+    rows, given = _rows(items)
+    return enqueue_many_plan(author, rows, given) if rows else None
 
 
 def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UUID, Outcome]]:
@@ -380,16 +467,18 @@ def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UU
     and nothing is stored. Ids, not rows, come back: a bulk producer pays for reading back
     only what collided.
     """
-    rows, given = _rows(items)
-    return run(enqueue_many_plan(Author.of(ctx), rows, given)) if rows else []
+    with _collector_paused(len(items)):
+        plan = _many_plan(Author.of(ctx), items)
+        return run(plan) if plan is not None else []
 
 
 async def aenqueue_many(
     ctx: OpContext, items: Sequence[NewItem]
 ) -> list[tuple[uuid.UUID, Outcome]]:
     """Async version of ``enqueue_many`` (on the store's own connection, as ``aenqueue``)."""
-    rows, given = _rows(items)
-    return await arun(enqueue_many_plan(Author.of(ctx), rows, given)) if rows else []
+    with _collector_paused(len(items)):
+        plan = _many_plan(Author.of(ctx), items)
+        return await arun(plan) if plan is not None else []
 
 
 # -- from the outbox ----------------------------------------------------------------------------

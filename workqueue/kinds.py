@@ -96,9 +96,12 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     """
     if not isinstance(payload, dict):
         raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
+    schema = kind.schema
     try:
-        model = kind.schema.model_validate(payload)
-        text = model.model_dump_json(exclude_none=True)
+        # What model_validate and model_dump_json run, without their per-call wrapping (a bulk
+        # enqueue validates every item of its batch here).
+        model = schema.__pydantic_validator__.validate_python(payload)
+        raw: bytes = schema.__pydantic_serializer__.to_json(model, exclude_none=True)
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "payload"
@@ -107,19 +110,16 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
         problem = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
         raise InvalidPayload(problem) from None
-    try:
-        size = len(text.encode("utf-8")) if not text.isascii() else len(text)
-        # U+FFFD: pydantic writes a lone surrogate in a typed dict's key (``dict[str, Any]``)
-        # as replacement characters instead of refusing it, so the text alone looks fine.
-        suspect = "NaN" in text or "Infinity" in text or "\\u0000" in text or "\ufffd" in text
-    except UnicodeEncodeError:
-        size, suspect = 0, True
+    # U+FFFD (UTF-8 EF BF BD): pydantic writes a lone surrogate in a typed dict's key
+    # (``dict[str, Any]``) as replacement characters instead of refusing it, so the text alone
+    # looks fine.
+    suspect = b"NaN" in raw or b"Infinity" in raw or b"\\u0000" in raw or b"\xef\xbf\xbd" in raw
     if suspect and (problem := find_unstorable(model.model_dump(exclude_none=True))):
         raise InvalidPayload(problem)
     limit = max_payload_bytes()
-    if size > limit:
+    if len(raw) > limit:
         raise InvalidPayload(
-            f"payload: {size} bytes is more than the {limit} allowed "
+            f"payload: {len(raw)} bytes is more than the {limit} allowed "
             "(the setting WORKQUEUE_MAX_PAYLOAD_BYTES)"
         )
-    return text
+    return raw.decode()

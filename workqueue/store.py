@@ -70,13 +70,25 @@ class System:
     serialize: str | None = None
 
 
+@dataclass(frozen=True)
+class TenantBatches:
+    """Run ``statement`` once per ``params`` on the everyday login, scoped to ``org_id``, all
+    in one transaction: each run is sent (psycopg's pipeline mode) before the next ``params``
+    is made, so the caller's work on the next batch overlaps the server's on this one. If
+    making one raises, nothing of any is kept. The step's rows are every run's, in order."""
+
+    org_id: uuid.UUID
+    statement: Statement
+    params: Iterable[NamedTuple]
+
+
 # Take a mutex (workqueue.models.Mutex) until the transaction ends: make its row if it is new,
 # then lock it. Only the system login may: the everyday login has no right on the table.
 _MUTEX_ROW = "INSERT INTO workqueue_mutex (name) VALUES (%(name)s) ON CONFLICT DO NOTHING"
 _MUTEX_LOCK = "SELECT FROM workqueue_mutex WHERE name = %(name)s FOR UPDATE"
 
 
-Step = Tenant | System
+Step = Tenant | System | TenantBatches
 Plan = Generator[Step, Rows, Any]
 
 
@@ -139,8 +151,29 @@ def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
         return Rows(names, cursor.fetchall() if names else [])
 
 
+def _execute_batches_sync(step: TenantBatches) -> Rows:
+    with tenant_scope(step.org_id, using=TENANT_ALIAS):
+        connection = connections[TENANT_ALIAS]
+        cursors = []
+        try:
+            # An error the server reports comes out of the pipeline's end, not a cursor's
+            # execute: map it to Django's, as every other statement's is.
+            with connection.wrap_database_errors, connection.connection.pipeline():
+                for params in step.params:
+                    cursor = _prepared_cursor(TENANT_ALIAS)
+                    cursors.append(cursor)
+                    cursor.execute(step.statement.sql, step.statement.bind(params))
+            names = _column_names(cursors[0]) if cursors else []
+            return Rows(names, [row for cursor in cursors for row in cursor.fetchall()])
+        finally:
+            for cursor in cursors:
+                cursor.close()
+
+
 def execute(step: Step) -> Rows:
     """Run one step on the sync face (Django's connections)."""
+    if isinstance(step, TenantBatches):
+        return _execute_batches_sync(step)
     if isinstance(step, System):
         if step.serialize is None:
             return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
@@ -219,11 +252,27 @@ class AsyncStore:
             self._pools[alias] = pool
         return pool
 
+    async def _execute_batches(self, step: TenantBatches) -> Rows:
+        statement = step.statement
+        pool = await self._pool(TENANT_ALIAS)
+        async with pool.connection() as conn:
+            cursors = []
+            async with conn.transaction(), conn.pipeline():
+                for params in step.params:
+                    cursor = psycopg.AsyncRawCursor(conn)
+                    cursors.append(cursor)
+                    bound = statement.bind_native(params)
+                    await cursor.execute(statement.native_sql, bound, binary=True)
+            names = [col.name for col in cursors[0].description or ()] if cursors else []
+            return Rows(names, [row for cursor in cursors for row in await cursor.fetchall()])
+
     async def execute(self, step: Step) -> Rows:
         """Run one step on the async face."""
         statement = step.statement
         if "native_sql" not in statement.__dict__:
             await asyncio.to_thread(_compile, statement)
+        if isinstance(step, TenantBatches):
+            return await self._execute_batches(step)
         alias = SYSTEM_ALIAS if isinstance(step, System) else TENANT_ALIAS
         pool = await self._pool(alias)
         async with pool.connection() as conn:

@@ -10,8 +10,10 @@ import pytest
 from django.db import connections, transaction
 
 from tenancy.contexts import SYSTEM_USER_ID, OpContext
+from tenancy.scope import tenant_scope
 from tests.helpers import row, statements
 from workqueue.api import Kind, NewItem, Outcome, Payload, enqueue, enqueue_many, register
+from workqueue.enqueue import BATCH_CHUNK
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.models import Status, WorkItem
 
@@ -97,6 +99,39 @@ def test_one_invalid_item_refuses_the_whole_batch(face, ctx: OpContext) -> None:
     with pytest.raises(InvalidPayload, match=r"items\[1\]\.payload\.shipment_id"):
         face.enqueue_many(ctx, batch)
     assert WorkItem.objects.using("admin").count() == 0
+
+
+def test_a_large_fresh_batch_is_inserted_in_chunks_in_order(face, ctx: OpContext) -> None:
+    """Over BATCH_CHUNK fresh items: chunks of one transaction, each sent before the next is
+    validated; every item stored, ids in input order, one announcement per chunk at most."""
+    n = BATCH_CHUNK * 2 + 7
+    results = face.enqueue_many(ctx, [NewItem("NOOP", {"n": i}) for i in range(n)])
+    assert [outcome for _, outcome in results] == [Outcome.INSERTED] * n
+    stored = WorkItem.objects.using("admin").in_bulk([item_id for item_id, _ in results])
+    assert [stored[item_id].payload["n"] for item_id, _ in results] == list(range(n))
+    assert {item.org_id for item in stored.values()} == {ctx.org_id}
+
+
+def test_a_large_batch_with_an_invalid_item_late_stores_nothing(face, ctx: OpContext) -> None:
+    """The invalid item is met after earlier chunks were sent: their inserts roll back."""
+    n = BATCH_CHUNK * 2 + 7
+    batch = [NewItem("NOOP", {"n": i}) for i in range(n)]
+    batch[n - 3] = NewItem("NOTIFY_SHIPMENT", {"version": 1})
+    with pytest.raises(InvalidPayload, match=rf"items\[{n - 3}\]\.payload\.shipment_id"):
+        face.enqueue_many(ctx, batch)
+    assert WorkItem.objects.using("admin").count() == 0
+
+
+def test_a_large_batch_refused_inside_a_transaction_leaves_it_usable(ctx: OpContext) -> None:
+    batch = [NewItem("NOOP", {"n": i}) for i in range(BATCH_CHUNK + 1)]
+    batch[-1] = NewItem("NOOP", ["not", "an", "object"])  # type: ignore[arg-type]
+    with tenant_scope(ctx.org_id):
+        kept, _ = enqueue(ctx, "NOOP", {"n": -1})
+        with pytest.raises(InvalidPayload, match=rf"items\[{BATCH_CHUNK}\]\.payload"):
+            enqueue_many(ctx, batch)
+        after, _ = enqueue(ctx, "NOOP", {"n": -2})  # the transaction goes on
+    stored = WorkItem.objects.using("admin")
+    assert {item.id for item in stored.all()} == {kept.id, after.id}
 
 
 def test_enqueue_many_inserts_in_one_statement_and_reports_collisions(ctx: OpContext) -> None:

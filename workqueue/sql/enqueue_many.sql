@@ -6,15 +6,7 @@ WITH tenant AS MATERIALIZED (
         id, org_id, kind, lane, status, payload, idempotency_key, priority, available_at,
         claimed_by, claim_token, lease_expires_at, attempts, max_attempts, last_error,
         created_by, updated_by, request_id, traceparent, created_at, updated_at)
-    SELECT i.id, %(org_id)s::uuid, i.kind, i.lane, 'pending', i.payload, i.idempotency_key,
-           i.priority, COALESCE(i.available_at, now()),
-           NULL, NULL, NULL, 0, i.max_attempts, '',
-           %(created_by)s::uuid, %(created_by)s::uuid, %(request_id)s::uuid,
-           %(traceparent)s::text, now(), now()
-      FROM tenant,
-           jsonb_to_recordset(%(items)s::jsonb)
-           AS i(id uuid, kind text, lane text, payload jsonb, idempotency_key text,
-                priority smallint, available_at timestamptz, max_attempts integer)
+    {enqueue_many_rows}
     ON CONFLICT DO NOTHING
     RETURNING id
 ), announced AS (

@@ -1,0 +1,14 @@
+-- enqueue_many_new: insert many pending items whose ids were minted for this call and which carry no idempotency key (nothing can collide, so no conflict check per row) from one JSON array in the tenant this statement names for its own transaction; announce once on work_available; return how many were inserted
+WITH tenant AS MATERIALIZED (
+    SELECT {set_tenant}
+), inserted AS (
+    INSERT INTO workqueue_workitem (
+        id, org_id, kind, lane, status, payload, idempotency_key, priority, available_at,
+        claimed_by, claim_token, lease_expires_at, attempts, max_attempts, last_error,
+        created_by, updated_by, request_id, traceparent, created_at, updated_at)
+    {enqueue_many_rows}
+    RETURNING 1
+), announced AS (
+    SELECT pg_notify('work_available', %(notice)s::text) WHERE EXISTS (SELECT FROM inserted)
+)
+SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM announced)

@@ -1,0 +1,10 @@
+-- enqueue_many_rows: the rows of one JSON array as pending items of the tenant the statement names (the insert's source, shared by enqueue_many and enqueue_many_new)
+SELECT i.id, %(org_id)s::uuid, i.kind, i.lane, 'pending', i.payload, i.idempotency_key,
+       i.priority, COALESCE(i.available_at, now()),
+       NULL, NULL, NULL, 0, i.max_attempts, '',
+       %(created_by)s::uuid, %(created_by)s::uuid, %(request_id)s::uuid,
+       %(traceparent)s::text, now(), now()
+  FROM tenant,
+       jsonb_to_recordset(%(items)s::jsonb)
+       AS i(id uuid, kind text, lane text, payload jsonb, idempotency_key text,
+            priority smallint, available_at timestamptz, max_attempts integer)
