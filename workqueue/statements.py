@@ -135,23 +135,15 @@ class Statement:
     @cached_property
     def native_sql(self) -> str:
         """``sql`` with PostgreSQL's own placeholders (``$1``, ``$2``… in the order of the
-        parameters' fields; a name used twice is one placeholder). The async face sends it on a
-        raw cursor, so the driver never parses the text: psycopg caches its parse of a text
-        only up to 4 kB, and the claim is larger, so each claim was parsed again."""
+        parameters' fields; a name used twice is one placeholder). Both faces send it on a raw
+        cursor, so the driver never parses the text: psycopg caches its parse of a text only
+        up to 4 kB, and the claim is larger, so each claim was parsed again."""
         order = {name: n for n, name in enumerate(self.params._fields, start=1)}
         text = _PLACEHOLDER.sub(lambda m: f"${order[m.group(1)]}", self.sql)
         return text.replace("%%", "%")
 
-    def bind(self, params: NamedTuple) -> dict[str, Any]:
-        """The mapping the driver binds: the run's parameters."""
-        self._check(params)
-        return params._asdict()
-
     def bind_native(self, params: NamedTuple) -> tuple[Any, ...]:
         """The values ``native_sql``'s placeholders take, in order."""
-        self._check(params)
-        return tuple(params)
-
-    def _check(self, params: NamedTuple) -> None:
         if type(params) is not self.params:
             raise TypeError(f"statement {self.name} takes {self.params.__name__}")
+        return tuple(params)

@@ -139,14 +139,16 @@ def _prepared_cursor(alias: str) -> Any:
     raw = connection.connection
     if raw.prepare_threshold is None:  # Django turns preparing off unless OPTIONS ask for it
         raw.prepare_threshold = 2
-    cursor = psycopg.Cursor(raw)
+    # A raw cursor: the statement comes with PostgreSQL's own placeholders, so the driver
+    # never parses its text (Statement.native_sql).
+    cursor = psycopg.RawCursor(raw)
     cursor.format = psycopg.pq.Format.BINARY
     return connection._prepare_cursor(cursor)
 
 
 def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
     with _prepared_cursor(alias) as cursor:
-        cursor.execute(statement.sql, statement.bind(params))
+        cursor.execute(statement.native_sql, statement.bind_native(params))
         names = _column_names(cursor)
         return Rows(names, cursor.fetchall() if names else [])
 
@@ -162,7 +164,7 @@ def _execute_batches_sync(step: TenantBatches) -> Rows:
                 for params in step.params:
                     cursor = _prepared_cursor(TENANT_ALIAS)
                     cursors.append(cursor)
-                    cursor.execute(step.statement.sql, step.statement.bind(params))
+                    cursor.execute(step.statement.native_sql, step.statement.bind_native(params))
             names = _column_names(cursors[0]) if cursors else []
             return Rows(names, [row for cursor in cursors for row in cursor.fetchall()])
         finally:
