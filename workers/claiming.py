@@ -1,8 +1,10 @@
 """Claiming: take work while a slot is free, wake on notice, back off while the database is away.
 
 Each pass claims up to the free capacity (at most ``claim_batch``) in one statement
-(``api.aclaim``), with a fresh ``RequestContext`` per claim. With nothing to claim it waits for
-a ``work_available`` notice (the wake event) or the poll interval. When the database does not
+(``api.aclaim``), with a fresh ``RequestContext`` per claim, unless more finished items than
+the capacity still wait for their completion to be written (then it waits for the write).
+With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
+interval. When the database does not
 answer, it backs off (doubling from the poll interval up to ``outage_backoff_max_s``) and the
 outage is logged once, not once per pass.
 """
@@ -34,6 +36,8 @@ class ClaimLoop:
         start: Callable[[OpContext, api.WorkItem], None],
         wake: asyncio.Event,
         slot_freed: asyncio.Event,
+        backlog: Callable[[], int] = lambda: 0,
+        written: asyncio.Event | None = None,
     ) -> None:
         self.settings = settings
         self.worker_id = worker_id
@@ -42,6 +46,10 @@ class ClaimLoop:
         self.start = start
         self.wake = wake
         self.slot_freed = slot_freed
+        # Finished items whose completion is not written yet, and the event set after each
+        # write (workers.completing.Completer).
+        self.backlog = backlog
+        self.written = written or asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until ``stop``; in ``once`` mode, until nothing is left to claim or run."""
@@ -56,6 +64,10 @@ class ClaimLoop:
         poll_s = s.poll_interval_ms / 1000
         backoff_s = poll_s
         while not stop.is_set():
+            if self.backlog() > (s.capacity or 1):
+                self.written.clear()
+                await self._wait(self.written, None, stop)
+                continue
             free = (s.capacity or 1) - self.in_flight()
             if free <= 0:
                 self.slot_freed.clear()
@@ -116,5 +128,5 @@ class ClaimLoop:
 
     async def _wake_on(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        self.wake.set()
-        self.slot_freed.set()
+        for event in (self.wake, self.slot_freed, self.written):
+            event.set()

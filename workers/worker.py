@@ -90,7 +90,9 @@ class Worker:
             timeout_s=settings.renew_timeout_s,
             outage=self.outage,
         )
-        self.completer = Completer(self.outage, flush_ms=settings.complete_flush_ms)
+        self.completer = Completer(
+            self.outage, flush_ms=settings.complete_flush_ms, flush_at=settings.claim_batch
+        )
         self.runner = Runner(
             self.worker_id,
             self.handlers,
@@ -116,6 +118,8 @@ class Worker:
             start=self._start,
             wake=self.wake,
             slot_freed=self.slot_freed,
+            backlog=lambda: self.completer.backlog,
+            written=self.completer.written,
         )
         self.http: Any = None
         self._publishing: asyncio.Future[bool] | None = None

@@ -20,8 +20,10 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -203,6 +205,7 @@ class RunWorkers:
             )
             for _ in range(procs)
         ]
+        self.lines: list[str] = []
         for proc in self.procs:  # "worker_started" is logged once the endpoint is up
             assert proc.stdout is not None
             for line in proc.stdout:
@@ -210,7 +213,14 @@ class RunWorkers:
                     break
             else:
                 raise RuntimeError(f"runworker exited (rc={proc.wait()}) before it started")
+            # Keep reading what the worker logs: a pipe nobody reads fills up, and a worker
+            # writing to a full pipe stops until someone does.
+            threading.Thread(target=self._read, args=(proc.stdout,), daemon=True).start()
         time.sleep(0.5)  # LISTEN is up
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self.lines.append(line)
 
     def stop(self) -> None:
         import signal
@@ -223,6 +233,11 @@ class RunWorkers:
                 proc.wait(timeout=30)
             except Exception:
                 proc.kill()
+        # What the workers logged, by event (the harness's log of this run shows it).
+        events = Counter(
+            next((word for word in line.split() if "=" not in word), "?") for line in self.lines
+        )
+        print(f"runworker log events: {dict(events.most_common(10))}", file=sys.stderr)
 
 
 def _left() -> int:

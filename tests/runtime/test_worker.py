@@ -35,6 +35,47 @@ def _metric(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
 
+def test_claims_wait_while_more_finished_items_than_the_capacity_are_unwritten(
+    ctx, monkeypatch
+) -> None:
+    """Completion writes stall: the worker goes on claiming only until more finished items
+    than its capacity wait for their write (a worker that dies then leaves few finished items
+    to run again); once the writes go through, it drains the rest."""
+    from workers import completing
+
+    _enqueue(ctx, 40)
+    stalled = {"on": True}
+    complete_many = api.acomplete_many
+
+    async def slow_complete_many(fences):  # type: ignore[no-untyped-def]
+        while stalled["on"]:
+            await asyncio.sleep(0.01)
+        return await complete_many(fences)
+
+    class Api:
+        def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+            return getattr(api, name)
+
+        acomplete_many = staticmethod(slow_complete_many)
+
+    monkeypatch.setattr(completing, "api", Api())
+    worker = Worker(settings(capacity=4, claim_batch=4))
+    seen: dict[str, int] = {"most": 0}
+
+    def held_then_written() -> bool:
+        claimed = count(status=Status.CLAIMED)
+        seen["most"] = max(seen["most"], claimed)
+        if stalled["on"] and len([e for e in EVENTS if e[1] == "start"]) >= 8:
+            time.sleep(0.3)  # long enough for a claim that should not happen
+            seen["most"] = max(seen["most"], count(status=Status.CLAIMED))
+            stalled["on"] = False
+        return count(status=Status.DONE) == 40
+
+    asyncio.run(run_until(worker, held_then_written))
+    # 4 running and finished, then 4 more while the first 4 are written: never a third batch.
+    assert seen["most"] == 8
+
+
 def test_the_worker_runs_within_its_capacity(ctx) -> None:
     _enqueue(ctx, 10, sleep_s=0.15)
     asyncio.run(run_until(Worker(settings(capacity=3)), lambda: count(status=Status.DONE) == 10))

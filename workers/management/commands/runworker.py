@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import threading
@@ -60,6 +61,10 @@ class Command(BaseCommand):
             sweep = SweepSettings.from_env() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
+            # What is loaded by now (Django, the apps, the handlers) lives as long as the
+            # process: out of the cyclic collector's reach, a full collection walks only what
+            # the work makes (a drain spent a tenth of its time walking the rest).
+            gc.freeze()
             asyncio.run(self._run(settings, sweep))
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
