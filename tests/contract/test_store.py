@@ -8,6 +8,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from django.db import connections
 from psycopg import pq
 
 from tenancy.contexts import OpContext
@@ -92,3 +93,23 @@ def test_a_statement_refuses_parameters_of_another_shape() -> None:
 
     with pytest.raises(TypeError, match="takes FenceParams"):
         api.execute(api.System(settle.COMPLETE, settle.ExtendLeaseParams(1, 2, 3)))  # type: ignore[arg-type]
+
+
+def test_no_login_compiles_statements_just_in_time() -> None:
+    """JIT compiled the fair claim on every run once its estimates passed jit_above_cost (a
+    million waiting items): 30 ms of a 31 ms claim. Every login's connections turn it off,
+    the store's async pools included."""
+
+    async def async_setting() -> str:
+        try:
+            pool = await store.async_store()._pool(store.TENANT_ALIAS)
+            async with pool.connection() as conn:
+                return (await (await conn.execute("SHOW jit")).fetchone())[0]
+        finally:
+            await api.aclose_async_store()
+
+    for alias in ("default", "system", "admin"):
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SHOW jit")
+            assert cursor.fetchone()[0] == "off", alias
+    assert asyncio.run(async_setting()) == "off"
