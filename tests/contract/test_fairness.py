@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.test import override_settings
 
 from tests.factories import OrgFactory
@@ -156,3 +157,57 @@ def test_claimers_racing_for_the_same_offers_still_fill_their_batches(ctx, worke
     for thread in threads:
         thread.join()
     assert sizes == [50, 50, 50, 50]
+
+
+def _scans(plan: dict) -> list[dict]:  # type: ignore[type-arg]
+    """Every node of an EXPLAIN (FORMAT JSON) plan that reads an index."""
+    found = [plan] if "Index Name" in plan else []
+    for child in plan.get("Plans", []):
+        found += _scans(child)
+    return found
+
+
+def test_a_tenants_items_are_read_from_its_own_index_when_another_holds_the_backlog(
+    ctx, make_ctx
+) -> None:
+    """After ANALYZE has sampled one tenant holding nearly every item, the per-tenant pick
+    still reads a tenant's items from workitem_fair_claim_idx (tenant first), never by walking
+    the lane's whole backlog in workitem_claim_idx to reach the small tenant's few (migration
+    0012 tells the planner tenants are many)."""
+    [seed] = _backlog(ctx, 1)
+    with connections["admin"].cursor() as cursor:
+        # A backlog as large as the one that showed it (cloned: the API would take minutes).
+        columns = (
+            "org_id, kind, lane, status, payload, priority, available_at, attempts,"
+            " max_attempts, last_error, created_by, updated_by, created_at, updated_at"
+        )
+        cursor.execute(
+            f"INSERT INTO workqueue_workitem (id, {columns})"
+            f" SELECT (md5(g::text || w.id::text))::uuid, {columns}"
+            " FROM workqueue_workitem w, generate_series(1, 400000) g WHERE w.id = %s",
+            [seed],
+        )
+        cursor.execute("ANALYZE workqueue_workitem")  # it has seen one tenant
+    api.enqueue(make_ctx(), "NOOP", {"n": -1})
+    params = claim.ClaimParams("default", ["NOOP"], "w", 30.0, 10, "off", False, None)
+    with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
+        # The plan a worker runs: the generic one its prepared claim settles on.
+        cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        cursor.execute(f"PREPARE fair_claim AS {claim.CLAIM.native_sql}")
+        try:
+            values = ", ".join(["%s"] * len(params))
+            cursor.execute(f"EXPLAIN (FORMAT JSON) EXECUTE fair_claim({values})", list(params))
+            plan = cursor.fetchone()[0][0]["Plan"]
+        finally:
+            cursor.execute("DEALLOCATE fair_claim")
+    per_tenant = [
+        node
+        for node in _scans(plan)
+        if re.search(
+            r"org_id = o(_\d+)?\.org_id", node.get("Index Cond", "") + node.get("Filter", "")
+        )
+    ]
+    assert per_tenant, _scans(plan)
+    for node in per_tenant:
+        assert node["Index Name"] == "workitem_fair_claim_idx", node
+        assert re.search(r"org_id = o(_\d+)?\.org_id", node["Index Cond"]), node
