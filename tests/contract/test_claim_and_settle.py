@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 
 import pytest
 from django.db import connections
@@ -244,6 +245,20 @@ def test_complete_many_reports_what_it_refused(face, ctx, make_ctx, worker_rctx)
     done = face.complete_many(triples)
     assert done == {held[2].id}
     assert row(held[1].id).status == Status.CLAIMED
+
+
+def test_complete_many_matches_each_id_with_its_own_token(face, ctx, worker_rctx) -> None:
+    """An id given twice (a stale fence and the live one) is completed by the live one,
+    wherever each stands in the batch; a token given with another held item's id is refused."""
+    for _ in range(2):
+        face.enqueue(ctx, "NOOP", {})
+    first, second = [item for _, item in face.claim(worker_rctx, "default", None, "w1", 30, 2)]
+    stale = Fence(first.org_id, first.id, uuid.uuid4())
+    crossed = Fence(second.org_id, second.id, first.claim_token)
+    assert face.complete_many([stale, crossed, Fence.of(first)]) == {first.id}
+    assert row(second.id).status == Status.CLAIMED
+    assert face.extend_leases([crossed, stale], 300) == set()
+    assert face.extend_leases([stale, Fence.of(second)], 300) == {second.id}
 
 
 def test_extend_leases_renews_only_what_is_held(face, ctx, worker_rctx) -> None:
