@@ -79,6 +79,7 @@ PURGE_ITEMS = Statement(
 )
 READ_GAUGES = Statement("read_gauges", NoParams)
 READ_TOP_TENANTS = Statement("read_top_tenants", NoParams)
+READ_AUTOVACUUM = Statement("read_autovacuum", NoParams)
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,18 @@ def purge_items(
             before.isoformat(),
         )
     return total
+
+
+def read_autovacuum_plan() -> Plan:
+    rows = yield System(READ_AUTOVACUUM, NoParams())
+    return bool(rows.rows[0][0])
+
+
+def autovacuum_on() -> bool:
+    """Whether autovacuum reclaims the work item table's dead rows (the server's setting and
+    the table's own). The purge deletes finished items; only VACUUM makes their space and their
+    index entries reusable, and a claim walks the entries no vacuum has removed."""
+    return run(read_autovacuum_plan())
 
 
 @dataclass(frozen=True)

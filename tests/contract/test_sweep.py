@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -119,6 +122,70 @@ def test_discarded_items_go_with_the_dead_letters(ctx, worker_rctx) -> None:
     back_date(item.id, updated_at=8000)
     settings = SweepSettings(batch=10, item_retention_s=3600, dead_letter_retention_s=7200)
     assert purge_items.run_once(worker_rctx, settings) == (0, 1)
+
+
+def _server_autovacuum() -> bool:
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SHOW autovacuum")
+        return cursor.fetchone()[0] == "on"
+
+
+@contextmanager
+def _table_autovacuum_off() -> Iterator[None]:
+    """The work item table's own storage parameter turns autovacuum off (committed: the
+    store reads it on the system login), and is reset afterwards."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("ALTER TABLE workqueue_workitem SET (autovacuum_enabled = false)")
+    try:
+        yield
+    finally:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute("ALTER TABLE workqueue_workitem RESET (autovacuum_enabled)")
+
+
+def test_autovacuum_is_read_from_the_server_and_from_the_table() -> None:
+    assert api.autovacuum_on() is _server_autovacuum()
+    with _table_autovacuum_off():
+        assert api.autovacuum_on() is False
+    assert api.autovacuum_on() is _server_autovacuum()
+
+
+def _purge_one_done_item(ctx: OpContext, rctx, settings: SweepSettings) -> None:  # type: ignore[no-untyped-def]
+    [item] = _claimed(ctx, rctx, 1)
+    WorkItem.objects.using("admin").filter(pk=item.id).update(status=Status.DONE)
+    back_date(item.id, updated_at=8000)
+    assert purge_items.run_once(rctx, settings) == (1, 0)
+
+
+def _autovacuum_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("autovacuum_off")]
+
+
+def test_the_first_purge_without_autovacuum_says_once_how_to_vacuum(
+    ctx, worker_rctx, caplog, monkeypatch
+) -> None:
+    monkeypatch.setitem(purge_items._autovacuum, "checked", False)
+    settings = SweepSettings(batch=10, item_retention_s=3600)
+    caplog.set_level(logging.WARNING, logger="workers.sweep.purge_items")
+    with _table_autovacuum_off():
+        assert purge_items.run_once(worker_rctx, settings) == (0, 0)  # nothing purged: no word
+        assert _autovacuum_warnings(caplog) == []
+        _purge_one_done_item(ctx, worker_rctx, settings)
+        _purge_one_done_item(ctx, worker_rctx, settings)
+    [warning] = _autovacuum_warnings(caplog)
+    assert "table=workqueue_workitem" in warning
+    assert "turn autovacuum on" in warning and "VACUUM workqueue_workitem" in warning
+
+
+def test_a_purge_with_autovacuum_on_says_nothing_of_it(
+    ctx, worker_rctx, caplog, monkeypatch
+) -> None:
+    if not _server_autovacuum():
+        pytest.skip("this server runs with autovacuum off (the purge then warns, as tested above)")
+    monkeypatch.setitem(purge_items._autovacuum, "checked", False)
+    caplog.set_level(logging.WARNING, logger="workers.sweep.purge_items")
+    _purge_one_done_item(ctx, worker_rctx, SweepSettings(batch=10, item_retention_s=3600))
+    assert _autovacuum_warnings(caplog) == []
 
 
 def test_expired_sessions_are_purged_in_bounded_batches() -> None:
