@@ -9,7 +9,9 @@ defaults (what users start: sweep, relayer, heartbeat and metrics endpoint inclu
 ``batched`` the same with a larger capacity and claim batch; ``inprocess`` the worker class in
 the adapter's own process (``--once``), as the first benchmarks measured it; ``async_claim``
 the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_DURABLE=false``),
-which ``bench/claim_commit.py`` sets beside ``default``. For a drain, the
+which ``bench/claim_commit.py`` sets beside ``default``; ``fairness_off`` claims oldest first
+across tenants (``WORKQUEUE_FAIR_CLAIM=false``: the fairness workload's control, and the depth
+workload's claim without fairness's cost). For a drain, the
 workers start with the items held back (``available_at`` an hour ahead), and the clock starts
 when one statement makes them due, so process start-up stays out of the timing.
 """
@@ -340,11 +342,12 @@ def main() -> None:
             "default": ["drain", "wake", "enqueue", "depth", "bloat", "fairness"],
             "batched": ["drain"],
             "inprocess": ["drain", "wake"],
-            "fairness_off": ["fairness"],
+            "fairness_off": ["fairness", "depth"],
             "async_claim": ["drain"],
         },
         notes={"raw": "raw system only"},
     )
+    os.environ.update(CONFIG_ENV.get(args.config, {}))  # in-process claims too (depth)
     setup_django(args.dsn)
     ctx = prepare(args.dsn)
     extra = {"config": args.config, **SETTINGS[args.config], **CONFIG_ENV.get(args.config, {})}
