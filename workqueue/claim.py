@@ -136,11 +136,13 @@ CLAIM = Statement(
     "claim",
     ClaimParams,
     build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
+    generic_plan=True,
 )
 CLAIM_OLDEST_FIRST = Statement(
     "claim_oldest_first",
     ClaimOldestFirstParams,
     build_locking=lambda: {"locking": _oldest_first_locking()},
+    generic_plan=True,
 )
 CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams)
 FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams)

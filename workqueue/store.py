@@ -31,7 +31,7 @@ from tenancy.scope import (
     tenant_scope,
 )
 from workqueue.models import WorkItem
-from workqueue.statements import Statement
+from workqueue.statements import GENERIC_PLAN, Statement
 
 TENANT_ALIAS = "default"
 
@@ -147,8 +147,21 @@ def _prepared_cursor(alias: str) -> Any:
 
 
 def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
+    sql, bound = statement.native_sql, statement.bind_native(params)  # compiled out of a pipeline
     with _prepared_cursor(alias) as cursor:
-        cursor.execute(statement.native_sql, statement.bind_native(params))
+        if not statement.generic_plan:
+            cursor.execute(sql, bound)
+        else:
+            # The plan setting and the statement in one pipeline: one round trip, one implicit
+            # transaction (or the caller's), so the setting ends with it.
+            connection = connections[alias]
+            with (
+                _prepared_cursor(alias) as preamble,
+                connection.wrap_database_errors,
+                connection.connection.pipeline(),
+            ):
+                preamble.execute(GENERIC_PLAN)
+                cursor.execute(sql, bound)
         names = _column_names(cursor)
         return Rows(names, cursor.fetchall() if names else [])
 
@@ -280,24 +293,27 @@ class AsyncStore:
         async with pool.connection() as conn:
             cursor = psycopg.AsyncRawCursor(conn)
             bound = statement.bind_native(step.params)
-            before: list[tuple[str, dict[str, Any]]] = []
+            before: list[tuple[str, dict[str, Any] | None]] = []
             if isinstance(step, System):
                 if step.serialize is not None:
                     mutex = {"name": step.serialize}
                     before = [(_MUTEX_ROW, mutex), (_MUTEX_LOCK, mutex)]
             elif not statement.names_tenant:
                 before = [(SET_TENANT, {"org_id": str(step.org_id)})]
+            if statement.generic_plan:
+                before.append((GENERIC_PLAN, None))
             if not before:
                 await cursor.execute(statement.native_sql, bound, binary=True)
             else:
-                # One round trip: the preamble (the tenant setting, or the mutex) and the
-                # statement in one implicit transaction (everything up to the Sync), so the
-                # setting, or the lock, ends with it.
-                async with conn.pipeline() as pipeline:
+                # One round trip: the preamble (the tenant setting, or the mutex, and the plan
+                # setting) and the statement in one implicit transaction (everything up to the
+                # Sync), so the setting, or the lock, ends with it.
+                # (The pipeline's end sends the one Sync: an explicit sync() before it made the
+                # end send a second, an empty round trip.)
+                async with conn.pipeline():
                     for query, params in before:
                         await conn.execute(query, params)
                     await cursor.execute(statement.native_sql, bound, binary=True)
-                    await pipeline.sync()
             names = [col.name for col in cursor.description or ()]
             return Rows(names, await cursor.fetchall() if names else [])
 

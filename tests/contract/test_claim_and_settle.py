@@ -13,11 +13,12 @@ from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tenancy.models import Membership, Role
 from tests.factories import MembershipFactory
 from tests.helpers import back_date, row, statements
-from workqueue import api
+from workqueue import api, claim
 from workqueue.api import fail_orphaned
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence
 from workqueue.models import Status, WorkItem
+from workqueue.statements import GENERIC_PLAN
 
 
 def _db_now():
@@ -82,11 +83,12 @@ def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx) -> None:
         api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
         assert len(api.claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
-    # the claim returns every item's context lookup with its row
-    assert len(sent) == 1
+    # the claim returns every item's context lookup with its row; the plan setting goes before
+    # it in the same pipeline (one round trip)
+    assert sent == [GENERIC_PLAN, claim.CLAIM.native_sql]
     with statements("default", "system") as sent:
         assert api.claim(worker_rctx, "default", None, "w1", 30, 20) == []
-    assert len(sent) == 1
+    assert sent == [GENERIC_PLAN, claim.CLAIM.native_sql]
 
 
 def test_the_claims_context_lookup_agrees_with_claim_context(

@@ -59,7 +59,9 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
     # runs on over several lines).
     messages = re.findall(r"^F\t\d+\t(\w+)", text, re.M)
     assert messages.count("Sync") == 1, messages  # the whole batch: one exchange
-    assert messages.count("Execute") == 1
+    # the plan setting (GENERIC_PLAN), then the claim
+    assert messages.count("Execute") == 2
+    assert "force_generic_plan" in text
     # The statement sent is the claim with the compiled select_for_update(skip_locked=True).
     assert "FOR UPDATE SKIP LOCKED" in text and "SET status = 'claimed'" in text
 
