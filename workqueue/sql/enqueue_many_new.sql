@@ -2,10 +2,6 @@
 WITH tenant AS MATERIALIZED (
     SELECT {set_tenant}
 ), inserted AS (
-    INSERT INTO workqueue_workitem (
-        id, org_id, kind, lane, status, payload, idempotency_key, priority, available_at,
-        claimed_by, claim_token, lease_expires_at, attempts, max_attempts, last_error,
-        created_by, updated_by, request_id, traceparent, created_at, updated_at)
     {enqueue_many_rows}
     RETURNING 1
 ), announced AS (
