@@ -146,14 +146,16 @@ def _prepared_cursor(alias: str) -> Any:
     return connection._prepare_cursor(cursor)
 
 
-def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
+def _execute_sync(
+    alias: str, statement: Statement, params: NamedTuple, generic_plan: bool = False
+) -> Rows:
+    """``generic_plan``: send ``GENERIC_PLAN`` before the statement (see ``_plan_setting_ends``)."""
     sql, bound = statement.native_sql, statement.bind_native(params)  # compiled out of a pipeline
     with _prepared_cursor(alias) as cursor:
-        if not statement.generic_plan:
+        if not generic_plan:
             cursor.execute(sql, bound)
         else:
-            # The plan setting and the statement in one pipeline: one round trip, one implicit
-            # transaction (or the caller's), so the setting ends with it.
+            # The plan setting and the statement in one pipeline: one round trip.
             connection = connections[alias]
             with (
                 _prepared_cursor(alias) as preamble,
@@ -164,6 +166,14 @@ def _execute_sync(alias: str, statement: Statement, params: NamedTuple) -> Rows:
                 cursor.execute(sql, bound)
         names = _column_names(cursor)
         return Rows(names, cursor.fetchall() if names else [])
+
+
+def _plan_setting_ends(statement: Statement, alias: str) -> bool:
+    """Whether ``statement`` gets its generic plan here: only when the transaction it runs in
+    is its own (autocommit, or the block this module opens for it), so the setting ends with
+    it. In a caller's transaction (an atomic block, autocommit off) the setting would last to
+    the caller's commit, so there PostgreSQL plans it as it chooses."""
+    return statement.generic_plan and connections[alias].get_autocommit()
 
 
 def _execute_batches_sync(step: TenantBatches) -> Rows:
@@ -190,13 +200,14 @@ def execute(step: Step) -> Rows:
     if isinstance(step, TenantBatches):
         return _execute_batches_sync(step)
     if isinstance(step, System):
+        generic_plan = _plan_setting_ends(step.statement, SYSTEM_ALIAS)
         if step.serialize is None:
-            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
+            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params, generic_plan)
         with transaction.atomic(using=SYSTEM_ALIAS):
             with connections[SYSTEM_ALIAS].cursor() as cursor:
                 cursor.execute(_MUTEX_ROW, {"name": step.serialize})
                 cursor.execute(_MUTEX_LOCK, {"name": step.serialize})
-            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params)
+            return _execute_sync(SYSTEM_ALIAS, step.statement, step.params, generic_plan)
     connection = connections[TENANT_ALIAS]
     if current_tenant(connection) == str(step.org_id) or (
         step.statement.names_tenant and may_name_tenant_itself(connection, step.org_id)

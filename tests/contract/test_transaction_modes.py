@@ -1,5 +1,6 @@
 """No tenant setting outlives its scope, under any transaction mode a caller may use: autocommit,
-an enclosing ``atomic()``, nested scopes, and autocommit turned off by hand (issue 8.4)."""
+an enclosing ``atomic()``, nested scopes, and autocommit turned off by hand (issue 8.4); nor
+does the claim's plan setting."""
 
 from __future__ import annotations
 
@@ -98,3 +99,30 @@ def test_an_enqueue_inside_its_own_tenants_scope_joins_it(ctx: OpContext) -> Non
         api.enqueue(ctx, "NOOP", {})
         raise RuntimeError("the view failed")
     assert WorkItem.objects.using("admin").count() == 0
+
+
+def _plan_mode() -> str:
+    with connections["system"].cursor() as cursor:
+        cursor.execute("SHOW plan_cache_mode")
+        return cursor.fetchone()[0]
+
+
+def test_the_claims_plan_setting_never_outlives_its_statement(ctx: OpContext, worker_rctx) -> None:
+    """The claim runs on its generic plan (GENERIC_PLAN) only where its transaction is its own;
+    in a caller's transaction on the system login, the setting would last to their commit."""
+    before = _plan_mode()
+    for _ in range(3):
+        api.enqueue(ctx, "NOOP", {})
+    assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1  # autocommit
+    assert _plan_mode() == before
+    with transaction.atomic(using="system"):
+        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
+        assert _plan_mode() == before
+    system = connections["system"]
+    system.set_autocommit(False)
+    try:
+        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
+        assert _plan_mode() == before
+    finally:
+        system.rollback()
+        system.set_autocommit(True)
