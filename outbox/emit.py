@@ -46,6 +46,8 @@ def _checked(kind: Any, payload: Any) -> str:
         api.validated(api.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane))
     else:
         api.check_name("kind", kind, 63)  # a NOTIFY channel name
+    if problem := api.too_deep(payload):  # json.dumps recurses: refuse before it does
+        raise api.InvalidPayload(problem)
     try:
         text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
         data = text.encode("utf-8")

@@ -34,6 +34,8 @@ logger = logging.getLogger(__name__)
 
 
 class QueueGaugesParams(NamedTuple):
+    # The declared lanes (workqueue.lanes): items of any other lane are counted as one.
+    lanes: list[str]
     # A worker whose last beat is older than this is not counted live.
     stale_after_s: float
 
@@ -75,7 +77,8 @@ def read_queue_gauges() -> QueueGauges:
     tenants on the system login.
     """
     stale_after_s = float(getattr(settings, "GAUGES_WORKER_STALE_AFTER_S", 30.0))
-    rows = api.execute(api.System(QUEUE_GAUGES, QueueGaugesParams(stale_after_s)))
+    params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
+    rows = api.execute(api.System(QUEUE_GAUGES, params))
     items, top, lag, workers = (json.loads(text) for text in rows.rows[0])
     return QueueGauges(
         items=items,

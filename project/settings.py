@@ -124,6 +124,9 @@ RELEASE = env.str("RELEASE", default="dev")
 # The queue. Modules that declare kinds and handlers outside workers/<worker>/ (imported at
 # start in every process).
 WORKER_HANDLER_MODULES = env.list("WORKER_HANDLER_MODULES", default=[])
+# The lanes besides those the kinds declare (workqueue/lanes.py): the only lanes the API
+# accepts and /metrics names (work in any other lane is counted as "(undeclared)").
+WORKQUEUE_LANES = env.list("WORKQUEUE_LANES", default=["default"])
 # The largest payload an enqueue accepts, in bytes of JSON.
 WORKQUEUE_MAX_PAYLOAD_BYTES = env.int("WORKQUEUE_MAX_PAYLOAD_BYTES", default=256 * 1024)
 # A claim commits durably (the attempt it spends survives a database crash) before any handler

@@ -60,6 +60,16 @@ def empty_tables() -> None:
         )
 
 
+@pytest.fixture(autouse=True)
+def _fresh_gauges() -> None:
+    """Every test reads the queue's gauges afresh: a reading cached by an earlier test (for
+    ``GAUGES_CACHE_S``) would show that test's rows, so a test would pass or fail by the order
+    it runs in."""
+    from project.gauges import GAUGES
+
+    GAUGES.forget()
+
+
 @pytest.fixture
 def committed(django_db_setup: None, django_db_blocker) -> Iterator[None]:
     """Database access with real commits, every table emptied afterwards."""

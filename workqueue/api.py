@@ -38,13 +38,24 @@ from workqueue.idempotency import (
     store_response,
 )
 from workqueue.inputs import (
+    PAYLOAD_DEPTH_MAX,
     check_lane,
     check_max_attempts,
     check_name,
     find_unstorable,
     storable_text,
+    too_deep,
 )
-from workqueue.kinds import Kind, Payload, get_kind, known_kinds, max_payload_bytes, register
+from workqueue.kinds import (
+    Kind,
+    Payload,
+    all_kinds,
+    get_kind,
+    known_kinds,
+    max_payload_bytes,
+    register,
+)
+from workqueue.lanes import UNDECLARED, declare_lanes, declared_lanes, is_declared
 from workqueue.maintenance import (
     Gauges,
     Requeued,
@@ -104,6 +115,8 @@ from workqueue.triage import (
 
 __all__ = [
     "MAX_BATCH",
+    "PAYLOAD_DEPTH_MAX",
+    "UNDECLARED",
     "AsyncStore",
     "Conflict",
     "DeadLetter",
@@ -146,6 +159,7 @@ __all__ = [
     "aextend_lease",
     "aextend_leases",
     "afail",
+    "all_kinds",
     "arelease",
     "arequeue_dead",
     "arequeue_edited",
@@ -161,6 +175,8 @@ __all__ = [
     "claim_key",
     "complete",
     "complete_many",
+    "declare_lanes",
+    "declared_lanes",
     "defer",
     "discard",
     "enqueue",
@@ -174,6 +190,7 @@ __all__ = [
     "find_unstorable",
     "fingerprint",
     "get_kind",
+    "is_declared",
     "is_exhausted",
     "known_kinds",
     "maintenance_contexts",
@@ -195,6 +212,7 @@ __all__ = [
     "stale_tenants",
     "storable_text",
     "store_response",
+    "too_deep",
     "under_tenant",
     "use_async_store",
     "validated",

@@ -24,6 +24,9 @@ KEY_MAX = 200  # WorkItem.idempotency_key
 ERROR_MAX = 10_000  # characters of an error kept on the item
 SMALLINT = (-32768, 32767)
 MAX_ATTEMPTS_MAX = 1000  # the most a kind may declare (kinds.Kind)
+# The deepest a payload may nest lists and objects (a task's arguments too): deeper is refused
+# by name, so no caller's value can exhaust the stack of the code that validates or writes it.
+PAYLOAD_DEPTH_MAX = 64
 _TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
 
 
@@ -115,30 +118,79 @@ def storable_text(text: str, limit: int = ERROR_MAX) -> str:
     return text
 
 
+# How many levels of a too-deep value's path its message names.
+_NAMED_LEVELS = 2
+
+
+def _child_path(path: str, key: Any) -> str:
+    return f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
+
+
+def _children(value: Any, path: str) -> list[tuple[Any, str]]:
+    if isinstance(value, dict):
+        return [(item, _child_path(path, key)) for key, item in value.items()]
+    if isinstance(value, list | tuple):
+        return [(item, f"{path}[{i}]") for i, item in enumerate(value)]
+    return []
+
+
+def too_deep(value: Any, path: str = "payload", limit: int = PAYLOAD_DEPTH_MAX) -> str | None:
+    """Where ``value`` nests lists and objects more than ``limit`` levels deep, as
+    ``path: reason`` (the path of the field it starts in: the full one would be ``limit`` steps
+    long); None when it does not. A walk with its own stack, not recursion, so no value can
+    exhaust the interpreter's (a payload nested 10,000 deep is refused, not a crash)."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if not isinstance(item, dict | list | tuple):
+            continue
+        if depth >= limit:
+            return f"{where}: nested more than {limit} levels deep (lists and objects)"
+        if depth >= _NAMED_LEVELS:  # below the named field, the path stays the field's
+            stack.extend((child, where, depth + 1) for child, _ in _children(item, where))
+        else:
+            stack.extend((child, at, depth + 1) for child, at in _children(item, where))
+    return None
+
+
+def may_be_too_deep(text: str | bytes, limit: int = PAYLOAD_DEPTH_MAX) -> bool:
+    """Whether JSON ``text`` could nest more than ``limit`` deep: it opens more lists and
+    objects than that (counted in C; a bracket inside a string only sends it to the walk)."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") > limit
+    return text.count(b"[") + text.count(b"{") > limit
+
+
 def find_unstorable(value: Any, path: str = "payload") -> str | None:
     """Where in a JSON-like value something PostgreSQL's jsonb cannot hold sits (NaN or an
-    infinity, a NUL character, a lone surrogate), as ``path: reason``; None when nothing does.
-    Walks the value only when the fast checks on its JSON text found a suspect."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{path}: NaN and infinity cannot be stored (JSON has no such numbers)"
-    if isinstance(value, str):
-        if "\x00" in value:
-            return f"{path}: must not contain a NUL character"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return f"{path}: must be valid Unicode (a lone surrogate)"
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key!r}]"
-            if isinstance(key, str) and (problem := find_unstorable(key, f"{path} key")):
+    infinity, a NUL character, a lone surrogate, nesting deeper than ``PAYLOAD_DEPTH_MAX``), as
+    ``path: reason``; None when nothing does. Walks the value with its own stack (never
+    recursion); callers walk it only when the fast checks on its JSON text found a suspect."""
+    if problem := too_deep(value, path):
+        return problem
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{where}: NaN and infinity cannot be stored (JSON has no such numbers)"
+        if isinstance(item, str):
+            if problem := _unstorable_text(item, where):
                 return problem
-            if problem := find_unstorable(item, where):
-                return problem
-        return None
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            if problem := find_unstorable(item, f"{path}[{i}]"):
-                return problem
+            continue
+        if isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and (problem := _unstorable_text(key, f"{where} key")):
+                    return problem
+        # Reversed onto the stack, so the first problem in the value's own order is named.
+        stack.extend(reversed(_children(item, where)))
+    return None
+
+
+def _unstorable_text(value: str, where: str) -> str | None:
+    if "\x00" in value:
+        return f"{where}: must not contain a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{where}: must be valid Unicode (a lone surrogate)"
     return None

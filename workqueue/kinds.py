@@ -15,7 +15,15 @@ import pydantic_core
 from django.conf import settings
 
 from workqueue.exceptions import InvalidPayload
-from workqueue.inputs import KIND_MAX, check_lane, check_name, find_unstorable
+from workqueue.inputs import (
+    KIND_MAX,
+    PAYLOAD_DEPTH_MAX,
+    check_lane,
+    check_name,
+    find_unstorable,
+    may_be_too_deep,
+    too_deep,
+)
 from workqueue.rules import DEFAULT_RETRY, RetryPolicy
 
 DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
@@ -82,6 +90,10 @@ def known_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+def all_kinds() -> list[Kind]:
+    return [_KINDS[name] for name in sorted(_KINDS)]
+
+
 def max_payload_bytes() -> int:
     return int(getattr(settings, "WORKQUEUE_MAX_PAYLOAD_BYTES", DEFAULT_MAX_PAYLOAD_BYTES))
 
@@ -92,7 +104,8 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     pydantic validates and writes the JSON in one pass. Then the text is checked for what
     jsonb cannot hold (NaN, infinity, NUL, lone surrogates: a walk of the value names the
     field, and runs only when a fast scan of the text finds a suspect, a replacement character
-    among them) and for its size.
+    among them), for nesting deeper than ``PAYLOAD_DEPTH_MAX`` (walked only when the text opens
+    more lists and objects than that), and for its size.
     """
     if not isinstance(payload, dict):
         raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
@@ -110,6 +123,12 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
         problem = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
         raise InvalidPayload(problem) from None
+    except RecursionError:
+        # pydantic walks a value by recursion: one nested thousands deep exhausts the stack.
+        problem = too_deep(payload) or f"payload: nested more than {PAYLOAD_DEPTH_MAX} deep"
+        raise InvalidPayload(problem) from None
+    if may_be_too_deep(raw) and (problem := too_deep(payload)):
+        raise InvalidPayload(problem)
     # U+FFFD (UTF-8 EF BF BD): pydantic writes a lone surrogate in a typed dict's key
     # (``dict[str, Any]``) as replacement characters instead of refusing it, so the text alone
     # looks fine.

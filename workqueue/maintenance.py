@@ -13,6 +13,7 @@ from django.db.models.functions import Coalesce, Now
 
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import service_contexts
+from workqueue.lanes import declared_lanes
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
 from workqueue.statements import Locking, NoParams, Statement, locking
@@ -77,8 +78,15 @@ STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams)
 PURGE_ITEMS = Statement(
     "purge_items", PurgeItemsParams, build_locking=lambda: {"locking": _purge_locking()}
 )
-READ_GAUGES = Statement("read_gauges", NoParams)
-READ_TOP_TENANTS = Statement("read_top_tenants", NoParams)
+
+
+class LanesParams(NamedTuple):
+    # The declared lanes (workqueue.lanes): any other is counted as one, UNDECLARED.
+    lanes: list[str]
+
+
+READ_GAUGES = Statement("read_gauges", LanesParams)
+READ_TOP_TENANTS = Statement("read_top_tenants", LanesParams)
 READ_AUTOVACUUM = Statement("read_autovacuum", NoParams)
 
 
@@ -194,7 +202,7 @@ class Gauges:
 
 
 def read_gauges_plan() -> Plan:
-    rows = yield System(READ_GAUGES, NoParams())
+    rows = yield System(READ_GAUGES, LanesParams(declared_lanes()))
     counts = {(lane, kind, status): n for lane, kind, status, n, _ in rows.rows}
     ages = [float(age) for *_, age in rows.rows if age is not None]
     return Gauges(
@@ -231,7 +239,7 @@ def read_top_tenants() -> list[TenantDepth]:
     Takes no tenant: it compares tenants for the operator, so it reads across them on the
     system login.
     """
-    rows = execute(System(READ_TOP_TENANTS, NoParams()))
+    rows = execute(System(READ_TOP_TENANTS, LanesParams(declared_lanes())))
     return [
         TenantDepth(lane, org_id, items, oldest or 0.0, rank)
         for lane, org_id, items, oldest, rank in rows.rows

@@ -165,6 +165,22 @@ def field_name(name: str) -> str:
     return f"body[{json.dumps(name[:60])}]"
 
 
+def _lane(value: Any) -> str | None:
+    """The body's lane: a lane this site declares (``workqueue.lanes``), or absent for the
+    kind's. A made-up lane would be a lane no worker serves, and a new series on every
+    process's ``/metrics``; a caller may not grow either."""
+    if value is None:
+        return None
+    lane = api.check_lane(value)
+    if not api.is_declared(lane):
+        declared = ", ".join(api.declared_lanes())
+        raise api.InvalidPayload(
+            f"lane: {lane!r} is not a lane this site declares (declared: {declared}); "
+            "the site declares lanes in WORKQUEUE_LANES or by a kind"
+        )
+    return lane
+
+
 def _run_at(value: Any) -> datetime | None:
     if value is None:
         return None
@@ -215,7 +231,7 @@ def work_collection(request: HttpRequest) -> JsonResponse:
                 body["kind"],
                 body["payload"],
                 idempotency_key=body.get("idempotency_key"),
-                lane=body.get("lane"),
+                lane=_lane(body.get("lane")),
                 priority=body.get("priority", 0),
                 available_at=_run_at(body.get("run_at")),
             )

@@ -81,6 +81,19 @@ def test_the_result_reads_back_through_get_result_and_refresh(member: OpContext)
     assert default_task_backend.get_result(uuid.UUID(result.id)).id == result.id
 
 
+def test_a_waiting_tasks_result_is_the_one_enqueue_returned(member: OpContext) -> None:
+    # Found by Django's reference tests: get_result's task.run_after held the item's
+    # available_at (the enqueue time) where the caller set none, so the two were not equal.
+    result = tasks.add.enqueue(1, 2)
+    read = tasks.add.get_result(result.id)
+    assert read.task.run_after is None
+    assert read == result
+    when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
+    later = tasks.add.using(run_after=when).enqueue(3, 4)
+    assert tasks.add.get_result(later.id) == later
+    assert tasks.add.get_result(later.id).task.run_after == when
+
+
 def test_queue_priority_and_run_after_become_the_items(member: OpContext) -> None:
     when = datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)
     with override_settings(TASKS=_tasks(QUEUES=["default", "emails"])):
@@ -243,7 +256,7 @@ def test_arguments_nested_too_deep_are_refused(member: OpContext) -> None:
     deep: Any = []
     for _ in range(10_000):
         deep = [deep]
-    with pytest.raises(ValueError, match="nested more than 64 deep"):
+    with pytest.raises(ValueError, match="nested more than 62 levels deep"):
         tasks.add.enqueue(deep, 1)
     assert _items() == []
 

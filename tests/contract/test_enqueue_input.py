@@ -15,6 +15,7 @@ from django.test import override_settings
 from tenancy.contexts import OpContext
 from tests.helpers import statements
 from workqueue.api import (
+    PAYLOAD_DEPTH_MAX,
     InvalidPayload,
     Kind,
     NewItem,
@@ -252,3 +253,48 @@ def test_a_batch_naming_another_tenants_id_stores_nothing(face, ctx: OpContext, 
     mine, _ = enqueue(ctx, "NOOP", {"n": 3})
     again = face.enqueue_many(ctx, [NewItem("NOOP", {}, id=mine.id), NewItem("NOOP", {})])
     assert [outcome for _, outcome in again] == [Outcome.ID_EXISTS, Outcome.INSERTED]
+
+
+def _nested(depth: int, shape: str) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value] if shape == "list" else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("shape", ["list", "dict"])
+@pytest.mark.parametrize("depth", [PAYLOAD_DEPTH_MAX, 1_000, 10_000])
+@pytest.mark.parametrize("field", ["data", "tags"])
+def test_a_payload_nested_too_deep_is_refused_in_every_shape(
+    ctx: OpContext, shape: str, depth: int, field: str
+) -> None:
+    # Found by an outside suite: 10,000 levels made enqueue raise RecursionError.
+    value = _nested(depth, shape) if field == "data" else {"a": _nested(depth, shape)}
+    payload = {field: value}
+    says = rf"payload\.{field}[^:]*: nested more than {PAYLOAD_DEPTH_MAX} levels deep"
+    with statements("default", "system") as sent:
+        with pytest.raises(InvalidPayload, match=says):
+            enqueue(ctx, "TEST_FREE_FORM", payload)
+        with pytest.raises(InvalidPayload, match=says):
+            enqueue_many(ctx, [NewItem("TEST_FREE_FORM", {}), NewItem("TEST_FREE_FORM", payload)])
+    with transaction.atomic():
+        with pytest.raises(InvalidPayload, match=says):
+            enqueue(ctx, "TEST_FREE_FORM", payload)
+        _, outcome = enqueue(ctx, "NOOP", {"n": 1})  # the caller's transaction is usable
+    assert sent == [] and outcome == Outcome.INSERTED and _stored() == 1
+
+
+def test_a_payload_at_the_depth_limit_is_stored(ctx: OpContext) -> None:
+    # The payload object is one level, its field's value the rest.
+    _, outcome = enqueue(ctx, "TEST_FREE_FORM", {"data": _nested(PAYLOAD_DEPTH_MAX - 1, "list")})
+    assert outcome == Outcome.INSERTED and _stored() == 1
+
+
+def test_an_outbox_row_nested_too_deep_is_refused(ctx: OpContext) -> None:
+    from outbox.emit import emit
+    from outbox.models import OutboxRow
+
+    for kind in ("work.TEST_FREE_FORM", "shipment_booked"):
+        with pytest.raises(InvalidPayload, match="nested more than"):
+            emit(ctx, kind, {"data": _nested(10_000, "list")})
+    assert OutboxRow.objects.using("admin").count() == 0

@@ -7,6 +7,7 @@ from django.db import connections
 
 from tenancy.contexts import SYSTEM_USER_ID
 from tests.helpers import back_date, row
+from workqueue import api
 from workqueue.api import (
     maintenance_contexts,
     purge_items,
@@ -124,7 +125,8 @@ def test_purge_removes_old_finished_items_in_every_tenant(face, ctx, make_ctx, w
     assert left == kept
 
 
-def test_gauges_read_the_oldest_wait_and_counts(face, ctx, worker_rctx) -> None:
+def test_gauges_read_the_oldest_wait_and_counts(face, ctx, worker_rctx, settings) -> None:
+    settings.WORKQUEUE_LANES = ["default", "bulk"]
     waiting, _ = face.enqueue(ctx, "NOOP", {})
     face.enqueue(ctx, "NOOP", {}, lane="bulk")
     back_date(waiting.id, available_at=120)
@@ -147,3 +149,35 @@ def test_maintenance_contexts_are_one_per_live_tenant(ctx, make_ctx, worker_rctx
     make_ctx()
     contexts = maintenance_contexts(worker_rctx)
     assert len(contexts) == 2 and all(c.user_id == SYSTEM_USER_ID for c in contexts)
+
+
+def test_the_gauges_count_undeclared_lanes_as_one(ctx, worker_rctx, settings) -> None:
+    # Found by an outside suite: every lane a caller made up was a new row of the gauges read
+    # (and new series on every /metrics). Undeclared lanes are one group, whatever their number.
+    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    api.enqueue_many(ctx, [api.NewItem("NOOP", {}, lane=f"made-up-{n}") for n in range(50)])
+    api.enqueue(ctx, "NOOP", {}, lane="bulk")
+    gauges = read_gauges(worker_rctx)
+    assert gauges.counts == {
+        ("bulk", "NOOP", "pending"): 1,
+        (api.UNDECLARED, "NOOP", "pending"): 50,
+    }
+    assert {(t.lane, t.items) for t in api.read_top_tenants()} == {
+        (api.UNDECLARED, 50),
+        ("bulk", 1),
+    }
+
+
+def test_the_undeclared_label_is_the_one_the_statements_write() -> None:
+    from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
+
+    for statement in (READ_GAUGES, READ_TOP_TENANTS):
+        assert f"'{api.UNDECLARED}'" in statement.sql
+
+
+def test_declared_lanes_are_the_settings_the_kinds_and_the_task_queues(settings) -> None:
+    settings.WORKQUEUE_LANES = ["default", "reports"]
+    lanes = api.declared_lanes()
+    assert {"default", "reports"} <= set(lanes)
+    assert {kind.lane for kind in api.all_kinds()} <= set(lanes)
+    assert set(settings.TASKS["default"]["QUEUES"]) <= set(lanes)

@@ -214,7 +214,8 @@ def test_the_ten_deepest_tenants_per_lane_and_no_more(worker_rctx, make_ctx) -> 
     assert top[0]["org_id"] == str(tenants[-1].org_id)
 
 
-def test_gauges_read_back_dated_rows(ctx, make_ctx, worker_rctx) -> None:
+def test_gauges_read_back_dated_rows(ctx, make_ctx, worker_rctx, settings) -> None:
+    settings.WORKQUEUE_LANES = ["default", "bulk"]
     [dead] = _claimed(ctx, worker_rctx, 1)
     WorkItem.objects.using("admin").filter(pk=dead.id).update(status=Status.FAILED)
     waiting = api.enqueue(ctx, "NOOP", {})[0]

@@ -36,6 +36,7 @@ from outbox.emit import emit
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from tests import summary
+from workers.django_tasks import values as task_values_module
 from workqueue.api import (
     InvalidPayload,
     Kind,
@@ -911,11 +912,12 @@ def _nested(depth: int) -> Any:
 def task_problems(args: list[Any], kwargs: dict[str, Any]) -> set[str]:
     """The arguments the documented rules refuse (``args[0]``, ``kwargs['k']``): a JSON value
     (tuples as lists, UTF-8 bytes as text), storable (no NaN or infinity, NUL or lone
-    surrogate), keys of str, int, float, bool or None, at most 64 deep; a keyword's name is
-    stored too, so it must be storable text."""
+    surrogate), keys of str, int, float, bool or None, lists and dicts at most
+    ``values.MAX_DEPTH`` (62) levels deep; a keyword's name is stored too, so it must be
+    storable text."""
 
     def bad(value: Any, depth: int) -> bool:
-        if depth > 64:
+        if isinstance(value, dict | list | tuple) and depth >= task_values_module.MAX_DEPTH:
             return True
         if isinstance(value, str):
             return not _storable_text(value)

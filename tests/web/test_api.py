@@ -39,7 +39,8 @@ def alice(member) -> Person:  # type: ignore[no-untyped-def]
     return member(role="member", staff=False)
 
 
-def test_a_member_enqueues_and_gets_201_with_the_item(alice: Person) -> None:
+def test_a_member_enqueues_and_gets_201_with_the_item(alice: Person, settings) -> None:
+    settings.WORKQUEUE_LANES = ["default", "bulk"]
     response = post(
         alice.client,
         {
@@ -116,6 +117,24 @@ def test_a_bad_body_is_400_naming_the_field_and_stores_nothing(
     assert answer["field"] == field and says in answer["error"]
     assert _count() == 0
     assert StoredResponse.objects.using("admin").count() == 0
+
+
+def test_a_lane_the_site_does_not_declare_is_400_and_stores_nothing(
+    alice: Person, settings
+) -> None:
+    # Found by an outside suite: every made-up lane became new series on every /metrics.
+    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    for lane in ("made-up", "bulk2", "DEFAULT"):
+        response = post(alice.client, {"kind": "NOOP", "payload": {}, "lane": lane})
+        assert response.status_code == 400, response.content
+        answer = response.json()
+        assert answer["field"] == "lane"
+        assert "not a lane this site declares (declared: bulk, default)" in answer["error"]
+        assert "WORKQUEUE_LANES" in answer["error"]
+    assert _count() == 0
+    # A declared lane, and a kind's own lane (no lane given), are taken.
+    assert post(alice.client, {"kind": "NOOP", "payload": {}, "lane": "bulk"}).status_code == 201
+    assert post(alice.client, {"kind": "NOOP", "payload": {}}).status_code == 201
 
 
 def test_anonymous_callers_get_401(alice: Person) -> None:

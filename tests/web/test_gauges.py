@@ -32,10 +32,11 @@ def throughput(html: str) -> list[int]:
 
 
 @pytest.fixture
-def site(member, worker_rctx):  # type: ignore[no-untyped-def]
+def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
     """Tenant A: two pending items, one dead letter, one claimed by worker w-live, an outbox
     row waiting 30 s. Tenant B: one pending, one done now, one done 5 minutes ago, one done
     20 minutes ago. A live worker, and an offline one."""
+    settings.WORKQUEUE_LANES = ["default", "held", "fast"]
     a, b = member(), member()
     for _ in range(2):
         api.enqueue(a.ctx, "NOOP", {})

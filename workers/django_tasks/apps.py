@@ -1,4 +1,9 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.conf import settings
+
+BACKEND_PATH = "workers.django_tasks.backend.WorkQueueBackend"
 
 
 class DjangoTasksConfig(AppConfig):
@@ -9,3 +14,20 @@ class DjangoTasksConfig(AppConfig):
     label = "djtasks"
     verbose_name = "Django tasks"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # A queue of this backend is a lane: declared, so the API accepts it and /metrics
+        # names it (workqueue.lanes). A queue that is no lane name is the backend's check's.
+        from django.tasks import DEFAULT_TASK_QUEUE_NAME
+
+        from workqueue import api
+
+        tasks: dict[str, Any] = getattr(settings, "TASKS", {})
+        for params in tasks.values():
+            if params.get("BACKEND") != BACKEND_PATH:
+                continue
+            for queue in params.get("QUEUES", [DEFAULT_TASK_QUEUE_NAME]):
+                try:
+                    api.declare_lanes(queue)
+                except api.InvalidPayload:
+                    pass

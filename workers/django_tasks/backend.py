@@ -128,6 +128,8 @@ class WorkQueueBackend(BaseTaskBackend):
         }
         if policy.retry != DJANGO_TASK.retry:  # carried only when it is not the kind's
             payload["retry"] = RetrySpec.of(policy.retry).model_dump()
+        if task.run_after is not None:
+            payload["run_after"] = task.run_after
         item, _ = api.enqueue(
             ctx,
             DJANGO_TASK.name,

@@ -23,9 +23,10 @@ class TaskNotRunnable(TaskFailed):
     that is not a ``@task``, or names a ``TASKS`` backend that is not this queue."""
 
 
-class InvalidReturnValue(TaskFailed):
+class InvalidReturnValue(TaskFailed, TypeError):
     """The task returned a value that cannot be stored as JSON (it would return the same
-    again, after repeating its side effects)."""
+    again, after repeating its side effects). A ``TypeError``, as Django's own backends record
+    for a return value JSON cannot hold, so code that looks for one finds it."""
 
 
 class DeadLettered(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pydantic
+from pydantic import AwareDatetime
 
 from workqueue.api import Kind, Payload, RetryPolicy, register
 
@@ -36,9 +37,9 @@ class RetrySpec(Payload):
 
 class DjangoTaskPayload(Payload):
     """One call of a ``@task`` function: its path, its JSON arguments, the backend it went
-    through, and (when the backend's OPTIONS or the task set one) its retry policy. Its queue,
-    priority, run_after and max_attempts are the item's lane, priority, available_at and
-    max_attempts."""
+    through, (when the backend's OPTIONS or the task set one) its retry policy, and (when its
+    caller set one) its run_after. Its queue, priority, run_after and max_attempts are the
+    item's lane, priority, available_at and max_attempts."""
 
     path: str = pydantic.Field(max_length=300, pattern=PATH_PATTERN)
     args: list[Any] = []
@@ -47,6 +48,9 @@ class DjangoTaskPayload(Payload):
     backend: str = pydantic.Field(default="default", pattern=f"^{ALIAS_PATTERN}$")
     # None: the kind's retry policy.
     retry: RetrySpec | None = None
+    # The task's run_after, when its caller set one (the item's available_at is the moment it
+    # may run, which a retry moves): the result reads it back as Django's backends do.
+    run_after: AwareDatetime | None = None
 
 
 DJANGO_TASK = register(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 
 from django.tasks import TaskResult, TaskResultStatus
 from django.tasks.base import TaskError
@@ -35,6 +36,10 @@ _HANDLER_ERRORS = tuple(
 DEAD_LETTERED = f"{DeadLettered.__module__}.{DeadLettered.__qualname__}"
 
 
+def _run_after(stored: object) -> datetime | None:
+    return datetime.fromisoformat(stored) if isinstance(stored, str) else None
+
+
 def task_result(item_id: uuid.UUID, stored: Stored, reader_alias: str) -> TaskResult:
     """The ``TaskResult`` of a stored task (read through the backend ``reader_alias``)."""
     # A status this backend does not know (an operator's own, say) is final: FAILED.
@@ -46,8 +51,9 @@ def task_result(item_id: uuid.UUID, stored: Stored, reader_alias: str) -> TaskRe
         alias,
         stored.priority,
         stored.lane,
-        # Waiting: the earliest it runs (its run_after, or its retry's delay).
-        stored.available_at if status == TaskResultStatus.READY else None,
+        # The caller's run_after, as enqueue() returned it (None when none was set): when a
+        # waiting item runs (its retry's delay included) is the item's available_at.
+        _run_after(payload.get("run_after")),
     )
     errors = [
         TaskError(exception_class_path=e["exception_class_path"], traceback=e["traceback"])

@@ -13,17 +13,22 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workqueue.api import max_payload_bytes
+from workqueue.api import PAYLOAD_DEPTH_MAX, max_payload_bytes
 
-# Deeper than this is refused, so no caller's value can exhaust the interpreter's stack.
-MAX_DEPTH = 64
+# The most levels of lists and objects an argument may nest: the payload's own limit less the
+# two levels an argument sits in (the payload object and its ``args`` list or ``kwargs``).
+MAX_DEPTH = PAYLOAD_DEPTH_MAX - 2
 _KEY_TYPES = (str, int, float, bool, type(None))
 _HINT = "use str, int, float, bool, None, lists or dicts of them (an id, not a model instance)"
 
 
+def _too_deep(where: str, depth: int) -> None:
+    # Checked before going down, so no caller's value can exhaust the interpreter's stack.
+    if depth >= MAX_DEPTH:
+        raise ValueError(f"{where}: nested more than {MAX_DEPTH} levels deep (lists and dicts)")
+
+
 def _normalized(value: Any, where: str, depth: int) -> Any:
-    if depth > MAX_DEPTH:
-        raise ValueError(f"{where}: nested more than {MAX_DEPTH} deep")
     match value:
         case str():
             if "\x00" in value:
@@ -47,6 +52,7 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
                 raise ValueError(f"{where}: bytes that are not UTF-8 are not JSON") from None
             return _normalized(text, where, depth)  # the text may hold a NUL
         case Mapping():
+            _too_deep(where, depth)
             out = {}
             for key, item in value.items():
                 if not isinstance(key, _KEY_TYPES):
@@ -57,6 +63,7 @@ def _normalized(value: Any, where: str, depth: int) -> Any:
                 out[name] = _normalized(item, f"{where}[{key!r}]", depth + 1)
             return out
         case Sequence():  # str and bytes are handled above
+            _too_deep(where, depth)
             return [_normalized(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)]
         case _:
             raise TypeError(f"{where}: a {type(value).__name__} is not JSON; {_HINT}")
