@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from django.db import connections
+from django.db import OperationalError, connections
 
 from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
 from tenancy.models import Org, Role
@@ -54,10 +54,18 @@ def empty_tables() -> None:
     tables = [
         t for t in admin.introspection.django_table_names(only_existing=True) if t not in _KEEP
     ]
-    with admin.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE " + ", ".join(admin.ops.quote_name(t) for t in tables) + " CASCADE"
-        )
+    statement = "TRUNCATE " + ", ".join(admin.ops.quote_name(t) for t in tables) + " CASCADE"
+    for attempt in range(3):
+        try:
+            with admin.cursor() as cursor:
+                cursor.execute(statement)
+            return
+        except OperationalError as exc:
+            # TRUNCATE locks every table at once; a session a test left behind (a thread or a
+            # subprocess still finishing) may lock them in another order: PostgreSQL breaks the
+            # deadlock by failing one side, and the other gets through. Try again.
+            if "deadlock" not in str(exc) or attempt == 2:
+                raise
 
 
 @pytest.fixture(autouse=True)

@@ -39,6 +39,7 @@ from tenancy.contexts import OpContext
 from tests import summary
 from tests.chaos import tables
 from tests.chaos.kinds import EFFECT, POISON
+from tests.helpers import fresh_async_connections
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workqueue.api import NewItem, enqueue, enqueue_many
 
@@ -94,9 +95,11 @@ def query(sql: str, params: Any = None, timeout_s: float = 60.0) -> list[tuple[A
 
 
 def reconnect_test_process() -> None:
-    """The test's own sessions were cut too: reopen them on next use."""
+    """The test's own sessions were cut too (this thread's, and those of sync_to_async's
+    thread, where later tests' async calls run their queries): reopen them on next use."""
     for alias in ("default", "system", "admin"):
         connections[alias].close()
+    fresh_async_connections()
 
 
 # -- the fleet ---------------------------------------------------------------------------------

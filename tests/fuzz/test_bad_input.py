@@ -38,11 +38,13 @@ from tenancy.scope import tenant_scope
 from tests import summary
 from workers.django_tasks import values as task_values_module
 from workqueue.api import (
+    PAYLOAD_DEPTH_MAX,
     InvalidPayload,
     Kind,
     NewItem,
     Outcome,
     Payload,
+    declared_lanes,
     enqueue,
     enqueue_many,
     get_kind,
@@ -235,19 +237,22 @@ def wrong_fields(new: NewItem) -> set[str]:
 
 def free_payload_ok(payload: Any) -> bool | None:
     """Whether a FUZZ_FREE payload is storable: None when the size is too near the limit (or
-    a value is not plain JSON) to tell by hand."""
+    a value is not plain JSON) to tell by hand. Lists and objects nest at most
+    ``PAYLOAD_DEPTH_MAX`` levels, the payload's own included."""
 
-    def plain(value: Any) -> bool | None:
+    def plain(value: Any, depth: int = 0) -> bool | None:
         if value is None or isinstance(value, bool | int):
             return True
         if isinstance(value, float):
             return math.isfinite(value)
         if isinstance(value, str):
             return _storable_text(value)
+        if isinstance(value, list | dict) and depth >= PAYLOAD_DEPTH_MAX:
+            return False
         if isinstance(value, list):
-            found = [plain(v) for v in value]
+            found = [plain(v, depth + 1) for v in value]
         elif isinstance(value, dict):
-            found = [plain(k) and plain(v) for k, v in value.items()]
+            found = [plain(k) and plain(v, depth + 1) for k, v in value.items()]
         else:
             return None
         return None if None in found else all(found)
@@ -508,7 +513,8 @@ API_VALID = {
         ).map(datetime.isoformat),
     ),
     "priority": VALID["priority"],
-    "lane": VALID["lane"],
+    # The API takes a lane the site declares (workqueue.lanes): the reference site's "default".
+    "lane": st.one_of(st.none(), st.just("default")),
 }
 API_ANY = {
     "kind": st.one_of(kinds, st.integers(), st.lists(texts, max_size=2)),
@@ -532,7 +538,7 @@ API_ANY = {
         st.floats(),
     ),
     "priority": st.one_of(priorities, st.integers(min_value=-(2**40), max_value=2**40)),
-    "lane": st.one_of(lanes, st.integers()),
+    "lane": st.one_of(lanes, st.integers(), st.just("default")),
 }
 EXTRA_FIELDS = st.one_of(
     st.sampled_from(["org_id", "org", "created_by", "id", "status", "claim_token", "attempts"]),
@@ -643,6 +649,8 @@ def api_wrong(request: dict[str, Any], own_org: uuid.UUID) -> tuple[set[str], bo
         priority=body.get("priority", 0),
     )
     wrong |= wrong_fields(new) - {"available_at", "id"}
+    if isinstance(new.lane, str) and new.lane not in declared_lanes():
+        wrong.add("lane")  # a lane name, but not one the site declares
     run_at = body.get("run_at")
     if run_at is not None:
         when = None
