@@ -60,7 +60,8 @@ def connect_admin(admin_url: str, database: str | None = None) -> psycopg.Connec
         else urlsplit(admin_url)._replace(path=f"/{database}").geturl()
     )
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+        # Nothing prepared: the owner's URL may reach the server through a transaction pooler.
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, prepare_threshold=None)
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ImproperlyConfigured(
