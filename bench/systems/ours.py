@@ -12,7 +12,8 @@ the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_
 which ``bench/claim_commit.py`` sets beside ``default``; ``fairness_off`` claims oldest first
 across tenants (``WORKQUEUE_FAIR_CLAIM=false``: the fairness workload's control, and the depth
 workload's claim without fairness's cost); ``pooler_safe`` the shipped defaults with
-``DATABASE_POOLER=transaction`` (no prepared statements) on direct connections, and
+``DATABASE_POOLER=transaction`` (no prepared statements) on direct connections (LISTEN at
+``DATABASE_DIRECT_URL``, the same server), and
 ``pgbouncer`` the same through a PgBouncer (Debian's, ``pool_mode = transaction``, its default
 pool of 20) that the adapter starts in front of the database, LISTEN direct
 (``DATABASE_DIRECT_URL``); ``bench/pooler.py`` sets the three side by side. For a drain, the
@@ -123,6 +124,8 @@ def setup_django(dsn: str, config: str = "default") -> None:
     )
     if config == "pgbouncer":
         os.environ.update(_through_pgbouncer(dsn))
+    elif config == "pooler_safe":  # LISTEN as behind a pooler: at the direct URL
+        os.environ["DATABASE_DIRECT_URL"] = _as(dsn, "workqueue_app")
     import django
 
     django.setup()
