@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import subprocess
 import threading
@@ -169,9 +170,7 @@ def _sync_round(
     return 9 + len(claimed)
 
 
-async def _async_rounds(
-    rounds: int, mine: OpContext, theirs: OpContext, rctx: Any, worker: str
-) -> int:
+async def _async_rounds(rounds: int, mine: OpContext, rctx: Any, worker: str) -> int:
     """Rounds on the async face (the store's own pools); returns the steps they ran."""
     steps = 0
     try:
@@ -207,13 +206,30 @@ def _api_round(n: int, mine: OpContext, client: Client, theirs: Client) -> int:
     return 3
 
 
-def _admin_round(operator: Client, staff: Client, theirs_id: uuid.UUID) -> int:
-    for page in ("/admin/workqueue/workitem/", "/admin/workqueue/deadletter/"):
-        assert operator.get(page).status_code == 200, page
-        response = staff.get(page)
-        assert response.status_code == 200, page
-        assert str(theirs_id) not in response.text, "a tenant's staff saw another's item"
-    return 4
+ITEMS = "/admin/workqueue/workitem/"
+DEAD = "/admin/workqueue/deadletter/"
+
+
+def _shown(response: Any) -> set[str]:
+    """The ids of the items an admin list shows (its rows' checkboxes)."""
+    assert response.status_code == 200, response.status_code
+    return set(re.findall(r'name="_selected_action" value="([0-9a-f-]{36})"', response.text))
+
+
+def _admin_round(
+    operator: Client, staff: Client, org_id: uuid.UUID, own: uuid.UUID, theirs: uuid.UUID
+) -> int:
+    """The operator finds any tenant's item; the tenant's staff see their own rows only."""
+    for item_id in (own, theirs):
+        assert _shown(operator.get(ITEMS, {"q": str(item_id)})) == {str(item_id)}
+    assert _shown(staff.get(ITEMS, {"q": str(own)})) == {str(own)}
+    assert _shown(staff.get(ITEMS, {"q": str(theirs)})) == set(), "staff found another's item"
+    for page in (ITEMS, DEAD):
+        _shown(operator.get(page))
+        shown = _shown(staff.get(page))
+        orgs = set(WorkItem.objects.using("admin").filter(id__in=shown).values_list("org_id"))
+        assert orgs <= {(org_id,)}, "a tenant's staff saw another's rows"
+    return 8
 
 
 def _threads(jobs: list[Callable[[], int]]) -> tuple[int, list[str]]:
@@ -243,6 +259,7 @@ def test_enqueue_claim_settle_the_api_and_the_admin_through_the_pooler(pooled, w
     staff = _signed_in(_member(org_a, Role.ADMIN, staff=True))
     operator = Client()
     operator.force_login(UserFactory(is_staff=True, is_superuser=True))
+    a_item, _ = api.enqueue(a, "NOOP", {"n": -1})
     b_item, _ = api.enqueue(b, "NOOP", {"n": -1})
     rounds = 25
     seen: dict[str, set[int]] = {}
@@ -254,8 +271,8 @@ def test_enqueue_claim_settle_the_api_and_the_admin_through_the_pooler(pooled, w
 
         return job
 
-    def async_job(mine: OpContext, theirs: OpContext, name: str) -> Callable[[], int]:
-        return lambda: asyncio.run(_async_rounds(rounds, mine, theirs, worker_rctx, name))
+    def async_job(mine: OpContext, name: str) -> Callable[[], int]:
+        return lambda: asyncio.run(_async_rounds(rounds, mine, worker_rctx, name))
 
     def api_job() -> int:
         clients = (_signed_in(a), _signed_in(b))
@@ -264,14 +281,17 @@ def test_enqueue_claim_settle_the_api_and_the_admin_through_the_pooler(pooled, w
         )
 
     def admin_job() -> int:
-        return sum(_admin_round(operator, staff, b_item.id) for _ in range(rounds // 5))
+        return sum(
+            _admin_round(operator, staff, a.org_id, a_item.id, b_item.id)
+            for _ in range(rounds // 5)
+        )
 
     steps, errors = _threads(
         [
             sync_job(a, b, "sync-a"),
             sync_job(b, a, "sync-b"),
-            async_job(a, b, "async-a"),
-            async_job(b, a, "async-b"),
+            async_job(a, "async-a"),
+            async_job(b, "async-b"),
             api_job,
             admin_job,
         ]
