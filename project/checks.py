@@ -17,6 +17,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.utils import Error as DatabaseError
 
+from tenancy.scope import SYSTEM_ALIAS
+
 
 def login_problems(alias: str) -> str | None:
     """Why the login of ``alias`` would escape row-level security, or None when it cannot."""
@@ -72,11 +74,48 @@ def refuse_unsafe_start() -> None:
         raise ImproperlyConfigured(problem)
 
 
+def session_problems(alias: str) -> str | None:
+    """Which of the login's ``LOGIN_SETTINGS`` its sessions do not start with, or None."""
+    from project.logins import LOGIN_SETTINGS
+
+    names = [name for name, _ in LOGIN_SETTINGS]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT current_user, " + ", ".join(f"current_setting('{name}')" for name in names)
+        )
+        user, *values = cursor.fetchone()
+    wrong = [
+        f"{name} = {value}"
+        for (name, want), value in zip(LOGIN_SETTINGS, values, strict=True)
+        if value != want
+    ]
+    if not wrong:
+        return None
+    fix = ", ".join(f"ALTER ROLE {user} SET {name} = '{want}'" for name, want in LOGIN_SETTINGS)
+    return (
+        f"the login {user!r} starts its sessions with {', '.join(wrong)}: run manage.py "
+        f"create_logins, which sets them on the login (or {fix}); the fair claim needs jit off "
+        "(JIT compiled a claim over a million waiting items for 30 ms of its 31)"
+    )
+
+
 def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """The system check over ``startup_problem``: the everyday login must be reachable and
-    obey row-level security (a superuser or BYPASSRLS login silently escapes it)."""
+    obey row-level security (a superuser or BYPASSRLS login silently escapes it). Then a
+    warning for each login whose sessions lack ``LOGIN_SETTINGS`` (set on the login, not at
+    connect: a pooler refuses startup options)."""
     problem = startup_problem()
-    return [checks.Error(problem, id="project.E001")] if problem else []
+    if problem:
+        return [checks.Error(problem, id="project.E001")]
+    warnings = []
+    for alias in ("default", SYSTEM_ALIAS):
+        try:
+            found = session_problems(alias)
+        except DatabaseError as exc:
+            found = f"cannot read the session settings of alias {alias}: {_first_line(exc)}"
+        if found:
+            warnings.append(checks.Warning(found, id="project.W001"))
+    return warnings
 
 
 def register() -> None:

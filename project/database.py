@@ -9,6 +9,11 @@ The product uses three logins on one database:
 - the owner login (alias ``admin``, ``ADMIN_DATABASE_URL``): owns the tables, runs migrations
   and creates the other two logins.
 
+Behind a transaction pooler (PgBouncer's ``pool_mode = transaction``; ``DATABASE_POOLER``) the
+connections send nothing at connect that the pooler would refuse, use no server-side cursors,
+and the store prepares nothing; the connections that need a session of their own (the workers'
+LISTEN) reach PostgreSQL at ``DATABASE_DIRECT_URL`` instead (README, "Behind PgBouncer").
+
 With no ``DATABASE_URL`` the project uses an embedded PostgreSQL in a git-ignored folder; the
 set-up path (``bin/run``, ``bin/test``: ``python -m project.embedded start`` then
 ``manage.py create_logins``) starts it and creates the logins. Reading the settings only
@@ -30,6 +35,10 @@ SYSTEM_LOGIN = "workqueue_system"
 DATABASE_NAME = "workqueue"
 # One test database for every alias: the owner creates and migrates it, the others point at it.
 TEST_DATABASE_NAME = "test_workqueue"
+# The poolers DATABASE_POOLER may name: "transaction" (a server connection per transaction, as
+# PgBouncer's pool_mode = transaction); unset, or "none", when the connections reach PostgreSQL
+# itself (or a session pooler, which keeps each client on one server connection).
+POOLER_MODES = ("none", "transaction")
 
 
 @dataclass(frozen=True)
@@ -112,17 +121,43 @@ def embedded_pgdata(env: environ.Env, base_dir: Path) -> Path | None:
 
 
 def resolve_urls(env: environ.Env, base_dir: Path) -> DatabaseUrls:
-    """The three URLs from the environment, or from the embedded server when none is set."""
+    """The three URLs from the environment, or from the embedded server when none is set.
+
+    The owner's default is the server ``DATABASE_DIRECT_URL`` names when it is set (migrations
+    and grants want a session of their own, not a pooler's), else ``DATABASE_URL``'s."""
     pgdata = embedded_pgdata(env, base_dir)
     if pgdata is not None:
         return embedded_urls(pgdata)
     app = env.str("DATABASE_URL")
     _split("DATABASE_URL", app)
+    direct = env.str("DATABASE_DIRECT_URL", default="") or app
+    _split("DATABASE_DIRECT_URL", direct)
     return DatabaseUrls(
         app=app,
         system=env.str("SYSTEM_DATABASE_URL", default="") or _with_user(app, SYSTEM_LOGIN),
-        admin=env.str("ADMIN_DATABASE_URL", default="") or _with_user(app, "postgres"),
+        admin=env.str("ADMIN_DATABASE_URL", default="") or _with_user(direct, "postgres"),
     )
+
+
+def pooler_mode(env: environ.Env) -> str:
+    """``DATABASE_POOLER``: "transaction" when a transaction pooler stands between the
+    connections and PostgreSQL, else "none"; anything else is refused in one line."""
+    mode = env.str("DATABASE_POOLER", default="").strip().lower() or "none"
+    if mode not in POOLER_MODES:
+        raise ImproperlyConfigured(
+            f"DATABASE_POOLER must be one of {', '.join(POOLER_MODES)} (got {mode!r}): "
+            "transaction when PgBouncer (pool_mode = transaction) or another transaction "
+            "pooler is in front of PostgreSQL, else leave it unset"
+        )
+    return mode
+
+
+def direct_database(env: environ.Env) -> dict[str, Any] | None:
+    """``DATABASE_DIRECT_URL`` as a ``DATABASES`` entry: the everyday login reaching PostgreSQL
+    itself, for the connections that need a session of their own (LISTEN); None when unset
+    (they use ``DATABASE_URL``, or, behind a transaction pooler, are not opened)."""
+    url = env.str("DATABASE_DIRECT_URL", default="")
+    return parse("DATABASE_DIRECT_URL", url) if url else None
 
 
 def parse(name: str, url: str) -> dict[str, Any]:
@@ -147,8 +182,16 @@ def parse(name: str, url: str) -> dict[str, Any]:
 
 
 def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, Any]]:
-    """``DATABASES`` for the three logins; every alias shares one test database."""
+    """``DATABASES`` for the three logins; every alias shares one test database.
+
+    Nothing goes in the startup packet but the login and the database: a pooler refuses what
+    it does not know (PgBouncer: ``unsupported startup parameter: options``), and a setting
+    sent there would hold on the one server connection it reached, not on the next transaction's.
+    The logins' session settings (``jit = off``, UTC) are the logins' own, set by
+    ``create_logins`` (``project.logins.LOGIN_SETTINGS``), so every connection starts with them,
+    through a pooler or not."""
     urls = resolve_urls(env, base_dir)
+    pooled = pooler_mode(env) == "transaction"
     # Workers and web processes hold their connections: reconnecting per loop costs two thirds
     # of a worker's speed (see DESIGN.md, performance notes).
     conn_max_age = env.int("CONN_MAX_AGE", default=600)
@@ -159,13 +202,12 @@ def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, A
         ("admin", "ADMIN_DATABASE_URL", urls.admin),
     ):
         config = parse(name, url)
-        # No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost,
-        # on every run. The fair claim's estimates over a million waiting items passed it, and
-        # compiling took 30 ms of a 31 ms claim; a queue's statements are short, none gains.
-        options = config.setdefault("OPTIONS", {})
-        options["options"] = " ".join(filter(None, [options.get("options"), "-c jit=off"]))
         config["CONN_MAX_AGE"] = conn_max_age
         config["CONN_HEALTH_CHECKS"] = True
+        if pooled:
+            # QuerySet.iterator() declares a cursor that outlives its transaction in autocommit
+            # (WITH HOLD): the next transaction may run on another server connection.
+            config["DISABLE_SERVER_SIDE_CURSORS"] = True
         config["TEST"] = {"NAME": TEST_DATABASE_NAME}
         databases[alias] = config
     return databases

@@ -19,6 +19,22 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# What every session of the two logins starts with, set on the logins (ALTER ROLE ... SET), so
+# the server applies it at each login: through a transaction pooler too, where a setting sent
+# at connect (a startup option, which PgBouncer refuses anyway) or by SET would hold on one
+# server connection and not on the next transaction's, and would leak to the other clients
+# of the first.
+LOGIN_SETTINGS = (
+    # No JIT: PostgreSQL compiles a statement whose estimated cost passes jit_above_cost, on
+    # every run. The fair claim's estimates over a million waiting items passed it, and
+    # compiling took 30 ms of a 31 ms claim; a queue's statements are short, none gains.
+    ("jit", "off"),
+    # Django's connections run in UTC (USE_TZ); a session that starts in it needs no SET TIME
+    # ZONE at connect (Django and the store's pools send one only when the server reports
+    # another zone).
+    ("timezone", "UTC"),
+)
+
 
 def _user_password(url: str) -> tuple[str, str | None]:
     parts = urlsplit(url)
@@ -44,7 +60,8 @@ def connect_admin(admin_url: str, database: str | None = None) -> psycopg.Connec
         else urlsplit(admin_url)._replace(path=f"/{database}").geturl()
     )
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10)
+        # Nothing prepared: the owner's URL may reach the server through a transaction pooler.
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, prepare_threshold=None)
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ImproperlyConfigured(
@@ -57,7 +74,8 @@ def ensure_logins(urls: DatabaseUrls, databases: tuple[str, ...] = ()) -> None:
     """Create the two logins (if missing), force their attributes, and grant them the database.
 
     The everyday login gets NOSUPERUSER NOBYPASSRLS (row-level security must apply to it); the
-    system login gets BYPASSRLS. Run on every set-up, so a login changed by hand is put back.
+    system login gets BYPASSRLS; both get ``LOGIN_SETTINGS``. Run on every set-up, so a login
+    changed by hand is put back.
     """
     app_user, app_password = _user_password(urls.app)
     system_user, system_password = _user_password(urls.system)
@@ -87,6 +105,12 @@ def ensure_logins(urls: DatabaseUrls, databases: tuple[str, ...] = ()) -> None:
                 conn.execute(
                     sql.SQL("ALTER ROLE {} PASSWORD {}").format(
                         sql.Identifier(user), sql.Literal(password)
+                    )
+                )
+            for name, value in LOGIN_SETTINGS:
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                        sql.Identifier(user), sql.Identifier(name), sql.Literal(value)
                     )
                 )
             if not exists:

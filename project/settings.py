@@ -9,7 +9,7 @@ from pathlib import Path
 
 import environ
 
-from project.database import database_settings, embedded_pgdata
+from project.database import database_settings, direct_database, embedded_pgdata, pooler_mode
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -73,6 +73,14 @@ TEMPLATES = [
 ]
 
 DATABASES = database_settings(env, BASE_DIR)
+# "transaction" when a transaction pooler (PgBouncer, pool_mode = transaction) is in front of
+# PostgreSQL: the store then prepares no statement (the next transaction may run on another
+# server connection, where it was never prepared), and no alias uses server-side cursors.
+DATABASE_POOLER = pooler_mode(env)
+# The everyday login reaching PostgreSQL itself, for the connections that need a session of
+# their own (the workers' LISTEN): a DATABASES entry, or None (DATABASE_URL's, or, behind a
+# transaction pooler, none: the workers' poll and the sweep find the work instead).
+DATABASE_DIRECT = direct_database(env)
 # The embedded server's data folder when DATABASE_URL is unset (None otherwise).
 EMBEDDED_PGDATA = embedded_pgdata(env, BASE_DIR)
 # Sign-in tables (users, sessions, permissions) live behind the system login (tenancy/routers.py);

@@ -5,27 +5,56 @@ One connection on the everyday login holds ``LISTEN work_available``; each notic
 also polls, so a lost connection costs latency, never work. Notices on the other channels it
 listens to (``outbox_pending``) go to ``on_notice``, which also hears of each (re)connection.
 Reconnects after a pause.
+
+LISTEN needs a session of its own, which a transaction pooler does not keep (it lends a server
+connection per transaction: the LISTEN would stay on one the listener no longer holds, and its
+notices go to whichever client holds it next). So the listener reaches PostgreSQL itself, at
+``DATABASE_DIRECT`` (``DATABASE_DIRECT_URL``) when it is set; behind a transaction pooler
+(``DATABASE_POOLER``) with none set it does not listen, and the claim loop's poll and the
+sweep's relay find the work instead (at their intervals).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import connections
 
 from workers.outage import Outage
+
+logger = logging.getLogger(__name__)
 
 CHANNEL = "work_available"
 # The connections a Listener holds open.
 CONNECTIONS = 1
 
+# A DATABASES entry's keys, and the connection parameters they become.
+_PARAMS = {"NAME": "dbname", "USER": "user", "PASSWORD": "password", "HOST": "host", "PORT": "port"}
 
-def connection_kwargs() -> dict[str, object]:
+
+def connection_kwargs() -> dict[str, Any] | None:
+    """How the listener connects: the everyday login's parameters, at ``DATABASE_DIRECT``
+    when it is set (its database, login, server and options replace the default alias's);
+    None behind a transaction pooler with no direct database (nothing to listen through)."""
     params = connections["default"].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
+    direct = getattr(settings, "DATABASE_DIRECT", None)
+    if direct is None:
+        if getattr(settings, "DATABASE_POOLER", "none") == "transaction":
+            return None
+        return params
+    for key, param in _PARAMS.items():
+        if direct.get(key):
+            params[param] = direct[key]
+        else:
+            params.pop(param, None)
+    params.update(direct.get("OPTIONS") or {})
     return params
 
 
@@ -49,6 +78,15 @@ class Listener:
 
     async def run(self, stop: asyncio.Event) -> None:
         params = await asyncio.to_thread(connection_kwargs)
+        if params is None:
+            logger.warning(
+                "listen_off reason=pooler channels=%s: DATABASE_POOLER=transaction and no "
+                "DATABASE_DIRECT_URL, so work is found by the poll; set DATABASE_DIRECT_URL "
+                "to the server itself to wake on notices",
+                ",".join(self.channels),
+            )
+            await stop.wait()
+            return
         while not stop.is_set():
             try:
                 async with await psycopg.AsyncConnection.connect(**params, autocommit=True) as conn:

@@ -6,6 +6,9 @@ applies), ``System(statement, params)`` on the system login (BYPASSRLS, for the 
 tenant-less operations). The plan holds the logic once; ``run`` drives it on the sync face
 (Django's connections, joining the caller's transaction) and ``arun`` on the async face (the
 store's own psycopg async pools, on the caller's event loop), so the two faces cannot drift.
+
+Both faces prepare their statements on the server (each is planned once per connection)
+unless a transaction pooler is in front (``DATABASE_POOLER = "transaction"``, ``prepares``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 import psycopg
+from django.conf import settings
 from django.db import connections, transaction
 from psycopg_pool import AsyncConnectionPool
 
@@ -126,19 +130,36 @@ def _column_names(cursor: Any) -> list[str]:
     return [result.fname(i).decode() for i in range(result.nfields)]
 
 
+# -- preparing ----------------------------------------------------------------------------------
+
+# psycopg prepares a statement at its second run on a connection, and then only binds it.
+PREPARE_THRESHOLD = 2
+
+
+def prepares() -> bool:
+    """Whether the store prepares its statements on the server, so each is planned once per
+    connection (see ``_configure``). Not behind a transaction pooler (``DATABASE_POOLER``):
+    it runs each transaction on whichever server connection is free, where a statement
+    prepared on another one does not exist (``prepared statement "_pg3_0" does not exist``),
+    or another client's exists under the same name (``... already exists``)."""
+    return getattr(settings, "DATABASE_POOLER", "none") != "transaction"
+
+
 # -- the sync face: Django's connections --------------------------------------------------------
 
 
 def _prepared_cursor(alias: str) -> Any:
     """A cursor that binds parameters on the server, so psycopg prepares a statement after a
     few runs (the claim and the batch completion are planned once per connection, not per
-    call; see ``_configure``), with binary results. Django's wrapper still maps errors and
-    runs execute wrappers."""
+    call; see ``_configure``), unless ``prepares()`` says not to; with binary results.
+    Django's wrapper still maps errors and runs execute wrappers."""
     connection = connections[alias]
     connection.ensure_connection()
     raw = connection.connection
-    if raw.prepare_threshold is None:  # Django turns preparing off unless OPTIONS ask for it
-        raw.prepare_threshold = 2
+    if not prepares():
+        raw.prepare_threshold = None
+    elif raw.prepare_threshold is None:  # Django turns preparing off unless OPTIONS ask for it
+        raw.prepare_threshold = PREPARE_THRESHOLD
     # A raw cursor: the statement comes with PostgreSQL's own placeholders, so the driver
     # never parses its text (Statement.native_sql).
     cursor = psycopg.RawCursor(raw)
@@ -172,8 +193,9 @@ def _plan_setting_ends(statement: Statement, alias: str) -> bool:
     """Whether ``statement`` gets its generic plan here: only when the transaction it runs in
     is its own (autocommit, or the block this module opens for it), so the setting ends with
     it. In a caller's transaction (an atomic block, autocommit off) the setting would last to
-    the caller's commit, so there PostgreSQL plans it as it chooses."""
-    return statement.generic_plan and connections[alias].get_autocommit()
+    the caller's commit, so there PostgreSQL plans it as it chooses. Never when nothing is
+    prepared (``prepares``): the setting's gain is a plan kept for the next run."""
+    return statement.generic_plan and connections[alias].get_autocommit() and prepares()
 
 
 def _execute_batches_sync(step: TenantBatches) -> Rows:
@@ -234,17 +256,22 @@ def _connection_kwargs(alias: str) -> dict[str, Any]:
     params = connections[alias].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    params.update(autocommit=True, prepare_threshold=2)
+    params.update(autocommit=True, prepare_threshold=PREPARE_THRESHOLD if prepares() else None)
     return params
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-    # UTC like Django's connections. Plans are PostgreSQL's choice (a prepared statement's
-    # generic plan once it costs no more than planning each run): every statement is written so
-    # that its generic plan finds its rows by index (constants as literals, so partial indexes
-    # match; batches by key = ANY(ids)), and the claim is planned once per connection, not per
-    # batch (planning it cost more than running it).
-    await conn.execute("SET TIME ZONE 'UTC'")
+    # UTC like Django's connections, and the same way: the logins start their sessions in UTC
+    # (project.logins.LOGIN_SETTINGS), so this sends nothing unless the server reports another
+    # zone. (Through PgBouncer the SET still holds: it is one of the parameters PgBouncer keeps
+    # per client and sets on each server connection it lends that client.) Plans are
+    # PostgreSQL's choice (a prepared statement's generic plan once it costs no more than
+    # planning each run): every statement is written so that its generic plan finds its rows
+    # by index (constants as literals, so partial indexes match; batches by key = ANY(ids)),
+    # and the claim is planned once per connection, not per batch (planning it cost more than
+    # running it).
+    if conn.info.parameter_status("TimeZone") != "UTC":
+        await conn.execute("SET TIME ZONE 'UTC'")
 
 
 class AsyncStore:
@@ -311,7 +338,7 @@ class AsyncStore:
                     before = [(_MUTEX_ROW, mutex), (_MUTEX_LOCK, mutex)]
             elif not statement.names_tenant:
                 before = [(SET_TENANT, {"org_id": str(step.org_id)})]
-            if statement.generic_plan:
+            if statement.generic_plan and prepares():
                 before.append((GENERIC_PLAN, None))
             if not before:
                 await cursor.execute(statement.native_sql, bound, binary=True)

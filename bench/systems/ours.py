@@ -11,7 +11,12 @@ the adapter's own process (``--once``), as the first benchmarks measured it; ``a
 the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_DURABLE=false``),
 which ``bench/claim_commit.py`` sets beside ``default``; ``fairness_off`` claims oldest first
 across tenants (``WORKQUEUE_FAIR_CLAIM=false``: the fairness workload's control, and the depth
-workload's claim without fairness's cost). For a drain, the
+workload's claim without fairness's cost); ``pooler_safe`` the shipped defaults with
+``DATABASE_POOLER=transaction`` (no prepared statements) on direct connections (LISTEN at
+``DATABASE_DIRECT_URL``, the same server), and
+``pgbouncer`` the same through a PgBouncer (Debian's, ``pool_mode = transaction``, its default
+pool of 20) that the adapter starts in front of the database, LISTEN direct
+(``DATABASE_DIRECT_URL``); ``bench/pooler.py`` sets the three side by side. For a drain, the
 workers start with the items held back (``available_at`` an hour ahead), and the clock starts
 when one statement makes them due, so process start-up stays out of the timing.
 """
@@ -37,7 +42,15 @@ sys.path[:0] = [str(ROOT), str(HERE)]
 import _common as common  # noqa: E402
 
 KIND = "BENCH_NOOP"
-CONFIGS = ["default", "batched", "inprocess", "fairness_off", "async_claim"]
+CONFIGS = [
+    "default",
+    "batched",
+    "inprocess",
+    "fairness_off",
+    "async_claim",
+    "pooler_safe",
+    "pgbouncer",
+]
 # default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
@@ -46,15 +59,28 @@ SETTINGS = {
     "inprocess": {},
     "fairness_off": {},
     "async_claim": {},
+    "pooler_safe": {},
+    "pgbouncer": {},
 }
-RUNWORKER_CONFIGS = ("default", "batched", "fairness_off", "async_claim")
+RUNWORKER_CONFIGS = (
+    "default",
+    "batched",
+    "fairness_off",
+    "async_claim",
+    "pooler_safe",
+    "pgbouncer",
+)
 # Settings a config sets outside WORKER_*: fairness_off claims oldest first across tenants;
 # async_claim commits the claim asynchronously (the trade bench/claim_commit.py measures
 # against the durable default).
 CONFIG_ENV = {
     "fairness_off": {"WORKQUEUE_FAIR_CLAIM": "false"},
     "async_claim": {"WORKQUEUE_CLAIM_DURABLE": "false"},
+    "pooler_safe": {"DATABASE_POOLER": "transaction"},
+    "pgbouncer": {"DATABASE_POOLER": "transaction"},
 }
+# PgBouncer's own default server pool per login (the pgbouncer config).
+PGBOUNCER_POOL_SIZE = 20
 
 
 def _as(dsn: str, user: str) -> str:
@@ -64,7 +90,30 @@ def _as(dsn: str, user: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def setup_django(dsn: str) -> None:
+def _through_pgbouncer(dsn: str) -> dict[str, str]:
+    """Start a PgBouncer in front of ``dsn``'s server (stopped when this process exits); the
+    logins' URLs through it, the everyday login's direct URL for LISTEN."""
+    import atexit
+
+    from project.database import parse
+    from tests import pgbouncer
+
+    server = parse("--dsn", dsn)
+    bouncer = pgbouncer.start(
+        server["HOST"],
+        server["PORT"],
+        {"workqueue_app": None, "workqueue_system": None},
+        pool_size=PGBOUNCER_POOL_SIZE,
+    )
+    atexit.register(bouncer.stop)
+    return {
+        "DATABASE_URL": bouncer.url("workqueue_app", server["NAME"]),
+        "SYSTEM_DATABASE_URL": bouncer.url("workqueue_system", server["NAME"]),
+        "DATABASE_DIRECT_URL": _as(dsn, "workqueue_app"),
+    }
+
+
+def setup_django(dsn: str, config: str = "default") -> None:
     os.environ.update(
         DJANGO_SETTINGS_MODULE="project.settings",
         ADMIN_DATABASE_URL=dsn,
@@ -73,6 +122,10 @@ def setup_django(dsn: str) -> None:
         DEBUG="false",
         LOG_LEVEL="WARNING",
     )
+    if config == "pgbouncer":
+        os.environ.update(_through_pgbouncer(dsn))
+    elif config == "pooler_safe":  # LISTEN as behind a pooler: at the direct URL
+        os.environ["DATABASE_DIRECT_URL"] = _as(dsn, "workqueue_app")
     import django
 
     django.setup()
@@ -344,11 +397,13 @@ def main() -> None:
             "inprocess": ["drain", "wake"],
             "fairness_off": ["fairness", "depth"],
             "async_claim": ["drain"],
+            "pooler_safe": ["drain", "enqueue", "wake", "depth"],
+            "pgbouncer": ["drain", "enqueue", "wake"],
         },
         notes={"raw": "raw system only"},
     )
     os.environ.update(CONFIG_ENV.get(args.config, {}))  # in-process claims too (depth)
-    setup_django(args.dsn)
+    setup_django(args.dsn, args.config)
     ctx = prepare(args.dsn)
     extra = {"config": args.config, **SETTINGS[args.config], **CONFIG_ENV.get(args.config, {})}
     from workqueue import api

@@ -59,27 +59,27 @@ class SweepLock:
     transaction that locks the mutex's row and stays open (idle) while the pass's steps run on
     the thread's other connections. If this process freezes or dies mid-pass, PostgreSQL ends
     the transaction (``idle_in_transaction_session_timeout``, a little over the pass's
-    timeout) and another sweeper may go on."""
+    timeout, set by the statement that takes the lock, for that transaction only: behind a
+    transaction pooler a session's setting would land on some other client's server
+    connection) and another sweeper may go on."""
 
     def __init__(self) -> None:
         self._conn: psycopg.Connection[Any] | None = None
 
-    def _connection(self, timeout_s: float) -> psycopg.Connection[Any]:
+    def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
             params = connections[SYSTEM_ALIAS].get_connection_params()
             for django_only in ("cursor_factory", "context", "server_side_binding"):
                 params.pop(django_only, None)
             self._conn = psycopg.connect(**params, autocommit=False)
-            ms = int((timeout_s + 30) * 1000)
-            self._conn.execute(f"SET idle_in_transaction_session_timeout = {ms}")
-            self._conn.commit()
         return self._conn
 
     def acquire(self, timeout_s: float) -> bool:
         """Take the mutex if no other sweeper holds it (never waits on a holder)."""
+        idle_ms = int((timeout_s + 30) * 1000)
         try:
-            conn = self._connection(timeout_s)
-            held = self._try_lock(conn)
+            conn = self._connection()
+            held = self._try_lock(conn, idle_ms)
             if not held and not _row_exists(conn):
                 # First pass ever: create the row in its own short transaction, then try again.
                 conn.execute(
@@ -87,7 +87,7 @@ class SweepLock:
                     [MUTEX],
                 )
                 conn.commit()
-                held = self._try_lock(conn)
+                held = self._try_lock(conn, idle_ms)
         except psycopg.Error:
             self.close()
             raise
@@ -96,9 +96,13 @@ class SweepLock:
         return held
 
     @staticmethod
-    def _try_lock(conn: psycopg.Connection[Any]) -> bool:
+    def _try_lock(conn: psycopg.Connection[Any], idle_ms: int) -> bool:
+        """Lock the mutex's row if it is free, and then (the same statement) bound how long
+        this transaction may sit idle."""
         rows = conn.execute(
-            "SELECT FROM workqueue_mutex WHERE name = %s FOR UPDATE SKIP LOCKED", [MUTEX]
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+            " FROM workqueue_mutex WHERE name = %s FOR UPDATE SKIP LOCKED",
+            [str(idle_ms), MUTEX],
         ).fetchall()
         return bool(rows)
 
