@@ -12,7 +12,8 @@ payload names (``log``) before it misbehaves, and another when it returns: ``<it
 The ``action``: ``ok``; ``sys_exit`` (``sys.exit(3)``), ``exit`` (the ``exit(3)`` of scripts),
 ``keyboard_interrupt``, ``generator_exit``; ``subtask_exit`` (async only: a task the handler
 gathers calls ``sys.exit(4)``); ``block`` (``time.sleep(seconds)``, on the loop for
-``TEST_ROGUE``); ``sleep`` (``asyncio.sleep(seconds)``, async only).
+``TEST_ROGUE``); ``sleep`` (``asyncio.sleep(seconds)``, async only; ``sleep_first``: on the
+first attempt only, later ones return at once).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ class RogueHandler:
         action = item.payload.get("action", "ok")
         if action == "subtask_exit":
             await asyncio.gather(_exits_soon())
-        elif action == "sleep":
+        elif action == "sleep" or (action == "sleep_first" and item.attempts == 1):
             await asyncio.sleep(item.payload.get("seconds", 0.0))
         else:
             _misbehave(item)  # a block blocks the event loop
