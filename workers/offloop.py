@@ -50,10 +50,15 @@ class OffLoop:
         self._stop: asyncio.Event | None = None
 
     def start(self) -> None:
-        """Start the thread; returns once its loop runs (a moment)."""
+        """Start the thread; returns once its loop runs its tasks (a moment). Raises when it
+        could not: a worker without its lease keeper would lose every lease it holds."""
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         self._thread.start()
         self._ready.wait()
+        if self._stop is None or not self._thread.is_alive():
+            self._thread.join()
+            self._thread = None
+            raise RuntimeError(f"the {self.name} thread did not start (its error is logged)")
 
     async def stop(self) -> None:
         """End the periodic tasks (each finishes the run it is in), close the thread's
@@ -82,10 +87,11 @@ class OffLoop:
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
         api.use_async_store(self._store())
         try:
-            tasks = self._tasks(self._stop)
+            stop = asyncio.Event()
+            tasks = self._tasks(stop)
+            self._stop = stop
             self._ready.set()
             await asyncio.gather(*(task.run() for task in tasks))
         finally:

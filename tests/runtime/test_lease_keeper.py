@@ -211,3 +211,13 @@ def test_the_keeper_renews_on_a_thread_of_its_own_while_the_caller_blocks(ctx) -
     assert len(renewed_on) >= 3 and set(renewed_on) == {"test-lease"}
     assert (extended - item.lease_expires_at).total_seconds() > 500
     assert lost == []
+
+
+def test_a_keeper_thread_that_cannot_start_stops_the_worker_from_starting() -> None:
+    """Without it every lease would lapse: refusing to start beats running items twice."""
+
+    def tasks(stop: asyncio.Event) -> list[PeriodicTask]:
+        raise ValueError("no tasks")
+
+    with pytest.raises(RuntimeError, match="test-lease thread did not start"):
+        OffLoop("test-lease", tasks, _lease_store).start()
