@@ -56,11 +56,14 @@ def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
     raise AssertionError("timed out")
 
 
-def _start(port: int) -> subprocess.Popen[str]:
+def _start(port: int, *, sweep: bool = True) -> subprocess.Popen[str]:
+    """A worker; ``sweep=False`` for the first, whose loop is blocked or which is frozen: the
+    second one's sweep hands back what a lapsed lease leaves (a worker frozen mid-sweep would
+    hold the sweepers' mutex and stop every sweep)."""
     return subprocess.Popen(
         [PYTHON, "manage.py", "runworker", ROGUE.name, "--metrics-port", str(port)],
         cwd=ROOT,
-        env=subprocess_env(**LEASE_ENV),
+        env=subprocess_env(**LEASE_ENV, WORKER_SWEEP="true" if sweep else "false"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -99,7 +102,7 @@ def test_an_async_handler_blocking_its_loop_keeps_its_lease_and_runs_once(
     log = str(tmp_path / "runs.log")
     item, _ = api.enqueue(ctx, ROGUE.name, {"action": "block", "seconds": 8, "log": log})
     first_port, second_port = _free_port(), _free_port()
-    first = _start(first_port)
+    first = _start(first_port, sweep=False)
     second = None
     try:
         _wait(lambda: len(runs(log)) == 1)  # the first worker runs it, its loop blocked now
@@ -139,7 +142,7 @@ def test_a_frozen_worker_still_loses_its_item_to_another_after_the_lease(
     log = str(tmp_path / "runs.log")
     item, _ = api.enqueue(ctx, ROGUE.name, {"action": "sleep_first", "seconds": 60, "log": log})
     first_port = _free_port()
-    first = _start(first_port)
+    first = _start(first_port, sweep=False)
     second = None
     try:
         _wait(lambda: len(runs(log)) == 1)
