@@ -28,20 +28,27 @@ METRICS_PORT_SPAN = 100
 @dataclass(frozen=True)
 class Connections:
     """What a worker process opens, besides one connection per sync handler thread: the
-    store's two async pools, the listener, the heartbeat's publisher, and the maintenance
-    thread (the outbox relay and the sweep, on the everyday and system logins, and the sweep's
-    mutex). The budget that capacity is checked against is derived from this, not kept in
-    step by hand."""
+    store's two async pools, the listener, the heartbeat's publisher, the maintenance thread
+    (the outbox relay and the sweep, on the everyday and system logins, and the sweep's
+    mutex), and the lease keeper's thread (its renewals, on the system login: ``offloop.py``).
+    The budget that capacity is checked against is derived from this, not kept in step by
+    hand."""
 
     store_tenant: int = 2
     store_system: int = 3
     listen: int = listen.CONNECTIONS
     liveness: int = 1
     maintenance: int = 3
+    lease: int = 1
 
     def own(self) -> int:
         return (
-            self.store_tenant + self.store_system + self.listen + self.liveness + self.maintenance
+            self.store_tenant
+            + self.store_system
+            + self.listen
+            + self.liveness
+            + self.maintenance
+            + self.lease
         )
 
 
@@ -63,6 +70,10 @@ class WorkerSettings:
     # Bounds each lease renewal; a renewal that takes longer counts as failed. None: 5 s, or a
     # third of the lease when that is shorter.
     renew_timeout_s: float | None = None
+    # Warn (worker_loop_blocked, and a counter) when the event loop has not run for this long:
+    # an async handler blocking it (time.sleep, a sync driver) stalls every item on the loop.
+    # 0 turns the watchdog off.
+    loop_blocked_warn_s: float = 1.0
     # The fallback when no work_available notice arrives (a notice wakes the worker at once).
     poll_interval_ms: int = 1000
     # The longest pause between claims while the database is unreachable (backing off).
@@ -180,6 +191,11 @@ class WorkerSettings:
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"WORKER_{name.upper()} must be above 0")
+        if self.loop_blocked_warn_s < 0:
+            problems.append(
+                f"WORKER_LOOP_BLOCKED_WARN_S must be >= 0 (0 turns the warning off); "
+                f"got {self.loop_blocked_warn_s}"
+            )
         if self.shutdown_grace_s < 0 or self.complete_flush_ms < 0:
             problems.append("WORKER_SHUTDOWN_GRACE_S and WORKER_COMPLETE_FLUSH_MS must be >= 0")
         if not -1 <= self.metrics_port <= 65535:

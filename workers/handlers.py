@@ -7,6 +7,10 @@ context. It returns to complete the item, or raises:
   dead-lettered once its attempts are spent;
 - ``PermanentError``: dead-lettered at once.
 
+``SystemExit`` and ``KeyboardInterrupt`` too are the item's failure, retried like any other
+error (``is_failure`` says which exceptions are): a script turned handler that calls
+``sys.exit()`` ends its run, not the worker.
+
 Once it calls ``run.mark_side_effect()`` (an e-mail went out, a card was charged), a failure is
 never retried automatically: the item is dead-lettered for a human, who knows whether repeating
 the effect is safe (reference: seed-stream-kernel.md, rule 4).
@@ -132,6 +136,34 @@ def handler_for(kind: str) -> Handler | None:
 
 def handled_kinds() -> list[str]:
     return sorted(_HANDLERS)
+
+
+def is_failure(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:
+    """Whether ``exc``, caught around a handler's call in ``task`` (the task that runs it), is
+    that handler's failure, to be recorded on its item like any other error.
+
+    Everything a handler raises is, ``SystemExit`` and ``KeyboardInterrupt`` included (any
+    ``BaseException``): ``sys.exit()`` or ``exit()`` in a handler ends that run, not the
+    worker, and no real signal raises ``KeyboardInterrupt`` in a handler, because ``runworker``
+    turns SIGINT and SIGTERM into a drain with ``loop.add_signal_handler`` (Python's own SIGINT
+    handler, which raises it, is not installed while the worker runs; and only the main thread
+    ever gets it). Two are not failures:
+
+    - ``asyncio.CancelledError``: the worker cancelling the task (the lease was lost, or it is
+      shutting down); the caller handles the cancellation.
+    - ``GeneratorExit`` thrown by Python to close a coroutine whose task is being destroyed:
+      it arrives outside that task's own step, and a coroutine that caught it must not await
+      again. A ``GeneratorExit`` raised inside the step (by the handler's code, or from a
+      thread through ``run_in_executor``) is an ordinary failure.
+    """
+    if isinstance(exc, asyncio.CancelledError):
+        return False
+    if isinstance(exc, GeneratorExit):
+        try:
+            return task is not None and asyncio.current_task() is task
+        except RuntimeError:  # no running loop: the coroutine is being closed
+            return False
+    return True
 
 
 def is_async(handler: Handler) -> bool:

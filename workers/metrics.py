@@ -22,6 +22,16 @@ IN_FLIGHT = Gauge("workqueue_worker_in_flight", "Items running now.")
 RENEWALS_FAILED = Counter(
     "workqueue_worker_lease_renewals_failed_total", "Lease renewals that failed or timed out."
 )
+LOOP_BLOCKED = Counter(
+    "workqueue_worker_loop_blocked_total",
+    "Times the worker's event loop did not run for WORKER_LOOP_BLOCKED_WARN_S or longer "
+    "(an async handler blocking it: sync work belongs in a sync handler or run.in_thread).",
+)
+LOOP_BLOCKED_SECONDS = Histogram(
+    "workqueue_worker_loop_blocked_seconds",
+    "How long the event loop stayed blocked, each time it was blocked that long.",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 300),
+)
 LIVENESS_PUBLISH_FAILED = Counter(
     "workqueue_worker_liveness_publish_failed_total", "Heartbeats that could not be published."
 )

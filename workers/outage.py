@@ -7,11 +7,15 @@ traceback per part per attempt, and the claim loop backs off while it lasts. The
 once the database has answered with no failure for ``settle_s``: parts recover one by one (a
 session that outlived the failure answers once, the next attempt fails again), and a flapping
 start or end of an outage is still one outage.
+
+Parts report from the worker's loop and from the lease keeper's thread: the account is behind
+a lock.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -47,6 +51,7 @@ class Outage:
         self.since: float | None = None
         self.last_failure: float | None = None
         self.failures = 0
+        self._lock = threading.Lock()
 
     @property
     def active(self) -> bool:
@@ -57,10 +62,13 @@ class Outage:
         once per outage), False for any other error (the caller logs that one itself)."""
         if not is_unreachable(exc):
             return False
-        self.failures += 1
-        self.last_failure = self._clock()
-        if self.since is None:
-            self.since = self.last_failure
+        with self._lock:
+            self.failures += 1
+            self.last_failure = self._clock()
+            began = self.since is None
+            if began:
+                self.since = self.last_failure
+        if began:
             logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
         return True
 
@@ -73,16 +81,19 @@ class Outage:
         the end of an outage once, when no part has failed for ``settle_s``. An answer to a call
         made before the outage began does not count: the parts fail a moment apart, and one
         that was mid-call when another failed would otherwise end the outage at once."""
-        if self.since is None or self.last_failure is None:
+        if self.since is None:  # the common case, without the lock
             return
-        if started is not None and started < self.since:
-            return
-        now = self._clock()
-        if now - self.last_failure >= self.settle_s:
-            logger.warning(
-                "database_back after_s=%.1f failures=%d", now - self.since, self.failures
-            )
+        with self._lock:
+            since, last_failure, failures = self.since, self.last_failure, self.failures
+            if since is None or last_failure is None:
+                return
+            if started is not None and started < since:
+                return
+            now = self._clock()
+            if now - last_failure < self.settle_s:
+                return
             self.since, self.last_failure, self.failures = None, None, 0
+        logger.warning("database_back after_s=%.1f failures=%d", now - since, failures)
 
 
 def _first_line(exc: BaseException) -> str:

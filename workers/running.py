@@ -3,7 +3,8 @@
 Each claimed item runs as its own task: the handler under the context the claim returned,
 inside a span linked (never parented) to the enqueuing request's trace. It returns: the item
 is queued for batched completion. It raises: the failure is classified (a ``PermanentError``,
-or any error after ``run.mark_side_effect()``, dead-letters at once; anything else retries).
+or any error after ``run.mark_side_effect()``, dead-letters at once; anything else retries,
+``SystemExit`` and ``KeyboardInterrupt`` included: ``handlers.is_failure``).
 It is cancelled: on shutdown the item is released with a note; when the lease was lost there
 is nothing to write (another holder has it, or soon will).
 """
@@ -29,7 +30,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from project.observability import exporting
 from tenancy.contexts import OpContext
 from workers.completing import Completer
-from workers.handlers import Handler, PermanentError, Run, is_async
+from workers.handlers import Handler, PermanentError, Run, is_async, is_failure
 from workers.lease import LeaseKeeper
 from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
@@ -109,7 +110,7 @@ def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
     """The error to store and whether it is permanent: a ``PermanentError``, or any failure
     after the handler marked a side effect (a human decides whether repeating it is safe)."""
-    error = f"{type(exc).__name__}: {exc}"
+    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if run.side_effect and not isinstance(exc, PermanentError):
         return f"failed after a side effect, not retried automatically: {error}", True
     return error, isinstance(exc, PermanentError)
@@ -160,7 +161,12 @@ class Runner:
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
-                except Exception as exc:
+                except BaseException as exc:
+                    # SystemExit and KeyboardInterrupt too: left to reach the task's step,
+                    # asyncio would raise them out of the event loop and end the process with
+                    # the item still claimed (handlers.is_failure says why none is a signal).
+                    if not is_failure(exc, job.task):
+                        raise
                     span.record_exception(exc)
                     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                     self.lease_keeper.drop(item.id)
@@ -203,7 +209,7 @@ class Runner:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
             raise
 
-    async def _fail(self, job: Job, exc: Exception) -> None:
+    async def _fail(self, job: Job, exc: BaseException) -> None:
         item = job.item
         error, permanent = failure_of(exc, job.run)
         # A handler with its own retry policy says how long to wait (RetryableError.delay_s).

@@ -5,12 +5,16 @@ claim loop (``claiming.py``), which starts each item as a task (``running.py``);
 complete in batches (``completing.py``); the lease keeper (``lease.py``) renews what is held;
 the heartbeat (``liveness.py``) beats in memory for ``/healthz`` (``http.py``) and publishes
 best effort; the sweep (``sweep/``) runs on its timer unless turned off. The claim, the
-completions, the renewals and the failures run on the store's async connections on this loop;
-sync handlers run in a thread pool sized to the capacity (or, for async handlers that use
-threads for some items, to what the connection budget leaves); async handlers run on the loop.
+completions and the failures run on the store's async connections on this loop; sync
+handlers run in a thread pool sized to the capacity (or, for async handlers that use threads
+for some items, to what the connection budget leaves); async handlers run on the loop. The
+lease renewals and the loop watchdog (``watchdog.py``) run on a second loop in a thread of
+their own (``offloop.py``), so an async handler that blocks this loop neither loses the leases
+of what the process holds nor goes unnoticed.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
-rest and release each with a note, flush completions, stop the heartbeat, mark the worker
+rest and release each with a note, flush completions, stop the lease keeper's thread (only
+now: it keeps the leases of what is still draining), stop the heartbeat, mark the worker
 offline.
 """
 
@@ -30,12 +34,13 @@ from tenancy.contexts import OpContext
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
 from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
-from workers.handlers import Handler, handler_for
+from workers.handlers import Handler, handler_for, is_async
 from workers.http import serve
 from workers.lease import LeaseKeeper
 from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
 from workers.metrics import IN_FLIGHT
+from workers.offloop import OffLoop
 from workers.outage import Outage
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
@@ -43,6 +48,7 @@ from workers.relayer import Relayer
 from workers.running import SHUTDOWN, Job, Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
+from workers.watchdog import LoopWatchdog
 from workqueue import api
 
 logger = logging.getLogger(__name__)
@@ -85,7 +91,7 @@ class Worker:
         )
         self.lease_keeper = LeaseKeeper(
             api.aextend_leases,
-            self._lost,
+            self._lost_threadsafe,
             lease_s=settings.lease_s,
             timeout_s=settings.renew_timeout_s,
             outage=self.outage,
@@ -123,6 +129,10 @@ class Worker:
         )
         self.http: Any = None
         self._publishing: asyncio.Future[bool] | None = None
+        # Set by run(): this worker's loop, the watchdog on it, and the keeper's thread.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.watchdog: LoopWatchdog | None = None
+        self._off_loop: OffLoop | None = None
 
     @property
     def own_connections(self) -> int:
@@ -165,9 +175,16 @@ class Worker:
             "on" if s.sweep else "off",
             self.http.server_port if self.http else "-",
         )
+        self._loop = asyncio.get_running_loop()
+        if s.loop_blocked_warn_s > 0:
+            self.watchdog = LoopWatchdog(
+                self._loop, s.loop_blocked_warn_s, describe=self._running_on_loop
+            )
+        # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
+        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
+        off_loop.start()
         background = [
             asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
-            asyncio.create_task(self._lease_task().run(), name="lease-keeper"),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
             asyncio.create_task(self.listener.run(self.stopped), name="listen"),
             *self._extra_tasks(),
@@ -179,7 +196,12 @@ class Worker:
             self.stopped.set()
             self.completer.waiting.set()
             await asyncio.gather(*background, return_exceptions=True)
-            await self.completer.flush()  # nothing finished is left uncompleted
+            try:
+                await self.completer.flush()  # nothing finished is left uncompleted
+            finally:
+                # Only now: every item has ended (drained, or cancelled and released) and its
+                # completion is written, so no lease is left to keep. Closes its connection.
+                await off_loop.stop()
             self.liveness.state = "offline"
             if self._publishing is not None:  # let a beat still in flight land first
                 await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
@@ -219,7 +241,14 @@ class Worker:
             on_error="continue",
         )
 
-    def _lease_task(self) -> PeriodicTask:
+    def _off_loop_tasks(self, stop: asyncio.Event) -> list[PeriodicTask]:
+        """What runs on the keeper's thread, on its loop, until ``stop`` (that loop's event)."""
+        tasks = [self._lease_task(stop)]
+        if self.watchdog is not None:
+            tasks.append(self._watchdog_task(self.watchdog, stop))
+        return tasks
+
+    def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
         keeper = self.lease_keeper
         return PeriodicTask(
             name="lease_keeper",
@@ -231,7 +260,18 @@ class Worker:
             error_delay_s=keeper.retry_s,
             # Each renewal is bounded by its own timeout inside renew_once.
             timeout_s=None,
-            stop=self.stopped,
+            stop=stop,
+            on_error="continue",
+        )
+
+    def _watchdog_task(self, watchdog: LoopWatchdog, stop: asyncio.Event) -> PeriodicTask:
+        return PeriodicTask(
+            name="loop_watchdog",
+            operation=watchdog.check,
+            interval_s=watchdog.interval_s,
+            mode="fixed_rate",
+            timeout_s=None,  # never waits: it reads two clocks and sends a probe
+            stop=stop,
             on_error="continue",
         )
 
@@ -294,6 +334,44 @@ class Worker:
         IN_FLIGHT.set(len(self.jobs))
         self.slot_freed.set()
 
+    def _lost_threadsafe(self, item_id: uuid.UUID, reason: str) -> None:
+        """The lease keeper lost this item (called on its thread): cancel it on this loop.
+
+        A handler in a thread learns it at once (``run.cancelled``), even while this loop is
+        blocked; but only after the cancellation is queued on the loop, ahead of whatever the
+        handler's return queues there, so a handler that stops on the flag is cancelled, never
+        completed. An async handler is cancelled when the loop next runs."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._lost, item_id, reason)
+        except RuntimeError:  # the loop has ended: so has every item
+            return
+        job = self.jobs.get(item_id)
+        if job is not None:
+            job.run.cancel()
+
+    def _running_on_loop(self) -> str:
+        """For the watchdog, on its thread while this loop is blocked: the item whose task the
+        loop is running now, or else every item whose handler runs on the loop."""
+        assert self._loop is not None
+        current = asyncio.current_task(self._loop)
+        jobs = _snapshot(self.jobs)
+        on_loop = [job for job in jobs if current is not None and job.task is current]
+        if on_loop:
+            return f"items={on_loop[0].item.id}:{on_loop[0].item.kind}"
+        on_loop = [
+            job
+            for job in jobs
+            if (handler := self.handlers.get(job.item.kind)) and is_async(handler)
+        ]
+        shown = ",".join(f"{job.item.id}:{job.item.kind}" for job in on_loop[:10])
+        more = f" more={len(on_loop) - 10}" if len(on_loop) > 10 else ""
+        # Not an item's own task (the worker's, or a task a handler started): say which.
+        task = current.get_name() if current is not None else "-"
+        return f"items={shown or '-'}{more} task={task}"
+
     def _lost(self, item_id: uuid.UUID, reason: str) -> None:
         """The lease keeper lost this item: cancel its task now (the token refuses its writes)."""
         job = self.jobs.get(item_id)
@@ -319,6 +397,23 @@ class Worker:
         if left:
             logger.info("worker_released_on_stop items=%d", len(left))
             await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]
+
+
+def _lease_store() -> api.AsyncStore:
+    """The keeper thread's store: its renewal is one system statement, so one system
+    connection (``CONNECTIONS.lease``) and no tenant pool (never opened)."""
+    return api.AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease)
+
+
+def _snapshot(jobs: dict[uuid.UUID, Job]) -> list[Job]:
+    """The jobs now, read from another thread: the copy is one step under the GIL, but retry
+    if the loop changed the dict meanwhile."""
+    for _ in range(5):
+        try:
+            return list(jobs.values())
+        except RuntimeError:  # changed size during iteration
+            continue
+    return []
 
 
 def _closing_broken(fn: Any) -> Any:

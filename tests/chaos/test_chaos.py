@@ -66,7 +66,7 @@ WORKER_ENV = {
     "WORKER_SHUTDOWN_GRACE_S": "5",
     "WORKER_METRICS_PORT": "0",
     "WORKER_METRICS_HOST": "127.0.0.1",
-    # Sync handlers take a connection each: 16 leaves 7 handler slots per worker, so the fleet
+    # Sync handlers take a connection each: 16 leaves 5 handler slots per worker, so the fleet
     # (and its killed workers' lingering sessions) stays well inside max_connections = 100.
     "WORKER_DB_POOL_SIZE": "16",
     "SWEEP_INTERVAL_S": "0.5",

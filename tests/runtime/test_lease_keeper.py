@@ -1,8 +1,11 @@
-"""The lease keeper, with a controlled clock (the database's clock still sets each lease)."""
+"""The lease keeper, with a controlled clock (the database's clock still sets each lease), and
+the thread it runs on, off the worker's loop."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import uuid
 
 import pytest
@@ -11,6 +14,9 @@ from django.db import connections
 from tenancy.contexts import AppType, new_request_context
 from tests.helpers import row
 from workers.lease import CONFLICT, SELF_FENCED, LeaseKeeper
+from workers.offloop import OffLoop
+from workers.periodic import PeriodicTask
+from workers.worker import _lease_store
 from workqueue import api
 
 
@@ -26,9 +32,15 @@ def _held() -> api.Fence:
     return api.Fence(uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
 
 
-def _keeper(renew, clock: Clock, lost: list, lease_s: float = 30) -> LeaseKeeper:
+def _keeper(
+    renew, clock: Clock, lost: list, lease_s: float = 30, timeout_s: float = 0.05
+) -> LeaseKeeper:
     return LeaseKeeper(
-        renew, lambda i, why: lost.append((i, why)), lease_s=lease_s, timeout_s=0.05, clock=clock
+        renew,
+        lambda i, why: lost.append((i, why)),
+        lease_s=lease_s,
+        timeout_s=timeout_s,
+        clock=clock,
     )
 
 
@@ -46,7 +58,8 @@ def test_renewal_extends_the_lease_in_the_database(ctx) -> None:
     async def renew(held, lease_s):
         return await asyncio.to_thread(extend_and_close, held, lease_s)
 
-    keeper = _keeper(renew, Clock(), lost, lease_s=600)
+    # Its first statement connects (on a busy machine, longer than the other tests' bound).
+    keeper = _keeper(renew, Clock(), lost, lease_s=600, timeout_s=10)
     keeper.hold(api.Fence.of(item))
     assert asyncio.run(keeper.renew_once()) is True
     assert (row(item.id).lease_expires_at - item.lease_expires_at).total_seconds() > 500
@@ -133,3 +146,78 @@ def test_half_the_lease_is_measured_from_the_last_success() -> None:
 def test_the_keeper_renews_every_third_of_the_lease(lease_s: float) -> None:
     keeper = _keeper(None, Clock(), [], lease_s=lease_s)
     assert keeper.interval_s == pytest.approx(lease_s / 3)
+
+
+def test_a_lease_that_ended_while_its_renewal_ran_is_not_reported_lost() -> None:
+    """hold and drop come from the worker's loop while a renewal runs on the keeper's thread:
+    an item that finished meanwhile, or was claimed again under a new token, is not the lease
+    the statement refused."""
+    clock, lost = Clock(), []
+    finished, again = _held(), _held()
+    claimed_again = api.Fence(again.org_id, again.item_id, uuid.uuid4())
+    keeper: LeaseKeeper
+
+    async def renew(held, lease_s):
+        keeper.drop(finished.item_id)  # completed while the statement ran
+        keeper.hold(claimed_again)  # lost, then claimed again by this worker: a new token
+        return set()  # the old tokens are refused
+
+    keeper = _keeper(renew, clock, lost)
+    keeper.hold(finished)
+    keeper.hold(again)
+    assert asyncio.run(keeper.renew_once()) is True
+    assert lost == []
+    assert len(keeper) == 1  # the new claim is kept
+
+
+def test_the_keeper_renews_on_a_thread_of_its_own_while_the_caller_blocks(ctx) -> None:
+    """On the keeper's thread and its store (one system connection): renewals go on while the
+    thread that started it is blocked (here: this test's, in time.sleep), and stop closes it."""
+    api.enqueue(ctx, "NOOP", {})
+    [(_, item)] = api.claim(new_request_context(AppType.WORKER), "default", None, "w1", 5, 1)
+    lost: list = []
+    keeper = LeaseKeeper(
+        api.aextend_leases, lambda i, why: lost.append((i, why)), lease_s=600, timeout_s=10
+    )
+    keeper.hold(api.Fence.of(item))
+    renewed_on: list[str] = []
+
+    async def renew_once() -> bool:
+        renewed_on.append(threading.current_thread().name)
+        return await keeper.renew_once()
+
+    def tasks(stop: asyncio.Event) -> list[PeriodicTask]:
+        return [
+            PeriodicTask(
+                name="lease_keeper",
+                operation=renew_once,
+                interval_s=0.1,
+                mode="fixed_delay",
+                timeout_s=None,
+                stop=stop,
+                on_error="continue",
+            )
+        ]
+
+    off_loop = OffLoop("test-lease", tasks, _lease_store)
+    off_loop.start()
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(renewed_on) < 3:
+            time.sleep(0.1)  # this thread blocks; the keeper's does not
+        extended = row(item.id).lease_expires_at
+    finally:
+        asyncio.run(off_loop.stop())
+    assert len(renewed_on) >= 3 and set(renewed_on) == {"test-lease"}
+    assert (extended - item.lease_expires_at).total_seconds() > 500
+    assert lost == []
+
+
+def test_a_keeper_thread_that_cannot_start_stops_the_worker_from_starting() -> None:
+    """Without it every lease would lapse: refusing to start beats running items twice."""
+
+    def tasks(stop: asyncio.Event) -> list[PeriodicTask]:
+        raise ValueError("no tasks")
+
+    with pytest.raises(RuntimeError, match="test-lease thread did not start"):
+        OffLoop("test-lease", tasks, _lease_store).start()

@@ -12,7 +12,9 @@ worker completes the item) or raise: ``TaskRaised`` retries after the task's own
 delay until its attempts are spent; ``TaskFailed`` (the task raised
 ``workers.handlers.PermanentError``, or returned something that is not JSON) dead-letters at
 once. The item's last error starts with the exception's class path and message, then its
-traceback; the record keeps each error as Django's ``TaskError``.
+traceback; the record keeps each error as Django's ``TaskError``. A task that calls
+``sys.exit()`` or raises ``KeyboardInterrupt`` fails like one that raises anything else (its
+error's class is ``SystemExit`` / ``KeyboardInterrupt``); the worker goes on.
 
 The result's status is the item's: it turns SUCCESSFUL when the worker's batched completion
 lands, just after ``task_finished`` (whose ``task_result`` already says SUCCESSFUL).
@@ -20,6 +22,7 @@ lands, just after ``task_finished`` (whose ``task_result`` already says SUCCESSF
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import logging
@@ -52,7 +55,7 @@ from workers.django_tasks.kind import DJANGO_TASK, DjangoTaskPayload
 from workers.django_tasks.loading import queue_backend, runnable_task
 from workers.django_tasks.records import Ended, Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
-from workers.handlers import PermanentError, Run, handles
+from workers.handlers import PermanentError, Run, handles, is_failure
 from workqueue import api
 
 logger = logging.getLogger(__name__)
@@ -167,7 +170,9 @@ class Call:
                 with deferred_tenant_scope(ctx.org_id):
                     returned = self.task.func(*self._arguments(), **self.result.kwargs)
                     value, text = stored_return(returned)  # not JSON: the writes roll back
-            except Exception as exc:
+            except BaseException as exc:
+                # In a handler thread whatever the task raises is its failure, sys.exit() and
+                # KeyboardInterrupt too (workers.handlers.is_failure).
                 outcome = self._failed(exc)
                 # Sent from the except block: Django's log receiver logs the traceback.
                 task_finished.send_robust(self.sender, task_result=self.result)
@@ -178,12 +183,16 @@ class Call:
 
     async def run_async(self, ctx: OpContext) -> Outcome:
         """The attempt of an async task, on the worker's event loop."""
+        runner = asyncio.current_task()
         with using_context(ctx):
             await asend(task_started, self.sender, self.result)
             try:
                 returned = await self.task.func(*self._arguments(), **self.result.kwargs)
                 value, text = stored_return(returned)
-            except Exception as exc:
+            except BaseException as exc:
+                # SystemExit and KeyboardInterrupt too, not a cancellation (is_failure).
+                if not is_failure(exc, runner):
+                    raise
                 outcome = self._failed(exc)
             else:
                 outcome = self._succeeded(value, text)
@@ -195,7 +204,7 @@ class Call:
         object.__setattr__(self.result, "_return_value", value)
         return Outcome(Ended(return_value=text))
 
-    def _failed(self, exc: Exception) -> Outcome:
+    def _failed(self, exc: BaseException) -> Outcome:
         path = class_path(type(exc))
         trace = "".join(traceback.format_exception(exc))
         self.result.errors.append(TaskError(exception_class_path=path, traceback=trace))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import signal
 import threading
@@ -17,6 +18,8 @@ from project.checks import startup_problem
 from workers.config import WorkerSettings
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -65,7 +68,7 @@ class Command(BaseCommand):
             # process: out of the cyclic collector's reach, a full collection walks only what
             # the work makes (a drain spent a tenth of its time walking the rest).
             gc.freeze()
-            asyncio.run(self._run(settings, sweep))
+            self._run_to_the_end(settings, sweep)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
         # A sync handler cancelled on shutdown may still be running in its thread; its item was
@@ -75,9 +78,42 @@ class Command(BaseCommand):
         ):
             os._exit(0)
 
+    def _run_to_the_end(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
+        """Run the worker on its event loop until it has drained.
+
+        A handler's ``SystemExit`` or ``KeyboardInterrupt`` is its item's failure
+        (``workers.handlers.is_failure``), but asyncio raises one out of the loop, ending the
+        process, when it comes from a task or callback of the handler's own (a task it created,
+        ``asyncio.gather`` of coroutines): the loop stops between two callbacks and loses none,
+        so run it on. The awaiting handler then gets the exception and its item fails; the
+        process ends only when the worker's own task does. Before the signal handlers are in
+        place (the worker's first step), a ``KeyboardInterrupt`` is a real Ctrl-C: it ends
+        the process, as always."""
+        self._signals_handled = False
+        with asyncio.Runner() as runner:
+            worker = runner.get_loop().create_task(self._run(settings, sweep), name="worker")
+            while True:
+                try:
+                    runner.run(_until_done(worker))
+                    return
+                except (SystemExit, KeyboardInterrupt) as exc:
+                    if worker.done() or not self._signals_handled:
+                        raise
+                    logger.error(
+                        "loop_interrupted error=%s note=a task or callback a handler started "
+                        "raised it; the worker goes on, and the handler awaiting it fails",
+                        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                    )
+
     async def _run(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
         worker = Worker(settings, sweep)
         loop = asyncio.get_running_loop()
+        # From here on no signal raises KeyboardInterrupt: SIGINT and SIGTERM drain.
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.request_stop)
+        self._signals_handled = True
         await worker.run()
+
+
+async def _until_done(task: asyncio.Task[None]) -> None:
+    await task
