@@ -7,16 +7,15 @@ import uuid
 from django.db import models
 from django.db.models.functions import Now
 
-from tenancy.models import Org
-
 
 class AuditEntry(models.Model):
     """One thing that happened in a tenant. The everyday and system logins may only add rows."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    org = models.ForeignKey(Org, on_delete=models.PROTECT, related_name="+")
-    # A user id, or the system user (the empty UUID) for work and maintenance.
-    actor_id = models.UUIDField()
+    # The tenant: row-level security pins it to the one the transaction names.
+    org_id = models.UUIDField()
+    # Who: a user's primary key as text, or the system actor (tenancy.contexts.SYSTEM_ACTOR).
+    actor = models.CharField(max_length=255)
     action = models.CharField(max_length=100)
     subject_type = models.CharField(max_length=100)
     subject_id = models.CharField(max_length=100)
@@ -26,7 +25,11 @@ class AuditEntry(models.Model):
 
     class Meta:
         verbose_name_plural = "audit entries"
-        indexes = [models.Index(fields=["org", "subject_type", "subject_id"])]
+        indexes = [
+            models.Index(
+                fields=["org_id", "subject_type", "subject_id"], name="auditentry_subject_idx"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} {self.subject_type}:{self.subject_id}"

@@ -79,9 +79,9 @@ def main() -> None:
 
     from django.core.management import call_command
     from django.db import connections
+    from project.logins import connect_admin, ensure_logins
 
     from project.database import DatabaseUrls, url_for
-    from project.logins import connect_admin, ensure_logins
 
     urls = DatabaseUrls(*(url_for(settings.DATABASES[a]) for a in ("default", "system", "admin")))
     ensure_logins(urls)

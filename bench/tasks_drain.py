@@ -100,7 +100,7 @@ def empty_queue() -> None:
     from django.db import connections
 
     with connections["admin"].cursor() as cursor:
-        cursor.execute("TRUNCATE workqueue_workitem, djtasks_taskrecord")
+        cursor.execute("TRUNCATE workqueue_workitem, workqueue_tasks_taskrecord")
         cursor.execute("VACUUM ANALYZE workqueue_workitem")
 
 

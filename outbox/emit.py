@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from outbox.models import WORK_PREFIX
-from project.observability import current_traceparent
 from tenancy.contexts import OpContext
 from workqueue import api
 from workqueue.inputs import check_traceparent
+from wqcore.statements import Statement
+from wqcore.store import Plan, Tenant, run
+from wqcore.tracing import current_traceparent
 
 SQL_DIR = Path(__file__).with_name("sql")
 # pg_notify carries at most 8,000 bytes; a notification row's message stays well below.
@@ -23,12 +25,12 @@ class EmitParams(NamedTuple):
     org_id: uuid.UUID
     kind: str
     payload: str
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID | None
     traceparent: str | None
 
 
-EMIT = api.Statement("emit", EmitParams, names_tenant=True, directory=SQL_DIR)
+EMIT = Statement("emit", EmitParams, SQL_DIR, names_tenant=True)
 
 
 def _checked(kind: Any, payload: Any) -> str:
@@ -64,7 +66,7 @@ def _checked(kind: Any, payload: Any) -> str:
         raise api.InvalidPayload(
             f"payload: {len(data)} bytes is more than the {limit} allowed "
             + (
-                "(the setting WORKQUEUE_MAX_PAYLOAD_BYTES)"
+                "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
                 if kind.startswith(WORK_PREFIX)
                 else "(a notification travels in one NOTIFY)"
             )
@@ -72,17 +74,17 @@ def _checked(kind: Any, payload: Any) -> str:
     return text
 
 
-def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> api.Plan:
+def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
     params = EmitParams(
         id=api.WorkItem._meta.pk.default(),
         org_id=ctx.org_id,
         kind=kind,
         payload=_checked(kind, payload),
-        actor_id=ctx.user_id,
+        actor=ctx.user_id,
         request_id=ctx.caused_by_request_id or ctx.request_id,
         traceparent=check_traceparent(ctx.rctx.traceparent or current_traceparent()),
     )
-    rows = yield api.Tenant(ctx.org_id, EMIT, params)
+    rows = yield Tenant(ctx.org_id, EMIT, params)
     return rows.rows[0][0]
 
 
@@ -96,4 +98,4 @@ def emit(ctx: OpContext, kind: str, payload: dict[str, Any]) -> uuid.UUID:
     an optional ``lane``), or any other name for a notification published on that channel.
     Returns the row's id, which a work row's item will carry as its id.
     """
-    return api.run(emit_plan(ctx, kind, payload))
+    return run(emit_plan(ctx, kind, payload))

@@ -27,11 +27,12 @@ class OutboxRow(models.Model):
 
     # Time-ordered; also the id (and idempotency key) of the work item it becomes.
     id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
-    org = models.ForeignKey("tenancy.Org", on_delete=models.PROTECT, related_name="+")
+    org_id = models.UUIDField()
     kind = models.CharField(max_length=110)
     payload = models.JSONField(default=dict)
     # Who made the change (the context's user); the work item it becomes is authored by them.
-    actor_id = models.UUIDField()
+    # Who made the domain change: a user's primary key as text, or the system actor.
+    actor = models.CharField(max_length=255)
     request_id = models.UUIDField(null=True, blank=True)
     traceparent = models.CharField(max_length=55, null=True, blank=True)
     status = models.CharField(

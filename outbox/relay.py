@@ -22,9 +22,10 @@ from django.db import transaction
 
 from outbox.models import WORK_PREFIX
 from tenancy.contexts import RequestContext
-from tenancy.scope import SYSTEM_ALIAS
 from workqueue import api
-from workqueue.statements import NoParams
+from wqcore.conf import system_alias
+from wqcore.statements import NoParams, Statement
+from wqcore.store import System, execute
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +51,8 @@ class PurgeRelayedParams(NamedTuple):
     batch: int
 
 
-def _statement(name: str, params: type[NamedTuple]) -> api.Statement:
-    return api.Statement(name, params, directory=SQL_DIR)
+def _statement(name: str, params: type[NamedTuple]) -> Statement:
+    return Statement(name, params, SQL_DIR)
 
 
 TAKE_PENDING = _statement("take_pending", TakePendingParams)
@@ -74,12 +75,12 @@ class RelayResult:
 
 def _relay_one(row: Any) -> tuple[str, str | None]:
     """Relay one locked row; returns what became of it and, for a failure, why."""
-    row_id, org_id, kind, payload, actor_id, request_id, traceparent = row
+    row_id, org_id, kind, payload, actor, request_id, traceparent = row
     if isinstance(payload, str):
         payload = json.loads(payload)
     if kind.startswith(WORK_PREFIX):
         relayed = api.Relayed(
-            row_id, kind[len(WORK_PREFIX) :], payload, actor_id, request_id, traceparent
+            row_id, kind[len(WORK_PREFIX) :], payload, actor, request_id, traceparent
         )
         try:
             api.enqueue_relayed(org_id, relayed)
@@ -89,7 +90,7 @@ def _relay_one(row: Any) -> tuple[str, str | None]:
             return "failed", str(exc)
         return "enqueued", None
     message = json.dumps({"id": str(row_id), "org_id": str(org_id), "payload": payload})
-    api.execute(api.System(PUBLISH, PublishParams(kind, message)))
+    execute(System(PUBLISH, PublishParams(kind, message)))
     return "published", None
 
 
@@ -101,8 +102,8 @@ def relay_pending(rctx: RequestContext, limit: int = 100) -> RelayResult:
     system login and each row carries its tenant, under which its work is enqueued.
     """
     counts = {"enqueued": 0, "published": 0, "failed": 0}
-    with transaction.atomic(using=SYSTEM_ALIAS):
-        taken = api.execute(api.System(TAKE_PENDING, TakePendingParams(int(limit))))
+    with transaction.atomic(using=system_alias()):
+        taken = execute(System(TAKE_PENDING, TakePendingParams(int(limit))))
         if not taken.rows:
             return RelayResult()
         ids: list[uuid.UUID] = []
@@ -114,7 +115,7 @@ def relay_pending(rctx: RequestContext, limit: int = 100) -> RelayResult:
             errors.append(error)
             if error:
                 logger.warning("outbox_row_failed id=%s kind=%s error=%s", row[0], row[2], error)
-        api.execute(api.System(MARK_RELAYED, MarkRelayedParams(ids, errors)))
+        execute(System(MARK_RELAYED, MarkRelayedParams(ids, errors)))
     result = RelayResult(**counts)
     logger.info(
         "outbox_relayed enqueued=%d published=%d failed=%d",
@@ -151,7 +152,7 @@ def purge_relayed(
     """
     total = 0
     for _ in range(max_batches):
-        rows = api.execute(api.System(PURGE_RELAYED, PurgeRelayedParams(before, int(batch))))
+        rows = execute(System(PURGE_RELAYED, PurgeRelayedParams(before, int(batch))))
         deleted = rows.rows[0][0]
         total += deleted
         if deleted < batch:
@@ -173,6 +174,6 @@ def read_lag(rctx: RequestContext) -> Lag:
 
     Takes no tenant: the lag describes the whole outbox for the operator; system login.
     """
-    rows = api.execute(api.System(READ_LAG, NoParams()))
+    rows = execute(System(READ_LAG, NoParams()))
     oldest, pending = rows.rows[0]
     return Lag(float(oldest), int(pending))

@@ -1,20 +1,50 @@
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from django.apps import AppConfig
+from django.db import connections
 from django.db.models.signals import post_migrate
+
+SITE_GRANTS = Path(__file__).with_name("sql") / "site_grants.sql"
 
 
 class ProjectConfig(AppConfig):
-    """The project's wiring: grants after migrate, tracing, the fail-closed login check."""
+    """The reference site's wiring: the logins' grants after migrate (the queue's tables and
+    Django's own), tracing, the queue's gauges on the web's /metrics, its hint for a database it
+    cannot reach."""
 
     name = "project"
-    verbose_name = "Work queue project"
+    verbose_name = "Reference site"
 
     def ready(self) -> None:
-        from project import checks, gauges, grants, observability
+        from project import checks, observability
+        from workers import gauges
+        from workqueue import checks as queue_checks
 
         # Once per migrate (sender=self), after every app's tables exist.
-        post_migrate.connect(grants.apply_grants, sender=self, dispatch_uid="project.apply_grants")
-        checks.register()
+        post_migrate.connect(grant_logins, sender=self, dispatch_uid="project.grant_logins")
+        queue_checks.unreachable_hint = checks.unreachable_hint
         observability.configure_tracing()
         gauges.register()
+
+
+def grant_logins(using: str = "admin", **_: Any) -> None:
+    """After a migrate as the owner: the queue's grants on its tables (tenancy.grants), then
+    this site's on Django's own (``sql/site_grants.sql``: sign-in on the system login, the
+    catalogs read-only to the everyday login)."""
+    from psycopg import sql
+
+    from tenancy.grants import apply_grants
+    from wqcore.conf import owner_alias, system_alias, tenant_alias
+
+    if using != owner_alias():
+        return
+    apply_grants()
+    logins = {
+        "app": sql.Identifier(str(connections[tenant_alias()].settings_dict["USER"])),
+        "system": sql.Identifier(str(connections[system_alias()].settings_dict["USER"])),
+    }
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql.SQL(SITE_GRANTS.read_text()).format(**logins).as_string())

@@ -35,6 +35,8 @@ SYSTEM_LOGIN = "workqueue_system"
 DATABASE_NAME = "workqueue"
 # One test database for every alias: the owner creates and migrates it, the others point at it.
 TEST_DATABASE_NAME = "test_workqueue"
+# The alias DATABASE_DIRECT_URL becomes (the workers LISTEN on it).
+DIRECT_ALIAS = "direct"
 # The poolers DATABASE_POOLER may name: "transaction" (a server connection per transaction, as
 # PgBouncer's pool_mode = transaction); unset, or "none", when the connections reach PostgreSQL
 # itself (or a session pooler, which keeps each client on one server connection).
@@ -152,14 +154,6 @@ def pooler_mode(env: environ.Env) -> str:
     return mode
 
 
-def direct_database(env: environ.Env) -> dict[str, Any] | None:
-    """``DATABASE_DIRECT_URL`` as a ``DATABASES`` entry: the everyday login reaching PostgreSQL
-    itself, for the connections that need a session of their own (LISTEN); None when unset
-    (they use ``DATABASE_URL``, or, behind a transaction pooler, are not opened)."""
-    url = env.str("DATABASE_DIRECT_URL", default="")
-    return parse("DATABASE_DIRECT_URL", url) if url else None
-
-
 def parse(name: str, url: str) -> dict[str, Any]:
     """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line."""
     scheme = _split(name, url).scheme
@@ -188,8 +182,9 @@ def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, A
     it does not know (PgBouncer: ``unsupported startup parameter: options``), and a setting
     sent there would hold on the one server connection it reached, not on the next transaction's.
     The logins' session settings (``jit = off``, UTC) are the logins' own, set by
-    ``create_logins`` (``project.logins.LOGIN_SETTINGS``), so every connection starts with them,
-    through a pooler or not."""
+    ``create_logins`` (``wqcore.conf.LOGIN_SETTINGS``), so every connection starts with them,
+    through a pooler or not. With ``DATABASE_DIRECT_URL``, a ``direct`` alias: the everyday
+    login reaching PostgreSQL itself, for the workers' LISTEN (a transaction pooler cannot)."""
     urls = resolve_urls(env, base_dir)
     pooled = pooler_mode(env) == "transaction"
     # Workers and web processes hold their connections: reconnecting per loop costs two thirds
@@ -210,4 +205,10 @@ def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, A
             config["DISABLE_SERVER_SIDE_CURSORS"] = True
         config["TEST"] = {"NAME": TEST_DATABASE_NAME}
         databases[alias] = config
+    direct = env.str("DATABASE_DIRECT_URL", default="")
+    if direct:
+        config = parse("DATABASE_DIRECT_URL", direct)
+        config["CONN_MAX_AGE"] = conn_max_age
+        config["TEST"] = {"NAME": TEST_DATABASE_NAME}
+        databases[DIRECT_ALIAS] = config
     return databases

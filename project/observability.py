@@ -1,4 +1,5 @@
-"""Tracing and logging wiring, configured once per process from the environment.
+"""The reference site's tracing and logging wiring, configured once per process from the
+environment (the apps use the OpenTelemetry API only: ``wqcore.tracing``).
 
 Tracing follows the standard ``OTEL_*`` variables. ``OTEL_TRACES_EXPORTER`` defaults to ``none``
 here (no exporter, no network); ``console`` prints spans; ``otlp`` needs the OTLP exporter
@@ -19,10 +20,10 @@ from opentelemetry.sdk.trace.export import (
     ConsoleSpanExporter,
     SpanExporter,
 )
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from wqcore import tracing
 
 _configured = False
-_exporting = False
 
 
 def _exporter(name: str) -> SpanExporter | None:
@@ -56,6 +57,8 @@ def configure_tracing() -> None:
     os.environ.setdefault("OTEL_SERVICE_NAME", "workqueue")
     provider = TracerProvider(resource=Resource.create())
     trace.set_tracer_provider(provider)
+    # An SDK with no exporter records spans nobody keeps: the workers make none then.
+    tracing.set_exporting(False)
     for name in os.environ.get("OTEL_TRACES_EXPORTER", "none").split(","):
         exporter = _exporter(name.strip())
         if exporter is not None:
@@ -69,25 +72,11 @@ def configure_tracing() -> None:
 
 def add_span_processor(processor: SpanProcessor) -> None:
     """Send finished spans to ``processor`` (an exporter's, or a test's in-memory one)."""
-    global _exporting
     provider = trace.get_tracer_provider()
     if not isinstance(provider, TracerProvider):
         raise ImproperlyConfigured("tracing is disabled (OTEL_SDK_DISABLED=true)")
     provider.add_span_processor(processor)
-    _exporting = True
-
-
-def exporting() -> bool:
-    """Whether any span goes anywhere. Workers skip their per-item spans when none would: on a
-    hot queue a span costs as much as the claim of the item it describes."""
-    return _exporting
-
-
-def current_traceparent() -> str | None:
-    """The W3C ``traceparent`` of the span now current, or None outside a recorded trace."""
-    carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier)
-    return carrier.get("traceparent")
+    tracing.set_exporting(True)
 
 
 class KeyValueFormatter(logging.Formatter):

@@ -1,6 +1,9 @@
-"""Settings: every value from the environment (django-environ), each with a local default.
+"""The reference site's settings: every value from the environment (django-environ), each with
+a local default.
 
-``.env.example`` lists them all. A ``.env`` file beside manage.py is read when present.
+``.env.example`` lists them all. A ``.env`` file beside manage.py is read when present. The
+queue's own settings (``WORKQUEUE``) keep their defaults in ``wqcore/conf.py``; this site reads
+each from the environment variable of the same name (``project.environment``).
 """
 
 from __future__ import annotations
@@ -9,7 +12,8 @@ from pathlib import Path
 
 import environ
 
-from project.database import database_settings, direct_database, embedded_pgdata, pooler_mode
+from project.database import DIRECT_ALIAS, database_settings, embedded_pgdata, pooler_mode
+from project.environment import workqueue_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -30,13 +34,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_prometheus",
     "project",
+    # The queue's apps (its package), in the order they build on each other; tenancy for the
+    # orgs tenancy, the demo as this site's example app.
     "tenancy",
     "audit",
     "workqueue",
     "outbox",
     "workers",
-    "workers.shipment_notifier",
     "workers.django_tasks",
+    "workers.demo",
 ]
 
 MIDDLEWARE = [
@@ -72,22 +78,17 @@ TEMPLATES = [
     },
 ]
 
+# Three logins (the orgs tenancy's strongest fence): the everyday one ("default"), the system
+# one ("system", BYPASSRLS) and the owner ("admin"); with DATABASE_DIRECT_URL, a "direct" alias
+# the workers LISTEN on past a transaction pooler.
 DATABASES = database_settings(env, BASE_DIR)
-# "transaction" when a transaction pooler (PgBouncer, pool_mode = transaction) is in front of
-# PostgreSQL: the store then prepares no statement (the next transaction may run on another
-# server connection, where it was never prepared), and no alias uses server-side cursors.
-DATABASE_POOLER = pooler_mode(env)
-# The everyday login reaching PostgreSQL itself, for the connections that need a session of
-# their own (the workers' LISTEN): a DATABASES entry, or None (DATABASE_URL's, or, behind a
-# transaction pooler, none: the workers' poll and the sweep find the work instead).
-DATABASE_DIRECT = direct_database(env)
 # The embedded server's data folder when DATABASE_URL is unset (None otherwise).
 EMBEDDED_PGDATA = embedded_pgdata(env, BASE_DIR)
-# Sign-in tables (users, sessions, permissions) live behind the system login (tenancy/routers.py);
-# only the owner login migrates (project/routers.py).
-DATABASE_ROUTERS = ["tenancy.routers.SignInRouter", "project.routers.OwnerMigratesRouter"]
+# Sign-in tables (users, sessions, permissions) live behind the system login; only the owner
+# login migrates (tenancy/routers.py).
+DATABASE_ROUTERS = ["tenancy.routers.SignInRouter", "tenancy.routers.OwnerMigratesRouter"]
 
-AUTH_USER_MODEL = "tenancy.User"
+# Django's own user model (auth.User, integer ids): the queue records any model's users.
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
@@ -129,29 +130,17 @@ TASKS = {
 # The version a process reports in its contexts (RequestContext.app.version).
 RELEASE = env.str("RELEASE", default="dev")
 
-# The queue. Modules that declare kinds and handlers outside workers/<worker>/ (imported at
-# start in every process).
-WORKER_HANDLER_MODULES = env.list("WORKER_HANDLER_MODULES", default=[])
-# The lanes besides those the kinds declare (workqueue/lanes.py): the only lanes the API
-# accepts and /metrics names (work in any other lane is counted as "(undeclared)").
-WORKQUEUE_LANES = env.list("WORKQUEUE_LANES", default=["default"])
-# The largest payload an enqueue accepts, in bytes of JSON.
-WORKQUEUE_MAX_PAYLOAD_BYTES = env.int("WORKQUEUE_MAX_PAYLOAD_BYTES", default=256 * 1024)
-# A claim commits durably (the attempt it spends survives a database crash) before any handler
-# runs; false trades that for speed (see README, benchmarks).
-WORKQUEUE_CLAIM_DURABLE = env.bool("WORKQUEUE_CLAIM_DURABLE", default=True)
-# The claim hands out work round-robin across tenants (false: oldest first across tenants).
-WORKQUEUE_FAIR_CLAIM = env.bool("WORKQUEUE_FAIR_CLAIM", default=True)
-# The most items of one tenant a lane runs at once, for tenants without a cap of their own
-# (set per tenant in the admin, TenantShare); unset: no default cap.
-WORKQUEUE_MAX_IN_FLIGHT = env.int("WORKQUEUE_MAX_IN_FLIGHT", default=None)
-# /metrics reads the queue's gauges at most once per this many seconds.
-GAUGES_CACHE_S = env.float("GAUGES_CACHE_S", default=5.0)
-# A worker whose heartbeat is older than this is not counted live.
-GAUGES_WORKER_STALE_AFTER_S = env.float("GAUGES_WORKER_STALE_AFTER_S", default=30.0)
-# How long the enqueue API keeps the answer to a request sent with an Idempotency-Key (a retry
-# within it gets the same answer); the sweep purges older ones (workqueue.api.purge_request_keys).
-IDEMPOTENCY_KEY_RETENTION_S = env.int("IDEMPOTENCY_KEY_RETENTION_S", default=24 * 3600)
+# The queue (wqcore/conf.py holds every default and says what each is for): this site is the
+# orgs tenancy on three logins; the rest from the environment, by name.
+WORKQUEUE = workqueue_settings(
+    env,
+    TENANCY="orgs",
+    DATABASE_ALIAS="default",
+    SYSTEM_DATABASE_ALIAS="system",
+    OWNER_DATABASE_ALIAS="admin",
+    LISTEN_DATABASE_ALIAS=DIRECT_ALIAS if DIRECT_ALIAS in DATABASES else None,
+    POOLER=pooler_mode(env),
+)
 
 LOGGING = {
     "version": 1,

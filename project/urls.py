@@ -5,17 +5,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from project import views
-from workers import dashboard
 
 urlpatterns = [
     path("", views.landing, name="landing"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    # The queue's gauges, inside the admin (its sign-in, its look).
-    path("admin/gauges/", admin.site.admin_view(dashboard.gauges), name="admin-gauges"),
+    # The admin: the queue's pages are its apps' (work items, dead letters, queue gauges).
     path("admin/", admin.site.urls),
+    # The queue's one URL module (the enqueue API), and the demo's pages.
     path("", include("workqueue.urls")),
-    path("", include("workers.shipment_notifier.urls")),
+    path("", include("workers.demo.urls")),
     # /metrics for Prometheus (django-prometheus).
     path("", include("django_prometheus.urls")),
 ]

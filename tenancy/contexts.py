@@ -1,8 +1,13 @@
 """The contexts an operation runs under.
 
 A ``RequestContext`` says where a call came from (one per web request, per claim, per sweep
-pass); an ``OpContext`` says for whom it acts: the tenant, the user, the role, and the request
+pass); an ``OpContext`` says for whom it acts: the tenant, the actor, the role, and the request
 that caused it.
+
+An actor is recorded as text: the site's user's primary key (``str(user.pk)``, whatever the user
+model and the type of its key), or ``SYSTEM_ACTOR`` for the queue's own bookkeeping and for
+work no person owns. Every column that names an actor (an item's author, an audit entry's
+actor, an outbox row's) holds that text.
 """
 
 from __future__ import annotations
@@ -10,11 +15,32 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from tenancy.models import Role
+from django.db import models
 
-# The system user: the author of bookkeeping writes and of work no member owns.
-SYSTEM_USER_ID = uuid.UUID(int=0)
+from wqcore.actor import SYSTEM_ACTOR
+
+__all__ = ["SYSTEM_ACTOR", "AppContext", "AppType", "OpContext", "RequestContext", "Role"]
+
+
+def actor_of(user: Any) -> str:
+    """The actor text of a signed-in user (or of a primary key); ``SYSTEM_ACTOR`` for none."""
+    if user is None:
+        return SYSTEM_ACTOR
+    pk = getattr(user, "pk", user)
+    return SYSTEM_ACTOR if pk is None else str(pk)
+
+
+class Role(models.TextChoices):
+    # Runs everything in its org; may manage members.
+    OWNER = "owner", "Owner"
+    # Triage and operations in its org.
+    ADMIN = "admin", "Admin"
+    # Everyday use.
+    MEMBER = "member", "Member"
+    # Reserved for services (workers, the sweep): never granted to a person.
+    SERVICE = "service", "Service"
 
 
 class AppType(StrEnum):
@@ -41,10 +67,11 @@ class RequestContext:
 
 @dataclass(frozen=True)
 class OpContext:
-    """For whom an operation acts: the tenant every write and read is scoped to."""
+    """For whom an operation acts: the tenant every write and read is scoped to, and the actor
+    (``user_id``: the user's primary key as text, or ``SYSTEM_ACTOR``)."""
 
     org_id: uuid.UUID
-    user_id: uuid.UUID
+    user_id: str
     role: Role
     rctx: RequestContext
     # The request that caused this operation (for work, the request that enqueued it).
@@ -56,8 +83,11 @@ class OpContext:
 
 
 def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:
-    """A fresh ``RequestContext`` for this process kind, stamped with the release."""
+    """A fresh ``RequestContext`` for this process kind, stamped with the release
+    (``settings.RELEASE``, when the site names one)."""
     from django.conf import settings
 
-    version = f"{app_type.value}@{settings.RELEASE}"
-    return RequestContext(app=AppContext(app_type, version), traceparent=traceparent)
+    release = getattr(settings, "RELEASE", None) or "dev"
+    return RequestContext(
+        app=AppContext(app_type, f"{app_type.value}@{release}"), traceparent=traceparent
+    )

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
-from project.observability import current_traceparent
 from tenancy import current
 from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
-from tenancy.models import Role
-from tenancy.scope import tenant_scope
-from tenancy.services import memberships_of
-
-# A member of several orgs names one with this header (or the session's "org_id").
-ORG_HEADER = "X-Org-ID"
-SESSION_ORG = "org_id"
+from tenancy.modes import current_tenancy
+from wqcore.conf import system_alias
+from wqcore.scope import bypasses_rls, system_scope, tenant_scope
+from wqcore.tracing import current_traceparent
 
 
 def _request_context(request: HttpRequest) -> RequestContext:
@@ -31,41 +27,49 @@ def _request_context(request: HttpRequest) -> RequestContext:
         return rctx
 
 
-def _op_context(request: HttpRequest, rctx: RequestContext) -> OpContext | None:
-    """The signed-in member's context in the org they name (header, then session), else in
-    their oldest org. Naming an org they are not a live member of is refused (403), never
-    quietly replaced by another."""
+def _is_operator(request: HttpRequest) -> bool:
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
-        return None
-    memberships = memberships_of(user.pk)
-    header = request.headers.get(ORG_HEADER)
-    wanted = header or request.session.get(SESSION_ORG)
-    if wanted:
-        chosen = next((m for m in memberships if str(m[0]) == str(wanted)), None)
-        if chosen is None:
-            if header:
-                # Named by its header: the API's answer names the field at fault.
-                raise PermissionDenied(f"{ORG_HEADER}: you are not a member of org {header!r}")
-            request.session.pop(SESSION_ORG, None)  # a stale choice: fall back below
-            chosen = memberships[0] if memberships else None
-    else:
-        chosen = memberships[0] if memberships else None
-    if chosen is None:
-        return None
-    return OpContext(org_id=chosen[0], user_id=user.pk, role=Role(chosen[1]), rctx=rctx)
+    return bool(user and user.is_active and user.is_superuser)
+
+
+def _in_admin(request: HttpRequest) -> bool:
+    match = getattr(request, "resolver_match", None)
+    return bool(match and "admin" in match.namespaces)
+
+
+def _needs_every_tenant(request: HttpRequest) -> bool:
+    """The operator's admin pages on a system login without BYPASSRLS (one login that owns the
+    tables): they read across tenants, explicitly, inside a system scope."""
+    return _is_operator(request) and _in_admin(request) and not bypasses_rls(system_alias())
+
+
+@contextmanager
+def _scopes(op: OpContext | None, every_tenant: bool) -> Iterator[None]:
+    with tenant_scope(op.org_id) if op is not None else _nothing():
+        if every_tenant:
+            with system_scope():
+                yield
+        else:
+            yield
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 class TenancyMiddleware:
-    """Sets ``request.rctx`` always and ``request.op`` for a member, then runs the view (and
-    renders its template response) inside ``tenant_scope(op.org_id)``. ``request.op`` is also
-    the current context (``tenancy.current``) for the view, sync or async, and ends with the
-    request: code handed no context (Django's ``Task.enqueue()``) finds the member's there.
+    """Sets ``request.rctx`` always and ``request.op`` when the site's tenancy names a tenant
+    for the request (``tenancy.modes``), then runs the view (and renders its template response)
+    inside ``tenant_scope(op.org_id)``. ``request.op`` is also the current context
+    (``tenancy.current``) for the view, sync or async, and ends with the request: code handed no
+    context (Django's ``Task.enqueue()``) finds it there.
 
     The scope wraps the view itself, as Django's ``ATOMIC_REQUESTS`` does, not the middleware
     chain: by the time a view's exception reaches a middleware, Django has turned it into a 500
     response, so a scope around ``get_response`` would commit a failed request's writes. List it
-    last in ``MIDDLEWARE`` so every other ``process_view`` runs first.
+    last in ``MIDDLEWARE`` (after the authentication middleware) so every other
+    ``process_view`` runs first.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -75,7 +79,7 @@ class TenancyMiddleware:
         rctx = _request_context(request)
         request.rctx = rctx  # type: ignore[attr-defined]
         request.op = None  # type: ignore[attr-defined]
-        # process_view names the member's context; it ends here, whatever the view did.
+        # process_view names the request's context; it ends here, whatever the view did.
         token = current.bind(None)
         try:
             return self.get_response(request)
@@ -89,15 +93,18 @@ class TenancyMiddleware:
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> HttpResponse | None:
-        op = _op_context(request, request.rctx)  # type: ignore[attr-defined]
+        op = current_tenancy().request_context(request, request.rctx)  # type: ignore[attr-defined]
         request.op = op  # type: ignore[attr-defined]
         current.bind(op)  # ended by __call__ (an async view runs after this method returns)
-        if op is None or inspect.iscoroutinefunction(view_func):
-            # No tenant, or an async view (its queries run on other threads, outside any scope
-            # this thread could open): the view sees no tenant's rows.
+        if inspect.iscoroutinefunction(view_func):
+            # An async view: its queries run on other threads, outside any scope this thread
+            # could open; it sees no tenant's rows (it enqueues through the current context).
+            return None
+        every_tenant = _needs_every_tenant(request)
+        if op is None and not every_tenant:
             return None
         # A view that raises leaves the block by the exception: the scope rolls back.
-        with tenant_scope(op.org_id):
+        with _scopes(op, every_tenant):
             response = view_func(request, *view_args, **view_kwargs)
             # A template response queries as it renders (the admin's lists): in the scope too.
             render = getattr(response, "render", None)

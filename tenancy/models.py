@@ -1,18 +1,18 @@
-"""Tenants (organisations), their members, and the user model."""
+"""Tenants (organisations) and their members: the ``orgs`` tenancy (``WORKQUEUE["TENANCY"]``).
+
+Members are the site's own users (``settings.AUTH_USER_MODEL``, whatever its primary key).
+"""
 
 from __future__ import annotations
 
 import uuid
 
-from django.contrib.auth.models import AbstractUser
+from django.conf import settings
 from django.db import models
-from django.db.models.functions import Now
+from django.db.models.functions import Cast, Now
 
-
-class User(AbstractUser):
-    """A person who signs in. UUID ids, so the system user can be the empty UUID."""
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+from tenancy.contexts import Role
+from wqcore.conf import system_alias
 
 
 class OrgQuerySet(models.QuerySet["Org"]):
@@ -38,21 +38,8 @@ class Org(models.Model):
     def mark_gone(self) -> None:
         """Mark the tenant gone, by the database clock. On the system login: the everyday
         login may read its own org but never change one."""
-        from tenancy.scope import SYSTEM_ALIAS
-
-        Org.objects.using(SYSTEM_ALIAS).filter(pk=self.pk).update(gone_at=Now())
-        self.refresh_from_db(using=SYSTEM_ALIAS, fields=["gone_at"])
-
-
-class Role(models.TextChoices):
-    # Runs everything in its org; may manage members.
-    OWNER = "owner", "Owner"
-    # Triage and operations in its org.
-    ADMIN = "admin", "Admin"
-    # Everyday use.
-    MEMBER = "member", "Member"
-    # Reserved for services (workers, the sweep): never granted to a person.
-    SERVICE = "service", "Service"
+        Org.objects.using(system_alias()).filter(pk=self.pk).update(gone_at=Now())
+        self.refresh_from_db(using=system_alias(), fields=["gone_at"])
 
 
 class Membership(models.Model):
@@ -60,7 +47,9 @@ class Membership(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workqueue_memberships"
+    )
     role = models.CharField(max_length=20, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     ended_at = models.DateTimeField(null=True, blank=True)
@@ -71,6 +60,11 @@ class Membership(models.Model):
             models.CheckConstraint(
                 condition=~models.Q(role="service"), name="membership_role_not_service"
             ),
+        ]
+        indexes = [
+            # The claim finds each item's author by the text its created_by holds (an actor is
+            # the user's primary key as text, whatever the user model's key type).
+            models.Index("org", Cast("user_id", models.TextField()), name="membership_actor_idx"),
         ]
 
     def __str__(self) -> str:

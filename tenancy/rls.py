@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.apps import apps
-from django.db import migrations, models
+from django.db import migrations
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from project.sql_files import run_sql_file
+from wqcore.sqlfiles import run_sql_file
 
 SQL_DIR = Path(__file__).with_name("sql")
 POLICY_NAME = "tenant_isolation"
@@ -23,23 +23,24 @@ def policy_expression(column: str = "org_id") -> str:
     return f"({column} = (NULLIF(current_setting('app.org_id'::text, true), ''::text))::uuid)"
 
 
-def apply_tenant_policy(table: str) -> migrations.RunSQL:
-    """A migration operation: ENABLE + FORCE row-level security and the tenant policy."""
-    return run_sql_file(SQL_DIR, "tenant_policy", table=table)
+def apply_tenant_policy(table: str, column: str = "org_id") -> migrations.RunSQL:
+    """A migration operation: ENABLE + FORCE row-level security, the tenant policy on
+    ``column``, and the owner's all-tenants policy."""
+    return run_sql_file(SQL_DIR, "tenant_policy", table=table, column=column)
 
 
 def tenant_tables() -> dict[str, str]:
     """Every model table that belongs to a tenant, with the column naming its tenant: each
-    table with an ``org`` (``org_id``), and the org table itself (``id``)."""
-    from tenancy.models import Org
-
-    tables = {Org._meta.db_table: "id"}
+    table with an ``org_id`` (a field, or an ``org`` foreign key), and the orgs table itself
+    (``id``) when the tenancy app is installed."""
+    tables = {}
+    if apps.is_installed("tenancy"):
+        tables[apps.get_model("workqueue_tenancy", "Org")._meta.db_table] = "id"
     for model in apps.get_models():
-        try:
-            field = model._meta.get_field("org")
-        except Exception:
+        if model._meta.proxy or not model._meta.managed:
             continue
-        if isinstance(field, models.ForeignKey) and not model._meta.proxy:
+        columns = {f.column for f in model._meta.concrete_fields}
+        if "org_id" in columns:
             tables[model._meta.db_table] = "org_id"
     return dict(sorted(tables.items()))
 

@@ -1,27 +1,30 @@
-"""Where the sign-in tables are read and written: on the system login, never the everyday one.
+"""Routers for the orgs tenancy's three logins (add them to ``DATABASE_ROUTERS`` with them).
 
-Users, groups, permissions, sessions and the admin's own change log belong to no tenant, and
-signing in is how a request finds out its tenant, so no tenant can be named while reading them.
-They are routed to the system login, and the everyday login holds no right on them at all
-(``project/sql/grants.sql``): SQL run as the everyday login, scoped to one tenant, can neither
-read another tenant's users (their password hashes) or session keys nor change them. A tenant's
-own people are read through ``Membership``, which row-level security fences.
+``SignInRouter``: users, groups, permissions, sessions and the admin's own change log belong
+to no tenant, and signing in is how a request finds out its tenant, so no tenant can be named
+while reading them. They are routed to the system login, and the everyday login holds no right
+on them at all: SQL run as the everyday login, scoped to one tenant, can neither read another
+tenant's users (their password hashes) or session keys nor change them. A tenant's own people
+are read through ``Membership``, which row-level security fences.
+
+``OwnerMigratesRouter``: only the owner login changes the schema; the everyday and system
+logins hold no right on it (nor on ``django_migrations``), so Django must neither migrate
+through them nor read their migration history (``makemigrations`` checks every alias a router
+allows). Migrate with ``manage.py migrate --database <owner alias>``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Model
 
-from tenancy.scope import SYSTEM_ALIAS
+from wqcore.conf import owner_alias, system_alias
 
-# app_label.model_name, lower case; the m2m tables between them follow their models.
+# app_label.model_name, lower case, besides the user model and its many-to-many tables.
 SIGN_IN_MODELS = frozenset(
     {
-        "tenancy.user",
-        "tenancy.user_groups",
-        "tenancy.user_user_permissions",
         "auth.group",
         "auth.group_permissions",
         "auth.permission",
@@ -31,18 +34,23 @@ SIGN_IN_MODELS = frozenset(
 )
 
 
+def sign_in_models() -> frozenset[str]:
+    user = settings.AUTH_USER_MODEL.lower()
+    return SIGN_IN_MODELS | {user, f"{user}_groups", f"{user}_user_permissions"}
+
+
 def _is_sign_in(model: type[Model]) -> bool:
-    return model._meta.label_lower in SIGN_IN_MODELS
+    return model._meta.label_lower in sign_in_models()
 
 
 class SignInRouter:
     """Routes the sign-in models to the system login; has no opinion on any other model."""
 
     def db_for_read(self, model: type[Model], **hints: Any) -> str | None:
-        return SYSTEM_ALIAS if _is_sign_in(model) else None
+        return system_alias() if _is_sign_in(model) else None
 
     def db_for_write(self, model: type[Model], **hints: Any) -> str | None:
-        return SYSTEM_ALIAS if _is_sign_in(model) else None
+        return system_alias() if _is_sign_in(model) else None
 
     def allow_relation(self, obj1: Model, obj2: Model, **hints: Any) -> bool | None:
         # A membership (read on the everyday login) points at its user (read on the system
@@ -53,3 +61,8 @@ class SignInRouter:
 
     def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
         return None
+
+
+class OwnerMigratesRouter:
+    def allow_migrate(self, db: str, app_label: str, **hints: Any) -> bool | None:
+        return db == owner_alias()

@@ -7,7 +7,7 @@ import logging
 from django.contrib.sessions.models import Session
 from django.db.models.functions import Now
 
-from tenancy.scope import SYSTEM_ALIAS
+from wqcore.conf import system_alias
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +19,7 @@ def purge_expired_sessions(batch: int = 1000, max_batches: int = 100) -> int:
 
     Takes no tenant: sessions belong to sign-in, before any tenant is known; system login.
     """
-    sessions = Session.objects.using(SYSTEM_ALIAS)
+    sessions = Session.objects.using(system_alias())
     total = 0
     for _ in range(max_batches):
         keys = list(

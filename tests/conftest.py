@@ -73,7 +73,7 @@ def _fresh_gauges() -> None:
     """Every test reads the queue's gauges afresh: a reading cached by an earlier test (for
     ``GAUGES_CACHE_S``) would show that test's rows, so a test would pass or fail by the order
     it runs in."""
-    from project.gauges import GAUGES
+    from workers.gauges import GAUGES
 
     GAUGES.forget()
 

@@ -47,7 +47,8 @@ def back_date_outbox(row_id: uuid.UUID, **seconds_ago: float) -> None:
     sets = ", ".join(f"{column} = now() - make_interval(secs => %s)" for column in seconds_ago)
     with connections["admin"].cursor() as cursor:
         cursor.execute(
-            f"UPDATE outbox_outboxrow SET {sets} WHERE id = %s", [*seconds_ago.values(), row_id]
+            f"UPDATE workqueue_outbox_outboxrow SET {sets} WHERE id = %s",
+            [*seconds_ago.values(), row_id],
         )
 
 

@@ -12,9 +12,9 @@ import uuid
 from django.tasks import TaskContext, task
 
 from tenancy.current import current_context
+from workers.demo.models import Shipment
 from workers.django_tasks.policy import retries
 from workers.handlers import PermanentError
-from workers.shipment_notifier.models import Shipment
 
 # What the in-process tasks saw, in order: (task, value).
 SEEN: list[tuple[str, object]] = []

@@ -1,30 +1,34 @@
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from pathlib import Path
 
 from django.apps import AppConfig
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules
+
+from wqcore.conf import wq_settings
 
 
 class WorkersConfig(AppConfig):
+    """The workers runtime (``manage.py runworker``, ``manage.py sweep``) and the workers' own
+    rows (each process's liveness)."""
+
     name = "workers"
+    label = "workqueue_workers"
     verbose_name = "Workers"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Each worker package registers its kind and handler on import
-        # (workers/<worker>/handler.py), in every process, so a web process can enqueue them.
-        for package in pkgutil.iter_modules([str(Path(__file__).parent)]):
-            if package.ispkg and (Path(__file__).parent / package.name / "handler.py").exists():
-                importlib.import_module(f"workers.{package.name}.handler")
-        # Handlers that live outside workers/ (an app of the site's own): WORKER_HANDLER_MODULES.
-        for module in getattr(settings, "WORKER_HANDLER_MODULES", []):
+        # Kinds and handlers live with their apps: each installed app's ``work`` module
+        # (WORKQUEUE["AUTODISCOVER_MODULE"]) registers them on import, in every process, so a
+        # web process can enqueue them and a worker run them.
+        autodiscover_modules(wq_settings.AUTODISCOVER_MODULE)
+        # Modules outside any installed app (a script's, a test's): WORKQUEUE["HANDLER_MODULES"].
+        for module in wq_settings.HANDLER_MODULES:
             try:
                 importlib.import_module(module)
             except ImportError as exc:
                 raise ImproperlyConfigured(
-                    f"WORKER_HANDLER_MODULES names {module!r}, which cannot be imported ({exc})"
+                    f"WORKQUEUE['HANDLER_MODULES'] names {module!r}, which cannot be imported "
+                    f"({exc})"
                 ) from None

@@ -1,7 +1,8 @@
-"""A worker process's settings: defaults in one place, from the environment, validated at start.
+"""A worker process's settings: the ``WORKER_*`` names of ``WORKQUEUE`` (defaults in
+``wqcore/conf.py``), validated at start together.
 
-Every name carries its unit. Command-line options (``--lane``, ``--capacity``, ...) override the
-environment (``WORKER_LANE``, ``WORKER_CAPACITY``, ...). A wrong value is refused with one
+Every name carries its unit. Command-line options (``--lane``, ``--capacity``, ...) override
+the settings (``WORKER_LANE``, ``WORKER_CAPACITY``, ...). A wrong value is refused with one
 line naming the setting to change.
 """
 
@@ -11,16 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import listen
 from workers.handlers import handled_kinds, handler_for, is_async, needs_threads
 from workqueue import api
+from wqcore.conf import wq_settings
 
 DEFAULT_METRICS_PORT = 9100
-# Settings that, left unset, follow others (the pool size, the lease).
-_DERIVED = ("capacity", "renew_timeout_s")
 # With the default port taken (another worker on this host), the next free one of these.
 METRICS_PORT_SPAN = 100
 
@@ -97,24 +96,18 @@ class WorkerSettings:
     once: bool = False
 
     @classmethod
-    def from_env(cls, kinds: tuple[str, ...], **overrides: Any) -> WorkerSettings:
-        env = environ.Env()
-        defaults = cls(kinds=kinds)
+    def from_settings(cls, kinds: tuple[str, ...], **overrides: Any) -> WorkerSettings:
+        """The worker's settings: ``WORKQUEUE["WORKER_<NAME>"]`` for each field, then the
+        command line's ``overrides`` (those not None)."""
         values: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
             if field.name in ("kinds", "once", "metrics_port_fixed"):
                 continue
-            default = getattr(defaults, field.name)
-            name = f"WORKER_{field.name.upper()}"
-            raw = env.str(name, default="")
-            if raw == "":
-                # capacity and the renewal timeout stay unset: they follow other settings
-                values[field.name] = None if field.name in _DERIVED else default
-                continue
-            if field.name == "metrics_port":
-                values["metrics_port_fixed"] = True
-            kind = {"capacity": int, "renew_timeout_s": float}.get(field.name, default)
-            values[field.name] = _parse(name, raw, kind)
+            values[field.name] = getattr(wq_settings, f"WORKER_{field.name.upper()}")
+        # Named (not None): a taken port stops the worker instead of moving on to the next.
+        values["metrics_port_fixed"] = values["metrics_port"] is not None
+        if values["metrics_port"] is None:
+            values["metrics_port"] = DEFAULT_METRICS_PORT
         given = {k: v for k, v in overrides.items() if v is not None}
         if "metrics_port" in given:
             values["metrics_port_fixed"] = True
@@ -220,21 +213,3 @@ class WorkerSettings:
                 )
         if problems:
             raise ImproperlyConfigured("; ".join(problems))
-
-
-def _parse(name: str, raw: str, kind: Any) -> Any:
-    """One environment value, typed like its default; one line when it is not one."""
-    try:
-        if kind is bool or isinstance(kind, bool):
-            lowered = raw.strip().lower()
-            if lowered in ("1", "true", "yes", "on"):
-                return True
-            if lowered in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        return (kind if isinstance(kind, type) else type(kind))(raw)
-    except ValueError:
-        what = "true or false" if isinstance(kind, bool) else f"a valid {type(kind).__name__}"
-        if isinstance(kind, type):
-            what = f"a valid {kind.__name__}"
-        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}") from None

@@ -21,11 +21,13 @@ from django.template.response import TemplateResponse
 from django.utils import timezone
 
 from outbox.relay import READ_LAG, Lag
-from tenancy.admin import admin_alias, is_operator, tenant_staff
-from tenancy.models import Org
-from tenancy.scope import SYSTEM_ALIAS
+from tenancy.admin_fence import is_operator, tenant_staff
+from tenancy.modes import current_tenancy
 from workers.models import Worker, WorkerState
 from workqueue import api
+from wqcore.conf import system_alias, wq_settings
+from wqcore.statements import NoParams
+from wqcore.store import System, Tenant, execute
 
 THROUGHPUT_MINUTES = 15
 # A worker whose last heartbeat is older than this is shown as silent (its process may be gone;
@@ -110,12 +112,8 @@ class Panel:
 def _lag(org_id: uuid.UUID | None) -> Lag:
     """The outbox's lag: every tenant's (system login), or one tenant's under its row-level
     security (the same statement)."""
-    step = (
-        api.System(READ_LAG, api.NoParams())
-        if org_id is None
-        else api.Tenant(org_id, READ_LAG, api.NoParams())
-    )
-    oldest, pending = api.execute(step).rows[0]
+    step = System(READ_LAG, NoParams()) if org_id is None else Tenant(org_id, READ_LAG, NoParams())
+    oldest, pending = execute(step).rows[0]
     return Lag(float(oldest), int(pending))
 
 
@@ -125,7 +123,7 @@ def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
     holds = {h.claimed_by: h.items for h in holders}
     now = timezone.now()
     rows = []
-    live = Worker.objects.using(SYSTEM_ALIAS).exclude(state=WorkerState.OFFLINE)
+    live = Worker.objects.using(system_alias()).exclude(state=WorkerState.OFFLINE)
     for worker in live.order_by("-last_beat_at")[:100]:
         beat_age = (now - worker.last_beat_at).total_seconds()
         rows.append(WorkerRow(worker, beat_age, beat_age > SILENT_AFTER_S, holds.get(worker.id, 0)))
@@ -135,15 +133,14 @@ def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
 def _top_tenants() -> list[TenantRow]:
     """Each lane's ten deepest tenants, by name, with their weight and cap: who the fair claim
     is sharing out between. Across tenants: the operator's page only, system login."""
-    from django.conf import settings
-
     rows = api.read_top_tenants()
     org_ids = {row.org_id for row in rows}
-    names = dict(Org.objects.using(SYSTEM_ALIAS).filter(pk__in=org_ids).values_list("id", "name"))
+    names = current_tenancy().tenant_names(org_ids)
     shares = {
-        s.org_id: s for s in api.TenantShare.objects.using(SYSTEM_ALIAS).filter(org_id__in=org_ids)
+        s.org_id: s
+        for s in api.TenantShare.objects.using(system_alias()).filter(org_id__in=org_ids)
     }
-    default_cap = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+    default_cap = wq_settings.MAX_IN_FLIGHT
     found = []
     for row in rows:
         share = shares.get(row.org_id)
@@ -198,8 +195,7 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         raise PermissionDenied("the queue gauges are for the site's operator and tenant staff")
     panel = read_panel(org_id)
     if org_id is not None:
-        org = Org.objects.using(admin_alias(request)).filter(pk=org_id).first()
-        panel.scope = org.name if org else str(org_id)
+        panel.scope = current_tenancy().tenant_names([org_id]).get(org_id) or str(org_id)
     context: dict[str, Any] = {
         **admin.site.each_context(request),
         "title": "Queue gauges",
@@ -210,4 +206,4 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "minutes": THROUGHPUT_MINUTES,
         "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
     }
-    return TemplateResponse(request, "admin/gauges.html", context)
+    return TemplateResponse(request, "admin/workqueue_workers/gauges.html", context)

@@ -8,9 +8,9 @@ Reconnects after a pause.
 
 LISTEN needs a session of its own, which a transaction pooler does not keep (it lends a server
 connection per transaction: the LISTEN would stay on one the listener no longer holds, and its
-notices go to whichever client holds it next). So the listener reaches PostgreSQL itself, at
-``DATABASE_DIRECT`` (``DATABASE_DIRECT_URL``) when it is set; behind a transaction pooler
-(``DATABASE_POOLER``) with none set it does not listen, and the claim loop's poll and the
+notices go to whichever client holds it next). So the listener reaches PostgreSQL itself,
+through ``WORKQUEUE["LISTEN_DATABASE_ALIAS"]`` when it is set; behind a transaction pooler
+(``WORKQUEUE["POOLER"]``) with none set it does not listen, and the claim loop's poll and the
 sweep's relay find the work instead (at their intervals).
 """
 
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from django.conf import settings
 from django.db import connections
 
 from workers.outage import Outage
+from wqcore.conf import listen_alias
 
 logger = logging.getLogger(__name__)
 
@@ -33,28 +33,17 @@ CHANNEL = "work_available"
 # The connections a Listener holds open.
 CONNECTIONS = 1
 
-# A DATABASES entry's keys, and the connection parameters they become.
-_PARAMS = {"NAME": "dbname", "USER": "user", "PASSWORD": "password", "HOST": "host", "PORT": "port"}
-
 
 def connection_kwargs() -> dict[str, Any] | None:
-    """How the listener connects: the everyday login's parameters, at ``DATABASE_DIRECT``
-    when it is set (its database, login, server and options replace the default alias's);
-    None behind a transaction pooler with no direct database (nothing to listen through)."""
-    params = connections["default"].get_connection_params()
+    """How the listener connects: the parameters of ``LISTEN_DATABASE_ALIAS`` (the everyday
+    login's alias unless one is named); None behind a transaction pooler with no alias named
+    (nothing to listen through)."""
+    alias = listen_alias()
+    if alias is None:
+        return None
+    params = connections[alias].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    direct = getattr(settings, "DATABASE_DIRECT", None)
-    if direct is None:
-        if getattr(settings, "DATABASE_POOLER", "none") == "transaction":
-            return None
-        return params
-    for key, param in _PARAMS.items():
-        if direct.get(key):
-            params[param] = direct[key]
-        else:
-            params.pop(param, None)
-    params.update(direct.get("OPTIONS") or {})
     return params
 
 
@@ -80,9 +69,9 @@ class Listener:
         params = await asyncio.to_thread(connection_kwargs)
         if params is None:
             logger.warning(
-                "listen_off reason=pooler channels=%s: DATABASE_POOLER=transaction and no "
-                "DATABASE_DIRECT_URL, so work is found by the poll; set DATABASE_DIRECT_URL "
-                "to the server itself to wake on notices",
+                "listen_off reason=pooler channels=%s: WORKQUEUE['POOLER'] is 'transaction' "
+                "and no LISTEN_DATABASE_ALIAS is named, so work is found by the poll; name an "
+                "alias that reaches the server itself to wake on notices",
                 ",".join(self.channels),
             )
             await stop.wait()

@@ -1,6 +1,6 @@
 """Liveness: a heartbeat in memory (what /healthz answers from) and its best-effort publication.
 
-The beat lives in the process; the published row (``workers_worker``) is for operators. A
+The beat lives in the process; the published row (``workqueue_workers_worker``) is for operators. A
 failed publish is logged and counted, never raised: the queue and its leases live in the
 database, so a worker that cannot publish its heartbeat keeps claiming.
 """
@@ -17,15 +17,15 @@ from typing import NamedTuple
 
 from django.db import connections
 
-from tenancy.scope import SYSTEM_ALIAS
 from workers.metrics import LIVENESS_PUBLISH_FAILED
-from workqueue import api
+from wqcore.conf import system_alias
+from wqcore.statements import Statement
 
 logger = logging.getLogger(__name__)
 
 # publish_liveness: upsert this worker's row, stamped by the database's clock.
 _PUBLISH = """
-INSERT INTO workers_worker (id, kind, lane, host, pid, started_at, last_beat_at, state)
+INSERT INTO workqueue_workers_worker (id, kind, lane, host, pid, started_at, last_beat_at, state)
 VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s)
 ON CONFLICT (id) DO UPDATE SET last_beat_at = now(), state = EXCLUDED.state
 """
@@ -66,7 +66,7 @@ class Liveness:
         everyday login has no right on the workers table.
         """
         try:
-            with connections[SYSTEM_ALIAS].cursor() as cursor:
+            with connections[system_alias()].cursor() as cursor:
                 cursor.execute(
                     _PUBLISH,
                     {
@@ -82,7 +82,7 @@ class Liveness:
         except Exception as exc:
             LIVENESS_PUBLISH_FAILED.inc()
             self.last_error = exc
-            connections[SYSTEM_ALIAS].close_if_unusable_or_obsolete()
+            connections[system_alias()].close_if_unusable_or_obsolete()
             return False
 
 
@@ -90,7 +90,7 @@ class ReadWorkersParams(NamedTuple):
     stale_after_s: float
 
 
-# The live workers by state, for the gauges (project/gauges.py embeds it in its one statement).
-READ_WORKERS = api.Statement(
+# The live workers by state, for the gauges (workers/gauges.py embeds it in its one statement).
+READ_WORKERS = Statement(
     "read_workers", ReadWorkersParams, directory=Path(__file__).with_name("sql")
 )

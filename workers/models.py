@@ -29,3 +29,12 @@ class Worker(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"
+
+
+class QueueGauges(Worker):
+    """The admin's queue gauges page, as an entry of the admin's index (a proxy: no table of its
+    own; ``workers/admin.py`` shows the page instead of a list)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = verbose_name_plural = "queue gauges"

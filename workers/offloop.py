@@ -24,7 +24,7 @@ from collections.abc import Callable
 from django.db import connections
 
 from workers.periodic import PeriodicTask
-from workqueue import api
+from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class OffLoop:
         self,
         name: str,
         tasks: Callable[[asyncio.Event], list[PeriodicTask]],
-        store: Callable[[], api.AsyncStore],
+        store: Callable[[], AsyncStore],
     ) -> None:
         """``tasks(stop)`` builds the periodic tasks on the thread's loop (``stop`` is that
         loop's event); ``store()`` makes the thread's store."""
@@ -87,7 +87,7 @@ class OffLoop:
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
-        api.use_async_store(self._store())
+        use_async_store(self._store())
         try:
             stop = asyncio.Event()
             tasks = self._tasks(stop)
@@ -95,4 +95,4 @@ class OffLoop:
             self._ready.set()
             await asyncio.gather(*(task.run() for task in tasks))
         finally:
-            await api.aclose_async_store()
+            await aclose_async_store()

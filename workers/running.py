@@ -27,7 +27,6 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from project.observability import exporting
 from tenancy.contexts import OpContext
 from workers.completing import Completer
 from workers.handlers import Handler, PermanentError, Run, is_async, is_failure
@@ -35,6 +34,7 @@ from workers.lease import LeaseKeeper
 from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
 from workqueue import api
+from wqcore.tracing import exporting
 
 logger = logging.getLogger(__name__)
 tracer = trace.get_tracer("workqueue.worker")

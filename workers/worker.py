@@ -50,6 +50,7 @@ from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
 from workers.watchdog import LoopWatchdog
 from workqueue import api
+from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Worker:
         self.wake = asyncio.Event()
         self.slot_freed = asyncio.Event()
         self.signals = 0
-        self.store = api.AsyncStore(
+        self.store = AsyncStore(
             tenant_size=CONNECTIONS.store_tenant, system_size=CONNECTIONS.store_system
         )
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
@@ -154,7 +155,7 @@ class Worker:
 
     async def run(self) -> None:
         s = self.settings
-        api.use_async_store(self.store)
+        use_async_store(self.store)
         self.liveness.beat()
         if s.metrics_port >= 0:
             self.http = serve(
@@ -208,7 +209,7 @@ class Worker:
             await self._publish()
             if self.http:
                 self.http.shutdown()
-            await api.aclose_async_store()
+            await aclose_async_store()
             await self._close_thread(self._liveness_thread)
             await self._close_thread(self._maintenance_thread, close_lock)
             if self._handler_pool:
@@ -399,10 +400,10 @@ class Worker:
             await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]
 
 
-def _lease_store() -> api.AsyncStore:
+def _lease_store() -> AsyncStore:
     """The keeper thread's store: its renewal is one system statement, so one system
     connection (``CONNECTIONS.lease``) and no tenant pool (never opened)."""
-    return api.AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease)
+    return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease)
 
 
 def _snapshot(jobs: dict[uuid.UUID, Job]) -> list[Job]:

@@ -25,7 +25,6 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import admin, messages
 from django.db import transaction
 from django.db.models import Model, OuterRef, QuerySet, Subquery
@@ -35,14 +34,14 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import AuditEntry
-from tenancy.admin import OperatorWrites, TenantAdmin, admin_alias, is_operator, tenant_staff
+from tenancy.admin_fence import OperatorWrites, TenantAdmin, admin_alias, is_operator, tenant_staff
 from tenancy.contexts import OpContext
-from tenancy.models import Org
-from tenancy.scope import SYSTEM_ALIAS
+from tenancy.modes import current_tenancy
 from tenancy.services import operator_context
 from workqueue import api
 from workqueue.claim import forget_caps
 from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from wqcore.conf import system_alias, wq_settings
 
 # The longest delay the "requeue later" page offers, in minutes (30 days).
 MAX_DELAY_MINUTES = 43_200
@@ -66,6 +65,11 @@ def first_line(text: str, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
+def _orgs() -> bool:
+    """Whether the tenants are the tenancy app's orgs (which have names to show)."""
+    return current_tenancy().name == "orgs"
+
+
 # -- filters ------------------------------------------------------------------------------------
 
 
@@ -76,6 +80,11 @@ class TenantFilter(admin.SimpleListFilter):
     parameter_name = "org"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        # The orgs tenancy names its tenants; another lists none (filter with ?org=<id>).
+        if not _orgs():
+            return []
+        from tenancy.models import Org
+
         orgs = Org.objects.using(admin_alias(request)).order_by("name")[:TENANT_CHOICES]
         return [(str(org.pk), org.name) for org in orgs]
 
@@ -286,9 +295,14 @@ class WorkItemAdmin(TenantAdmin):
         return self.has_module_permission(request)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
-        # The tenant's name for the list, read in the same statement on the same login.
+        queryset = super().get_queryset(request)
+        if not _orgs():
+            return queryset
+        from tenancy.models import Org
+
+        # The org's name for the list, read in the same statement on the same login.
         names = Org.objects.filter(pk=OuterRef("org_id")).values("name")[:1]
-        return super().get_queryset(request).annotate(tenant_name=Subquery(names))
+        return queryset.annotate(tenant_name=Subquery(names))
 
     # -- the list --
 
@@ -528,13 +542,25 @@ class DeadLetterAdmin(WorkItemAdmin):
 class TenantShareForm(forms.ModelForm):
     class Meta:
         model = TenantShare
-        fields = ("org", "weight", "max_in_flight")
+        fields = ("org_id", "weight", "max_in_flight")
+        labels = {"org_id": "tenant"}
         help_texts = {
+            "org_id": "The tenant's id (with the orgs tenancy: choose its org).",
             "weight": "The tenant's share of each lane's work while others wait too: a tenant "
             "of weight 2 gets twice the items of one of weight 1 (0.01 to 1000).",
             "max_in_flight": "The most of its items a lane runs at once, across every worker; "
-            "empty: the default (WORKQUEUE_MAX_IN_FLIGHT), or no cap when that is unset.",
+            "empty: the default (WORKQUEUE['MAX_IN_FLIGHT']), or no cap when that is unset.",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if _orgs():
+            from tenancy.models import Org
+
+            orgs = Org.objects.using(system_alias()).order_by("name").values_list("id", "name")
+            self.fields["org_id"] = forms.TypedChoiceField(
+                label="tenant", choices=list(orgs), coerce=uuid.UUID
+            )
 
 
 @admin.register(TenantShare)
@@ -543,20 +569,19 @@ class TenantShareAdmin(OperatorWrites, TenantAdmin):
     Workers read a new cap within ``workqueue.claim.CAPS_CACHE_S`` seconds."""
 
     form = TenantShareForm
-    list_display = ("org", "weight", "cap", "updated_at")
+    list_display = ("tenant", "weight", "cap", "updated_at")
     ordering = ("-weight",)
     readonly_fields = ("updated_at",)
 
-    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
-        if db_field.name == "org":
-            kwargs["queryset"] = Org.objects.using(SYSTEM_ALIAS).order_by("name")
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+    @admin.display(description="tenant")
+    def tenant(self, share: TenantShare) -> str:
+        return current_tenancy().tenant_names([share.org_id]).get(share.org_id) or str(share.org_id)
 
     @admin.display(description="cap in flight")
     def cap(self, share: TenantShare) -> str:
         if share.max_in_flight is not None:
             return str(share.max_in_flight)
-        default = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+        default = wq_settings.MAX_IN_FLIGHT
         return f"default ({default})" if default is not None else "none"
 
     def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:

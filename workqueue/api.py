@@ -1,9 +1,10 @@
 """The work queue's public face: what views, workers, the sweep and the outbox relay call.
 
-Every transition comes in a pair, one per face of the store (``workqueue/store.py``): the sync
-one on Django's connections (joining the caller's transaction), the async one (``a...``) on the
-store's own connections on the running event loop. Both run the same plan and the same named
-statements. ``workers`` and other apps import from here, nothing deeper.
+Every transition comes in a pair, one per face of the statement engine (``wqcore.store``): the
+sync one on Django's connections (joining the caller's transaction), the async one (``a...``)
+on the engine's own connections on the running event loop. Both run the same plan and the same
+named statements. Other apps import the queue from here, nothing deeper; the engine itself is
+``wqcore``'s, not re-exported.
 """
 
 from workqueue.claim import aclaim, claim, fail_orphaned
@@ -62,7 +63,6 @@ from workqueue.maintenance import (
     TenantDepth,
     arequeue_stale,
     autovacuum_on,
-    maintenance_contexts,
     purge_items,
     read_gauges,
     read_top_tenants,
@@ -87,19 +87,6 @@ from workqueue.settle import (
     fail,
     release,
 )
-from workqueue.statements import NoParams, Statement
-from workqueue.store import (
-    AsyncStore,
-    Plan,
-    Rows,
-    System,
-    Tenant,
-    aclose_async_store,
-    arun,
-    execute,
-    run,
-    use_async_store,
-)
 from workqueue.triage import (
     MAX_BATCH,
     Drawn,
@@ -117,7 +104,6 @@ __all__ = [
     "MAX_BATCH",
     "PAYLOAD_DEPTH_MAX",
     "UNDECLARED",
-    "AsyncStore",
     "Conflict",
     "DeadLetter",
     "Drawn",
@@ -129,27 +115,20 @@ __all__ = [
     "KeyReused",
     "Kind",
     "NewItem",
-    "NoParams",
     "NotFound",
     "Outcome",
     "Payload",
-    "Plan",
     "Relayed",
     "Requeued",
     "RetryPolicy",
-    "Rows",
-    "Statement",
     "Status",
     "Stored",
-    "System",
-    "Tenant",
     "TenantDepth",
     "TenantShare",
     "Triaged",
     "WorkItem",
     "WorkQueueError",
     "aclaim",
-    "aclose_async_store",
     "acomplete",
     "acomplete_many",
     "adefer",
@@ -164,7 +143,6 @@ __all__ = [
     "arequeue_dead",
     "arequeue_edited",
     "arequeue_stale",
-    "arun",
     "autovacuum_on",
     "check_delay",
     "check_key",
@@ -182,7 +160,6 @@ __all__ = [
     "enqueue",
     "enqueue_many",
     "enqueue_relayed",
-    "execute",
     "extend_lease",
     "extend_leases",
     "fail",
@@ -193,7 +170,6 @@ __all__ = [
     "is_declared",
     "is_exhausted",
     "known_kinds",
-    "maintenance_contexts",
     "max_payload_bytes",
     "purge_items",
     "purge_request_keys",
@@ -208,12 +184,10 @@ __all__ = [
     "requeue_edited",
     "requeue_stale",
     "retry_delay",
-    "run",
     "stale_tenants",
     "storable_text",
     "store_response",
     "too_deep",
     "under_tenant",
-    "use_async_store",
     "validated",
 ]

@@ -8,20 +8,22 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from django.conf import settings
 from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext
-from tenancy.scope import SYSTEM_ALIAS
-from tenancy.services import contexts_from_rows, with_cause
+from tenancy.modes import claim_contexts_sql, contexts_from_rows
+from tenancy.services import with_cause
+from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict
 from workqueue.inputs import check_lane, storable_text
 from workqueue.kinds import known_kinds
 from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
 from workqueue.models import Status, WorkItem
-from workqueue.statements import Locking, NoParams, Statement, locking
-from workqueue.store import Plan, Rows, System, arun, run
+from workqueue.rows import items_of
+from wqcore.conf import system_alias, wq_settings
+from wqcore.statements import Locking, NoParams, Statement, locking
+from wqcore.store import Plan, Rows, System, arun, run
 
 logger = logging.getLogger(__name__)
 
@@ -132,20 +134,30 @@ def _fallback_locking() -> Locking:
     )
 
 
+def _claim_parts() -> dict[str, str]:
+    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
+    none), so the claim stays one round trip."""
+    return {"claim_contexts": claim_contexts_sql()}
+
+
 CLAIM = Statement(
     "claim",
     ClaimParams,
+    SQL_DIR,
     build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
+    build_parts=_claim_parts,
     generic_plan=True,
 )
 CLAIM_OLDEST_FIRST = Statement(
     "claim_oldest_first",
     ClaimOldestFirstParams,
+    SQL_DIR,
     build_locking=lambda: {"locking": _oldest_first_locking()},
+    build_parts=_claim_parts,
     generic_plan=True,
 )
-CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams)
-FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams)
+CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
+FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR)
 
 # How long a process trusts its last reading of whether any tenant has a cap of its own: a cap
 # set in the admin takes effect within this long.
@@ -172,7 +184,7 @@ def hand_out(
     The claim's rows carry ``tenancy_live`` and ``tenancy_role``, which tenancy turns into the
     context (``contexts_from_rows``), as ``claim_context`` would.
     """
-    items = rows.items(SYSTEM_ALIAS)
+    items = items_of(rows, system_alias())
     live, role = rows.names.index("tenancy_live"), rows.names.index("tenancy_role")
     contexts = contexts_from_rows(
         rctx,
@@ -216,12 +228,12 @@ def claim_plan(
     kinds = known_kinds() if kinds is None else list(kinds)
     if limit < 1 or not kinds:
         return []
-    commit = "on" if getattr(settings, "WORKQUEUE_CLAIM_DURABLE", True) else "off"
+    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
     common = (check_lane(lane), kinds, worker_id, float(lease_s), int(limit), commit)
-    if not getattr(settings, "WORKQUEUE_FAIR_CLAIM", True):
+    if not wq_settings.FAIR_CLAIM:
         rows: Rows = yield System(CLAIM_OLDEST_FIRST, ClaimOldestFirstParams(*common))
     else:
-        default_cap = getattr(settings, "WORKQUEUE_MAX_IN_FLIGHT", None)
+        default_cap = wq_settings.MAX_IN_FLIGHT
         capped = default_cap is not None
         if not capped:
             if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
@@ -261,7 +273,7 @@ def claim(
     whatever its tenant), locks them (``select_for_update(skip_locked=True)``), mints a claim
     token each, sets ``lease_expires_at = now() + lease_s`` and spends one
     attempt, counted here so a worker that dies on a poison item still runs out of attempts;
-    by default it commits durably before any handler runs (``WORKQUEUE_CLAIM_DURABLE``). Each
+    by default it commits durably before any handler runs (``WORKQUEUE["CLAIM_DURABLE"]``). Each
     item comes with the context tenancy builds for it (its enqueuer's, or its tenant's
     service context, naming the item's request as the cause), read by the same statement. An
     item whose tenant is gone is failed by ``fail_orphaned``, never returned.
@@ -289,7 +301,7 @@ def fail_orphaned_plan(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -
     rows: Rows = yield System(FAIL_ORPHANED, params)
     if not rows.rows:
         raise Conflict(f"work item {item_id} is no longer held under this claim token")
-    return rows.items(SYSTEM_ALIAS)[0]
+    return items_of(rows, system_alias())[0]
 
 
 def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> WorkItem:

@@ -18,8 +18,8 @@ from enum import StrEnum
 from functools import cache
 from typing import Any, NamedTuple
 
-from project.observability import current_traceparent
 from tenancy.contexts import OpContext
+from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.inputs import (
     KEY_MAX,
@@ -33,8 +33,10 @@ from workqueue.inputs import (
 )
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem, new_item_id
-from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
+from workqueue.rows import items_of
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
+from wqcore.tracing import current_traceparent
 
 
 class Outcome(StrEnum):
@@ -67,7 +69,7 @@ class Author(NamedTuple):
     """Who an item is enqueued for and by whom: stamped by the queue, never by the caller."""
 
     org_id: uuid.UUID
-    created_by: uuid.UUID
+    created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
 
@@ -104,7 +106,7 @@ class EnqueueParams(NamedTuple):
     priority: int
     available_at: datetime | None
     max_attempts: int
-    created_by: uuid.UUID
+    created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
 
@@ -112,7 +114,7 @@ class EnqueueParams(NamedTuple):
 class EnqueueManyParams(NamedTuple):
     org_id: uuid.UUID
     items: str  # one JSON array of rows
-    created_by: uuid.UUID
+    created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
     # The lane announced on work_available ("*" when the batch spans lanes).
@@ -124,7 +126,7 @@ class EnqueueRowsParams(NamedTuple):
 
     org_id: uuid.UUID
     items: str
-    created_by: uuid.UUID
+    created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
 
@@ -139,16 +141,20 @@ class TakenIdsParams(NamedTuple):
     ids: list[uuid.UUID]
 
 
-ENQUEUE = Statement("enqueue", EnqueueParams, names_tenant=True)
-_ENQUEUE_MANY_ROWS = Statement("enqueue_many_rows", EnqueueRowsParams)
+ENQUEUE = Statement("enqueue", EnqueueParams, SQL_DIR, names_tenant=True)
+_ENQUEUE_MANY_ROWS = Statement("enqueue_many_rows", EnqueueRowsParams, SQL_DIR)
 ENQUEUE_MANY = Statement(
-    "enqueue_many", EnqueueManyParams, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
+    "enqueue_many", EnqueueManyParams, SQL_DIR, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
 )
 ENQUEUE_MANY_NEW = Statement(
-    "enqueue_many_new", EnqueueManyParams, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
+    "enqueue_many_new",
+    EnqueueManyParams,
+    SQL_DIR,
+    names_tenant=True,
+    includes=(_ENQUEUE_MANY_ROWS,),
 )
-READ_ITEMS = Statement("read_items", ReadItemsParams)
-TAKEN_IDS = Statement("taken_ids", TakenIdsParams)
+READ_ITEMS = Statement("read_items", ReadItemsParams, SQL_DIR)
+TAKEN_IDS = Statement("taken_ids", TakenIdsParams, SQL_DIR)
 
 
 def validated(new: NewItem, where: str = "") -> Row:
@@ -228,7 +234,7 @@ def _read_back(author: Author, rows: Sequence[Row]) -> Plan:
         ),
     )
     by: dict[uuid.UUID | str, WorkItem] = {}
-    for item in found.items("default"):
+    for item in items_of(found):
         by[item.id] = item
         if item.idempotency_key:
             by[item.idempotency_key] = item
@@ -490,7 +496,7 @@ class Relayed(NamedTuple):
     id: uuid.UUID
     kind: str  # the work kind, after "work."
     payload: dict[str, Any]
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID | None
     traceparent: str | None
 
@@ -507,5 +513,5 @@ def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> tuple[WorkItem, Outcome]
     payload = dict(row.payload)
     lane = payload.pop("lane", None)
     new = NewItem(row.kind, payload, id=row.id, idempotency_key=str(row.id), lane=lane)
-    author = Author(org_id, row.actor_id, row.request_id, check_traceparent(row.traceparent))
+    author = Author(org_id, row.actor, row.request_id, check_traceparent(row.traceparent))
     return run(enqueue_plan(author, validated(new)))

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
+from workqueue import SQL_DIR
 from workqueue.maintenance import Gauges, read_gauges_plan
-from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, Step, System, Tenant, run
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, Step, System, Tenant, run
 
 
 class ThroughputParams(NamedTuple):
@@ -26,8 +27,8 @@ class HoldersParams(NamedTuple):
     limit: int
 
 
-READ_THROUGHPUT = Statement("read_throughput", ThroughputParams)
-READ_HOLDERS = Statement("read_holders", HoldersParams)
+READ_THROUGHPUT = Statement("read_throughput", ThroughputParams, SQL_DIR)
+READ_HOLDERS = Statement("read_holders", HoldersParams, SQL_DIR)
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from tenancy.contexts import OpContext, RequestContext
+from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload, WorkQueueError
 from workqueue.models import new_item_id
-from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, System, Tenant, execute, run
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, System, Tenant, execute, run
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +47,13 @@ class KeyInFlight(WorkQueueError):
 class ClaimKeyParams(NamedTuple):
     id: uuid.UUID
     org_id: uuid.UUID
-    user_id: uuid.UUID
+    user_id: str
     key: str
     fingerprint: str
 
 
 class ReadKeyParams(NamedTuple):
-    user_id: uuid.UUID
+    user_id: str
     key: str
 
 
@@ -67,10 +68,10 @@ class PurgeKeysParams(NamedTuple):
     batch: int
 
 
-CLAIM_REQUEST_KEY = Statement("claim_request_key", ClaimKeyParams)
-READ_REQUEST_KEY = Statement("read_request_key", ReadKeyParams)
-STORE_RESPONSE = Statement("store_response", StoreResponseParams)
-PURGE_REQUEST_KEYS = Statement("purge_request_keys", PurgeKeysParams)
+CLAIM_REQUEST_KEY = Statement("claim_request_key", ClaimKeyParams, SQL_DIR)
+READ_REQUEST_KEY = Statement("read_request_key", ReadKeyParams, SQL_DIR)
+STORE_RESPONSE = Statement("store_response", StoreResponseParams, SQL_DIR)
+PURGE_REQUEST_KEYS = Statement("purge_request_keys", PurgeKeysParams, SQL_DIR)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pydantic
 import pydantic_core
-from django.conf import settings
 
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import (
@@ -25,8 +24,7 @@ from workqueue.inputs import (
     too_deep,
 )
 from workqueue.rules import DEFAULT_RETRY, RetryPolicy
-
-DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024
+from wqcore.conf import wq_settings
 
 
 class Payload(pydantic.BaseModel):
@@ -95,7 +93,7 @@ def all_kinds() -> list[Kind]:
 
 
 def max_payload_bytes() -> int:
-    return int(getattr(settings, "WORKQUEUE_MAX_PAYLOAD_BYTES", DEFAULT_MAX_PAYLOAD_BYTES))
+    return int(wq_settings.MAX_PAYLOAD_BYTES)
 
 
 def validate_payload(kind: Kind, payload: Any) -> str:
@@ -139,6 +137,6 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     if len(raw) > limit:
         raise InvalidPayload(
             f"payload: {len(raw)} bytes is more than the {limit} allowed "
-            "(the setting WORKQUEUE_MAX_PAYLOAD_BYTES)"
+            "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
         )
     return raw.decode()

@@ -1,6 +1,6 @@
 """The lanes a site declares: the only lane names the API accepts and metrics name.
 
-A lane is declared by the site's setting (``WORKQUEUE_LANES``, default ``["default"]``), by a
+A lane is declared by the site's setting (``WORKQUEUE["LANES"]``, default ``["default"]``), by a
 kind (``Kind.lane``), or by an app that routes work to lanes of its own (the ``django.tasks``
 backend declares its ``QUEUES``). Code may still enqueue in any valid lane name; the API, whose
 body is outside input, refuses an undeclared one, and the gauges count every undeclared lane
@@ -10,14 +10,12 @@ rows the gauges read returns.
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from workqueue.inputs import check_lane
+from wqcore.conf import wq_settings
 
 # The label of every lane no one declared: not a lane name (parentheses are not allowed in one),
 # so it never stands for a declared lane.
 UNDECLARED = "(undeclared)"
-DEFAULT_LANES = ("default",)
 
 _DECLARED_BY_APPS: set[str] = set()
 
@@ -32,7 +30,7 @@ def declared_lanes() -> list[str]:
     """Every declared lane, sorted: the setting's, the kinds', the apps'."""
     from workqueue.kinds import all_kinds
 
-    lanes = set(getattr(settings, "WORKQUEUE_LANES", DEFAULT_LANES))
+    lanes = set(wq_settings.LANES)
     lanes.update(kind.lane for kind in all_kinds())
     lanes.update(_DECLARED_BY_APPS)
     return sorted(lanes)

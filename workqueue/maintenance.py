@@ -11,13 +11,15 @@ from typing import NamedTuple
 from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce, Now
 
+from audit.services import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
-from tenancy.services import service_contexts
+from workqueue import SQL_DIR
 from workqueue.lanes import declared_lanes
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
-from workqueue.statements import Locking, NoParams, Statement, locking
-from workqueue.store import Plan, Rows, System, Tenant, arun, execute, run
+from workqueue.rows import items_of
+from wqcore.statements import Locking, NoParams, Statement, locking
+from wqcore.store import Plan, Rows, System, Tenant, arun, execute, run
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +29,7 @@ class RequeueStaleParams(NamedTuple):
     before: datetime | None
     limit: int
     # Who the audit entry of a dead-lettered item names: the sweep's service context.
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID
 
 
@@ -72,11 +74,15 @@ def _purge_locking() -> Locking:
 
 
 REQUEUE_STALE = Statement(
-    "requeue_stale", RequeueStaleParams, build_locking=lambda: {"locking": _stale_locking()}
+    "requeue_stale",
+    RequeueStaleParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES,),
+    build_locking=lambda: {"locking": _stale_locking()},
 )
-STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams)
+STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
 PURGE_ITEMS = Statement(
-    "purge_items", PurgeItemsParams, build_locking=lambda: {"locking": _purge_locking()}
+    "purge_items", PurgeItemsParams, SQL_DIR, build_locking=lambda: {"locking": _purge_locking()}
 )
 
 
@@ -85,9 +91,9 @@ class LanesParams(NamedTuple):
     lanes: list[str]
 
 
-READ_GAUGES = Statement("read_gauges", LanesParams)
-READ_TOP_TENANTS = Statement("read_top_tenants", LanesParams)
-READ_AUTOVACUUM = Statement("read_autovacuum", NoParams)
+READ_GAUGES = Statement("read_gauges", LanesParams, SQL_DIR)
+READ_TOP_TENANTS = Statement("read_top_tenants", LanesParams, SQL_DIR)
+READ_AUTOVACUUM = Statement("read_autovacuum", NoParams, SQL_DIR)
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,7 @@ class Requeued:
 def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
     params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
     rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
-    moved = rows.items("default")
+    moved = items_of(rows)
     dead = [item for item in moved if item.status == Status.FAILED]
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
@@ -244,8 +250,3 @@ def read_top_tenants() -> list[TenantDepth]:
         TenantDepth(lane, org_id, items, oldest or 0.0, rank)
         for lane, org_id, items, oldest, rank in rows.rows
     ]
-
-
-def maintenance_contexts(rctx: RequestContext) -> list[OpContext]:
-    """One service context per live tenant, for the sweep's per-tenant steps."""
-    return service_contexts(rctx)

@@ -33,18 +33,13 @@ class WorkItem(models.Model):
     """A unit of work. Only the transitions in this app change its status and claim fields."""
 
     id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
-    # No index of its own: every status change would pay for one; the tenant's reads go through
-    # the claim, stale and finished indexes under row-level security. No foreign-key constraint
-    # either: checking it cost a third of a bulk enqueue, while row-level security already pins
-    # org_id to the tenant the transaction names, orgs are marked gone rather than deleted, and
-    # the claim fails the work of a tenant it cannot find as orphaned.
-    org = models.ForeignKey(
-        "tenancy.Org",
-        on_delete=models.DO_NOTHING,
-        related_name="+",
-        db_index=False,
-        db_constraint=False,
-    )
+    # The tenant. No index of its own: every status change would pay for one; the tenant's
+    # reads go through the claim, stale and finished indexes under row-level security. No
+    # foreign key: the tenant may be the tenancy app's org, the one implicit tenant of a
+    # single-tenant site, or a site's own (WORKQUEUE["TENANCY"]); row-level security pins it to
+    # the tenant the transaction names, and the claim fails the work of a gone tenant as
+    # orphaned. (Checking a key also cost a third of a bulk enqueue.)
+    org_id = models.UUIDField()
     kind = models.CharField(max_length=100)
     lane = models.CharField(max_length=50, default="default")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
@@ -61,8 +56,9 @@ class WorkItem(models.Model):
     attempts = models.IntegerField(default=0)
     max_attempts = models.IntegerField(default=5)
     last_error = models.TextField(blank=True, default="")
-    created_by = models.UUIDField()
-    updated_by = models.UUIDField()
+    # Actors: a user's primary key as text, or the system actor (tenancy.contexts.SYSTEM_ACTOR).
+    created_by = models.CharField(max_length=255)
+    updated_by = models.CharField(max_length=255)
     request_id = models.UUIDField(null=True, blank=True)
     traceparent = models.CharField(max_length=55, null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
@@ -72,7 +68,7 @@ class WorkItem(models.Model):
         constraints = [
             # Partial: items without a key (most) cost this index nothing on every update.
             models.UniqueConstraint(
-                fields=["org", "idempotency_key"],
+                fields=["org_id", "idempotency_key"],
                 condition=models.Q(idempotency_key__isnull=False),
                 name="workitem_one_per_idempotency_key",
             ),
@@ -85,11 +81,11 @@ class WorkItem(models.Model):
             # each tenant's items by priority and age. Pending rows only, so done rows never
             # widen it (DESIGN.md, bloat).
             models.Index(
-                fields=["lane", "org", "-priority", "available_at"],
+                fields=["lane", "org_id", "-priority", "available_at"],
                 condition=models.Q(status="pending"),
                 name="workitem_fair_claim_idx",
             ),
-            # The claim with fairness off (WORKQUEUE_FAIR_CLAIM=false): priority and age across
+            # The claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): priority and age across
             # tenants.
             models.Index(
                 fields=["lane", "-priority", "available_at"],
@@ -124,11 +120,9 @@ class WorkItem(models.Model):
 class TenantShare(models.Model):
     """A tenant's share of the queue: its weight in the fair claim's round-robin, and the most
     of its items a lane runs at once (across every worker). Tenants without a row weigh 1 and
-    take the default cap (``WORKQUEUE_MAX_IN_FLIGHT``, none unless set). Set by the operator."""
+    take the default cap (``WORKQUEUE["MAX_IN_FLIGHT"]``, none unless set). Set by the operator."""
 
-    org = models.OneToOneField(
-        "tenancy.Org", on_delete=models.CASCADE, related_name="queue_share", primary_key=True
-    )
+    org_id = models.UUIDField(primary_key=True)
     # A tenant of weight 2 gets twice the items of a tenant of weight 1 when both have work.
     weight = models.FloatField(default=1.0)
     # At most this many of the tenant's items claimed at once per lane; empty: the default.
@@ -170,9 +164,9 @@ class StoredResponse(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
-    org = models.ForeignKey("tenancy.Org", on_delete=models.PROTECT, related_name="+")
-    # The signed-in user who sent the request: keys are theirs, not the tenant's.
-    user_id = models.UUIDField()
+    org_id = models.UUIDField()
+    # The signed-in user who sent the request (an actor): keys are theirs, not the tenant's.
+    user_id = models.CharField(max_length=255)
     key = models.CharField(max_length=200)
     # sha256 of the method, path and canonical JSON body: a different body under the same key
     # is refused (422), never answered with another request's response.
@@ -184,7 +178,7 @@ class StoredResponse(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["org", "user_id", "key"], name="storedresponse_one_per_key"
+                fields=["org_id", "user_id", "key"], name="storedresponse_one_per_key"
             )
         ]
         indexes = [models.Index(fields=["created_at"], name="storedresponse_created_idx")]

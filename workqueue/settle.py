@@ -12,16 +12,19 @@ import uuid
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from audit.services import APPEND_ENTRIES
 from tenancy.contexts import OpContext
+from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence, Fences
 from workqueue.inputs import storable_text
 from workqueue.kinds import get_kind
 from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
 from workqueue.models import WorkItem
+from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
-from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, System, Tenant, arun, run
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, System, Tenant, arun, run
 
 
 class FenceParams(NamedTuple):
@@ -42,7 +45,7 @@ class DeadLetterParams(NamedTuple):
     error: str
     permanent: bool
     # Who the audit entry names: the context the work ran under, and its request.
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID
 
 
@@ -66,13 +69,13 @@ class ExtendLeasesParams(NamedTuple):
     lease_s: float
 
 
-COMPLETE = Statement("complete", FenceParams)
-RETRY = Statement("retry", RetryParams)
-DEAD_LETTER = Statement("dead_letter", DeadLetterParams)
-GIVE_BACK = Statement("give_back", GiveBackParams)
-EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams)
-COMPLETE_MANY = Statement("complete_many", Fences)
-EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams)
+COMPLETE = Statement("complete", FenceParams, SQL_DIR)
+RETRY = Statement("retry", RetryParams, SQL_DIR)
+DEAD_LETTER = Statement("dead_letter", DeadLetterParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR)
+EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
+COMPLETE_MANY = Statement("complete_many", Fences, SQL_DIR)
+EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams, SQL_DIR)
 
 # The longest retry delay a caller may ask ``fail`` for.
 MAX_RETRY_DELAY_S = 86_400.0
@@ -90,7 +93,7 @@ def _held(transition: str, item: WorkItem, rows: Rows) -> WorkItem:
         raise Conflict(
             f"{transition}: work item {item.id} is no longer held under this claim token"
         )
-    return rows.items("default")[0]
+    return items_of(rows)[0]
 
 
 def _fence(item: WorkItem) -> FenceParams:

@@ -22,14 +22,17 @@ from typing import Any, NamedTuple
 
 from django.utils.dateparse import parse_datetime
 
+from audit.services import APPEND_ENTRIES
 from tenancy.contexts import OpContext
+from workqueue import SQL_DIR
 from workqueue.enqueue import READ_ITEMS, ReadItemsParams
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.inputs import check_id
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem
-from workqueue.statements import Statement
-from workqueue.store import Plan, Rows, Tenant, arun, run
+from workqueue.rows import items_of
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, Tenant, arun, run
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +91,7 @@ class TriageParams(NamedTuple):
     statuses: list[str]
     updated_ats: list[datetime]
     # Who the audit entries name: the operator, and their request.
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID
 
 
@@ -97,7 +100,7 @@ class RequeueDeadParams(NamedTuple):
     statuses: list[str]
     updated_ats: list[datetime]
     delay_s: float
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID
 
 
@@ -105,13 +108,15 @@ class RequeueEditedParams(NamedTuple):
     id: uuid.UUID
     updated_at: datetime
     payload: str  # JSON text, validated against the item's kind
-    actor_id: uuid.UUID
+    actor: str
     request_id: uuid.UUID
 
 
-REQUEUE_DEAD = Statement("requeue_dead", RequeueDeadParams)
-DISCARD = Statement("discard", TriageParams)
-REQUEUE_EDITED = Statement("requeue_edited", RequeueEditedParams)
+REQUEUE_DEAD = Statement("requeue_dead", RequeueDeadParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+DISCARD = Statement("discard", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+REQUEUE_EDITED = Statement(
+    "requeue_edited", RequeueEditedParams, SQL_DIR, includes=(APPEND_ENTRIES,)
+)
 
 
 def _checked(drawn: Sequence[Drawn], allowed: frozenset[str], action: str) -> list[Drawn]:
@@ -146,7 +151,7 @@ def check_delay(delay_s: Any) -> float:
 
 
 def _result(fences: list[Drawn], rows: Rows) -> Triaged:
-    changed = rows.items("default")
+    changed = items_of(rows)
     done = {item.id for item in changed}
     return Triaged(changed, [f.id for f in fences if f.id not in done])
 
@@ -229,7 +234,7 @@ async def adiscard(ctx: OpContext, drawn: Sequence[Drawn]) -> Triaged:
 def requeue_edited_plan(ctx: OpContext, drawn: Drawn, payload: Any) -> Plan:
     (fence,) = _checked([drawn], REQUEUEABLE, "requeue")
     found: Rows = yield Tenant(ctx.org_id, READ_ITEMS, ReadItemsParams([fence.id], []))
-    items = found.items("default")
+    items = items_of(found)
     if not items:
         raise Conflict(f"work item {fence.id} is not in this tenant")
     text = validate_payload(get_kind(items[0].kind), payload)
@@ -239,7 +244,7 @@ def requeue_edited_plan(ctx: OpContext, drawn: Drawn, payload: Any) -> Plan:
         raise Conflict(
             f"work item {fence.id} changed since the page was drawn; nothing was changed"
         )
-    result = Triaged(rows.items("default"), [])
+    result = Triaged(items_of(rows), [])
     _log("work_requeued_edited", ctx, result)
     return result.changed[0]
 

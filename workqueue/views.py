@@ -26,7 +26,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
 from tenancy.contexts import OpContext
-from tenancy.middleware import ORG_HEADER
+from tenancy.membership import ORG_HEADER
 from workqueue import api
 from workqueue.inputs import check_when
 
@@ -176,7 +176,7 @@ def _lane(value: Any) -> str | None:
         declared = ", ".join(api.declared_lanes())
         raise api.InvalidPayload(
             f"lane: {lane!r} is not a lane this site declares (declared: {declared}); "
-            "the site declares lanes in WORKQUEUE_LANES or by a kind"
+            "the site declares lanes in WORKQUEUE['LANES'] or by a kind"
         )
     return lane
 

@@ -1,4 +1,4 @@
-"""Row-level security on the tenant tables of this app (tenancy/sql/tenant_policy.sql)."""
+"""Row-level security on the audit trail (tenancy/sql/tenant_policy.sql)."""
 
 from django.db import migrations
 
@@ -6,6 +6,8 @@ from tenancy.rls import apply_tenant_policy
 
 
 class Migration(migrations.Migration):
-    dependencies = [("audit", "0001_initial")]
+    dependencies = [("workqueue_audit", "0001_initial")]
 
-    operations = [apply_tenant_policy("audit_auditentry")]
+    operations = [
+        apply_tenant_policy("workqueue_audit_auditentry"),
+    ]

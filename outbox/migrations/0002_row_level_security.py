@@ -6,6 +6,8 @@ from tenancy.rls import apply_tenant_policy
 
 
 class Migration(migrations.Migration):
-    dependencies = [("outbox", "0001_outbox_rows")]
+    dependencies = [("workqueue_outbox", "0001_initial")]
 
-    operations = [apply_tenant_policy("outbox_outboxrow")]
+    operations = [
+        apply_tenant_policy("workqueue_outbox_outboxrow"),
+    ]

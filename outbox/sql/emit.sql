@@ -2,11 +2,11 @@
 WITH tenant AS MATERIALIZED (
     SELECT {set_tenant}
 ), inserted AS (
-    INSERT INTO outbox_outboxrow (
-        id, org_id, kind, payload, actor_id, request_id, traceparent, status, last_error,
+    INSERT INTO workqueue_outbox_outboxrow (
+        id, org_id, kind, payload, actor, request_id, traceparent, status, last_error,
         created_at, relayed_at)
     SELECT %(id)s::uuid, %(org_id)s::uuid, %(kind)s::text, %(payload)s::jsonb,
-           %(actor_id)s::uuid, %(request_id)s::uuid, %(traceparent)s::text, 'pending', '',
+           %(actor)s::text, %(request_id)s::uuid, %(traceparent)s::text, 'pending', '',
            now(), NULL
       FROM tenant
     RETURNING id

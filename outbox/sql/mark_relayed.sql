@@ -1,5 +1,5 @@
 -- mark_relayed: the rows the relay handled: relayed, or failed with the reason it could not relay them
-UPDATE outbox_outboxrow AS o
+UPDATE workqueue_outbox_outboxrow AS o
    SET status = CASE WHEN t.error IS NULL THEN 'relayed' ELSE 'failed' END,
        last_error = COALESCE(t.error, ''),
        relayed_at = now()

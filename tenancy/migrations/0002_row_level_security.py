@@ -1,4 +1,5 @@
-"""Row-level security on the tenant tables of this app (tenancy/sql/tenant_policy.sql)."""
+"""Row-level security on orgs (an org is its own tenant: ``id``) and memberships
+(tenancy/sql/tenant_policy.sql). The SQL is frozen as applied: a change is a new migration."""
 
 from django.db import migrations
 
@@ -6,6 +7,9 @@ from tenancy.rls import apply_tenant_policy
 
 
 class Migration(migrations.Migration):
-    dependencies = [("tenancy", "0001_initial")]
+    dependencies = [("workqueue_tenancy", "0001_initial")]
 
-    operations = [apply_tenant_policy("tenancy_membership")]
+    operations = [
+        apply_tenant_policy("workqueue_tenancy_org", column="id"),
+        apply_tenant_policy("workqueue_tenancy_membership"),
+    ]

@@ -478,7 +478,8 @@ def test_five_thousand_items_through_kills_cuts_a_freeze_and_a_database_crash(
                 left = query(
                     "SELECT (SELECT count(*) FROM workqueue_workitem"
                     "        WHERE status IN ('pending', 'claimed'))"
-                    "     + (SELECT count(*) FROM outbox_outboxrow WHERE status = 'pending')"
+                    "     + (SELECT count(*) FROM workqueue_outbox_outboxrow"
+                    "         WHERE status = 'pending')"
                 )[0][0]
                 if left == 0:
                     break
@@ -526,7 +527,7 @@ def _check(
     poison = query(
         """
         SELECT w.id, w.status, w.attempts, w.max_attempts,
-               (SELECT count(*) FROM audit_auditentry a WHERE a.subject_id = w.id::text
+               (SELECT count(*) FROM workqueue_audit_auditentry a WHERE a.subject_id = w.id::text
                    AND a.action = 'work.dead_lettered'),
                (SELECT count(*) FROM chaos_run r WHERE r.item_id = w.id)
           FROM workqueue_workitem w WHERE w.kind = %s
@@ -534,9 +535,9 @@ def _check(
         [POISON.name],
     )
     claimed = query("SELECT count(*) FROM workqueue_workitem WHERE status = 'claimed'")[0][0]
-    outbox = dict(query("SELECT status, count(*) FROM outbox_outboxrow GROUP BY 1"))
+    outbox = dict(query("SELECT status, count(*) FROM workqueue_outbox_outboxrow GROUP BY 1"))
     outbox_items = query(
-        "SELECT count(*) FROM outbox_outboxrow o JOIN workqueue_workitem w ON w.id = o.id"
+        "SELECT count(*) FROM workqueue_outbox_outboxrow o JOIN workqueue_workitem w ON w.id = o.id"
         " WHERE w.status = 'done'"
     )[0][0]
     # A worker's counter where it was read (survivors, the frozen one), else its log lines.

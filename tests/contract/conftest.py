@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from workqueue import api
+from wqcore.store import aclose_async_store
 
 # The transitions that come in pairs (sync on Django's connections, async on the store's own).
 PAIRED = (
@@ -31,7 +32,7 @@ async def _once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return await fn(*args, **kwargs)
     finally:
-        await api.aclose_async_store()
+        await aclose_async_store()
 
 
 class Face:

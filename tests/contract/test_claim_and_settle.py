@@ -18,7 +18,7 @@ from workqueue.api import fail_orphaned
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence
 from workqueue.models import Status, WorkItem
-from workqueue.statements import GENERIC_PLAN
+from wqcore.statements import GENERIC_PLAN
 
 
 def _db_now():

@@ -13,7 +13,7 @@ from psycopg.pq import TransactionStatus
 from tenancy.contexts import OpContext
 from tenancy.scope import current_tenant, deferred_tenant_scope, tenant_scope
 from tests.contract.test_shipment_notifier import make_shipment
-from workers.shipment_notifier.models import Shipment
+from workers.demo.models import Shipment
 from workqueue import api
 
 pytestmark = pytest.mark.usefixtures("committed")

@@ -29,6 +29,7 @@ from workers.django_tasks import records
 from workers.django_tasks.models import TaskRecord
 from workqueue import api
 from workqueue.models import WorkItem
+from wqcore.store import run
 
 
 def _items() -> list[WorkItem]:
@@ -338,13 +339,13 @@ def test_the_record_is_written_only_under_the_claim_token_and_purged_with_its_it
     result = tasks.add.enqueue(1, 2)
     [(_, held)] = api.claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
     stale = api.Fence(held.org_id, held.id, uuid.uuid4())
-    assert api.run(records.record_start_plan([stale])) == {}
+    assert run(records.record_start_plan([stale])) == {}
     assert not TaskRecord.objects.using("admin").exists()
-    started = api.run(records.record_start_plan([api.Fence.of(held)]))
+    started = run(records.record_start_plan([api.Fence.of(held)]))
     assert started[held.id].worker_ids == ["w1"]
     ended = records.Ended(return_value="3")
-    assert api.run(records.record_end_plan([(stale, ended)])) == set()
-    assert api.run(records.record_end_plan([(api.Fence.of(held), ended)])) == {held.id}
+    assert run(records.record_end_plan([(stale, ended)])) == set()
+    assert run(records.record_end_plan([(api.Fence.of(held), ended)])) == {held.id}
     api.complete_many([api.Fence.of(held)])
     done = tasks.add.get_result(result.id)
     assert (done.status, done.return_value, done.worker_ids) == (
@@ -368,12 +369,12 @@ def test_the_everyday_login_cannot_write_records(member: OpContext, worker_rctx)
 
     tasks.add.enqueue(1, 2)
     [(_, held)] = api.claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
-    api.run(records.record_start_plan([api.Fence.of(held)]))
+    run(records.record_start_plan([api.Fence.of(held)]))
     for attack in (
-        "UPDATE djtasks_taskrecord SET return_value = '1'",
-        "DELETE FROM djtasks_taskrecord",
+        "UPDATE workqueue_tasks_taskrecord SET return_value = '1'",
+        "DELETE FROM workqueue_tasks_taskrecord",
         (
-            "INSERT INTO djtasks_taskrecord (item_id, org_id, worker_ids, errors) "
+            "INSERT INTO workqueue_tasks_taskrecord (item_id, org_id, worker_ids, errors) "
             f"VALUES (gen_random_uuid(), '{member.org_id}', '[]', '[]')"
         ),
     ):

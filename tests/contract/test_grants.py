@@ -92,8 +92,8 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
 
     from audit.services import append
     from outbox.emit import emit
+    from workers.demo.models import Shipment, ShipmentNotice
     from workers.django_tasks.models import TaskRecord
-    from workers.shipment_notifier.models import Shipment, ShipmentNotice
     from workqueue.models import TenantShare
 
     a, b = make_ctx(), make_ctx()
@@ -155,18 +155,18 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "UPDATE tenancy_user SET password = 'pbkdf2_sha256$1$x$y'",
         "SELECT session_key, session_data FROM django_session",
         "DELETE FROM django_session",
-        "UPDATE tenancy_org SET gone_at = now()",
+        "UPDATE workqueue_tenancy_org SET gone_at = now()",
         (
-            "INSERT INTO tenancy_org (id, name, slug, created_at) "
+            "INSERT INTO workqueue_tenancy_org (id, name, slug, created_at) "
             "VALUES (gen_random_uuid(), 'x', 'x', now())"
         ),
-        "UPDATE tenancy_membership SET role = 'owner'",
+        "UPDATE workqueue_tenancy_membership SET role = 'owner'",
         (
-            "INSERT INTO tenancy_membership (id, org_id, user_id, role, created_at) "
-            "SELECT gen_random_uuid(), id, id, 'owner', now() FROM tenancy_org"
+            "INSERT INTO workqueue_tenancy_membership (id, org_id, user_id, role, created_at) "
+            "SELECT gen_random_uuid(), id, id, 'owner', now() FROM workqueue_tenancy_org"
         ),
-        "DELETE FROM audit_auditentry",
-        "UPDATE audit_auditentry SET action = 'forged'",
+        "DELETE FROM workqueue_audit_auditentry",
+        "UPDATE workqueue_audit_auditentry SET action = 'forged'",
         "DELETE FROM workqueue_workitem",
         "UPDATE workqueue_workitem SET org_id = gen_random_uuid()",
         "UPDATE workqueue_workitem SET created_by = gen_random_uuid()",
@@ -174,11 +174,11 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "UPDATE workqueue_tenantshare SET max_in_flight = NULL, weight = 1000",
         (
             "INSERT INTO workqueue_tenantshare (org_id, weight, updated_at)"
-            " SELECT id, 1000, now() FROM tenancy_org"
+            " SELECT id, 1000, now() FROM workqueue_tenancy_org"
         ),
-        "SELECT * FROM workers_worker",
-        "UPDATE djtasks_taskrecord SET return_value = '1'",
-        "DELETE FROM djtasks_taskrecord",
+        "SELECT * FROM workqueue_workers_worker",
+        "UPDATE workqueue_tasks_taskrecord SET return_value = '1'",
+        "DELETE FROM workqueue_tasks_taskrecord",
         "SELECT * FROM django_admin_log",
         "DELETE FROM workqueue_storedresponse",
         "UPDATE workqueue_storedresponse SET fingerprint = 'x'",
@@ -189,8 +189,8 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "LOCK TABLE workqueue_workitem IN EXCLUSIVE MODE",
         "LOCK TABLE workqueue_workitem IN SHARE MODE",
         "LOCK TABLE workqueue_workitem IN SHARE ROW EXCLUSIVE MODE",
-        "LOCK TABLE audit_auditentry IN ACCESS EXCLUSIVE MODE",
-        "LOCK TABLE tenancy_org IN ACCESS EXCLUSIVE MODE",
+        "LOCK TABLE workqueue_audit_auditentry IN ACCESS EXCLUSIVE MODE",
+        "LOCK TABLE workqueue_tenancy_org IN ACCESS EXCLUSIVE MODE",
         "ALTER TABLE workqueue_workitem DISABLE ROW LEVEL SECURITY",
         "ALTER TABLE workqueue_workitem NO FORCE ROW LEVEL SECURITY",
         "DROP POLICY tenant_isolation ON workqueue_workitem",
@@ -209,10 +209,10 @@ def test_the_everyday_login_is_refused(two_tenants, attack: str) -> None:
 
 def test_the_org_table_shows_only_the_scoped_org(two_tenants) -> None:
     a, b = two_tenants
-    assert _as_tenant(a.org_id, "SELECT id FROM tenancy_org") == [(a.org_id,)]
-    assert _as_tenant(a.org_id, "SELECT count(*) FROM tenancy_org WHERE id = %s", [b.org_id]) == [
-        (0,)
-    ]
+    assert _as_tenant(a.org_id, "SELECT id FROM workqueue_tenancy_org") == [(a.org_id,)]
+    assert _as_tenant(
+        a.org_id, "SELECT count(*) FROM workqueue_tenancy_org WHERE id = %s", [b.org_id]
+    ) == [(0,)]
 
 
 def test_sign_in_still_works_through_the_system_login(two_tenants) -> None:

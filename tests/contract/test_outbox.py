@@ -14,7 +14,7 @@ from outbox.models import OutboxRow, OutboxStatus
 from outbox.relay import purge_relayed, read_lag, relay_all, relay_pending
 from tenancy.contexts import OpContext
 from tests.helpers import back_date_outbox
-from workers.shipment_notifier.models import Shipment
+from workers.demo.models import Shipment
 from workqueue.api import InvalidPayload, Status
 from workqueue.models import WorkItem
 

@@ -12,12 +12,13 @@ import psycopg
 import pytest
 from django.db import connections
 from django.test import override_settings
+from project.logins import LOGIN_SETTINGS
 
 from project import checks
-from project.logins import LOGIN_SETTINGS
 from tenancy.contexts import OpContext
 from tests.helpers import statements
 from workqueue import api, store
+from wqcore.store import aclose_async_store
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -59,7 +60,7 @@ async def _arounds(ctx: OpContext, rctx: Any) -> tuple[int, list[str]]:
         return prepared, sent
     finally:
         psycopg.AsyncConnection.execute = execute  # type: ignore[method-assign]
-        await api.aclose_async_store()
+        await aclose_async_store()
 
 
 @pytest.mark.parametrize("pooler", ["none", "transaction"])

@@ -25,7 +25,7 @@ def _current_tenant(using: str = "default") -> str:
 
 def test_every_model_with_an_org_carries_the_policy() -> None:
     tables = tenant_tables()
-    assert {"tenancy_membership", "audit_auditentry"} <= set(tables)
+    assert {"workqueue_tenancy_membership", "workqueue_audit_auditentry"} <= set(tables)
     assert tables_missing_policy(connections["admin"], tables) == {}
 
 
@@ -36,7 +36,7 @@ def test_the_policy_check_flags_a_table_without_it() -> None:
         cursor.execute("ALTER TABLE probe_unforced ENABLE ROW LEVEL SECURITY")
     try:
         missing = tables_missing_policy(
-            connections["admin"], ["probe_bare", "probe_unforced", "tenancy_membership"]
+            connections["admin"], ["probe_bare", "probe_unforced", "workqueue_tenancy_membership"]
         )
         assert missing == {
             "probe_bare": "missing ENABLE, FORCE, policy",
@@ -67,7 +67,7 @@ def test_a_tenant_sees_only_its_own_rows() -> None:
 def test_writing_another_tenants_row_is_refused() -> None:
     """On a table the everyday login may write (shipments), the policy's WITH CHECK refuses a
     row of another tenant and its USING hides the other tenant's rows from UPDATE."""
-    from workers.shipment_notifier.models import Shipment
+    from workers.demo.models import Shipment
 
     a, b = OrgFactory(), OrgFactory()
     mine = Shipment.objects.using("admin").create(org=a, reference="a", recipient_email="a@x.io")

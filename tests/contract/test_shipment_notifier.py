@@ -13,13 +13,13 @@ from django.db import connections
 from tenancy.contexts import OpContext
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import tenant_scope
+from workers.demo.handler import NotifyShipmentHandler
+from workers.demo.models import Shipment, ShipmentNotice, ShipmentStatus
 from workers.handlers import PermanentError, RetryableError, Run, handler_for
-from workers.shipment_notifier.handler import NotifyShipmentHandler
-from workers.shipment_notifier.models import Shipment, ShipmentNotice, ShipmentStatus
 from workqueue.api import claim, enqueue
 from workqueue.models import WorkItem
 
-TABLES = ("shipment_notifier_shipment", "shipment_notifier_shipmentnotice")
+TABLES = ("workqueue_demo_shipment", "workqueue_demo_shipmentnotice")
 
 
 def make_shipment(org_id: uuid.UUID, **fields: Any) -> Shipment:
@@ -156,12 +156,11 @@ def test_a_change_between_read_and_write_fails_the_compare_and_set(
 
     def someone_else_changes_it() -> None:
         as_owner(
-            "UPDATE shipment_notifier_shipment SET status = %s, version = version + 1"
-            " WHERE id = %s",
+            "UPDATE workqueue_demo_shipment SET status = %s, version = version + 1 WHERE id = %s",
             [ShipmentStatus.IN_TRANSIT, shipment.pk],
         )
 
-    with before_statement('UPDATE "shipment_notifier_shipment"', someone_else_changes_it) as fired:
+    with before_statement('UPDATE "workqueue_demo_shipment"', someone_else_changes_it) as fired:
         with pytest.raises(RetryableError, match="changed after version 1"):
             NotifyShipmentHandler().handle(item_ctx, item, run)
 
@@ -234,17 +233,17 @@ def test_a_notice_a_concurrent_run_committed_counts_as_done(ctx: OpContext, work
 
     def another_run_sends_and_advances() -> None:
         as_owner(
-            "INSERT INTO shipment_notifier_shipmentnotice"
+            "INSERT INTO workqueue_demo_shipmentnotice"
             " (id, org_id, shipment_id, version, channel) VALUES (%s, %s, %s, 1, 'email')",
             [uuid.uuid4(), ctx.org_id, shipment.pk],
         )
         as_owner(
-            "UPDATE shipment_notifier_shipment SET notified_version = 1, version = 2 WHERE id = %s",
+            "UPDATE workqueue_demo_shipment SET notified_version = 1, version = 2 WHERE id = %s",
             [shipment.pk],
         )
 
     with before_statement(
-        'INSERT INTO "shipment_notifier_shipmentnotice"', another_run_sends_and_advances
+        'INSERT INTO "workqueue_demo_shipmentnotice"', another_run_sends_and_advances
     ) as fired:
         NotifyShipmentHandler().handle(item_ctx, item, run)
 

@@ -12,8 +12,9 @@ from django.db import connections
 from psycopg import pq
 
 from tenancy.contexts import OpContext
-from workqueue import api, claim, store
-from workqueue.statements import SQL_DIR, Statement
+from workqueue import SQL_DIR, api, claim, store
+from wqcore.statements import Statement
+from wqcore.store import System, aclose_async_store, execute
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -49,7 +50,7 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
         try:
             return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 20))
         finally:
-            await api.aclose_async_store()
+            await aclose_async_store()
 
     assert asyncio.run(claim_once()) == 20
     for handle in handles:
@@ -70,8 +71,7 @@ def test_every_statement_names_exactly_its_parameters() -> None:
     """Each named statement's placeholders are its NamedTuple's fields (Statement.sql checks),
     and every .sql file of the store is a statement someone declared."""
     from outbox import emit, relay
-    from project import gauges
-    from workers import liveness
+    from workers import gauges, liveness
     from workqueue import enqueue, figures, idempotency, maintenance, settle, triage
 
     modules = (claim, enqueue, settle, maintenance, triage, idempotency, figures)
@@ -94,7 +94,7 @@ def test_a_statement_refuses_parameters_of_another_shape() -> None:
     from workqueue import settle
 
     with pytest.raises(TypeError, match="takes FenceParams"):
-        api.execute(api.System(settle.COMPLETE, settle.ExtendLeaseParams(1, 2, 3)))  # type: ignore[arg-type]
+        execute(System(settle.COMPLETE, settle.ExtendLeaseParams(1, 2, 3)))  # type: ignore[arg-type]
 
 
 def test_no_login_compiles_statements_just_in_time() -> None:
@@ -109,7 +109,7 @@ def test_no_login_compiles_statements_just_in_time() -> None:
             async with pool.connection() as conn:
                 return (await (await conn.execute("SHOW jit")).fetchone())[0]
         finally:
-            await api.aclose_async_store()
+            await aclose_async_store()
 
     for alias in ("default", "system"):
         with connections[alias].cursor() as cursor:

@@ -17,9 +17,9 @@ from django.db import connections
 from audit.models import AuditEntry
 from outbox.emit import emit
 from outbox.models import OutboxRow
-from project.gauges import GAUGES, read_queue_gauges
 from tenancy.contexts import SYSTEM_USER_ID, OpContext
 from tests.helpers import back_date, back_date_outbox, row
+from workers.gauges import GAUGES, read_queue_gauges
 from workers.sweep import purge_items, purge_outbox, purge_sessions, relay_outbox, requeue_stale
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import MUTEX, sweep_once

@@ -19,6 +19,7 @@ from tests.factories import UserFactory
 from tests.helpers import back_date, row
 from workqueue import api
 from workqueue.models import Status, WorkItem
+from wqcore.store import aclose_async_store
 
 
 def _dead(ctx: OpContext, worker_rctx, payload: dict | None = None, error: str = "boom"):  # type: ignore[no-untyped-def]
@@ -280,7 +281,7 @@ def test_the_async_face_runs_the_same_statements(ctx: OpContext, worker_rctx) ->
             edited = await api.arequeue_edited(ctx, api.Drawn.of(third), {"n": 5})
             return requeued, discarded, edited
         finally:
-            await api.aclose_async_store()
+            await aclose_async_store()
 
     requeued, discarded, edited = asyncio.run(triage())
     assert [i.id for i in requeued.changed] == [first.id]

@@ -27,7 +27,7 @@ from tenancy.models import Role
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import dead_letter, row
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
-from workers.shipment_notifier.models import Shipment, ShipmentNotice
+from workers.demo.models import Shipment, ShipmentNotice
 from workqueue.models import Status
 
 pytestmark = [pytest.mark.usefixtures("committed"), pytest.mark.slow]

@@ -293,7 +293,8 @@ def rows(ctx: OpContext) -> tuple[int, int, int]:
     with tenant_scope(ctx.org_id), connections["default"].cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM workqueue_workitem),"
-            " (SELECT count(*) FROM outbox_outboxrow), (SELECT count(*) FROM audit_auditentry)"
+            " (SELECT count(*) FROM workqueue_outbox_outboxrow),"
+            " (SELECT count(*) FROM workqueue_audit_auditentry)"
         )
         return cursor.fetchone()
 

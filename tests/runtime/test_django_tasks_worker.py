@@ -22,7 +22,7 @@ from tenancy.current import using_context
 from tenancy.models import Org
 from tests import tasks
 from tests.runtime.support import run_until, settings
-from workers.shipment_notifier.models import Shipment
+from workers.demo.models import Shipment
 from workers.worker import Worker
 from workqueue import api
 from workqueue.models import WorkItem

@@ -42,6 +42,7 @@ from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workers.sweep.sweeper import SweepLock
 from workqueue import api
 from workqueue.models import Status, WorkItem
+from wqcore.store import aclose_async_store
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -190,7 +191,7 @@ async def _async_rounds(rounds: int, mine: OpContext, rctx: Any, worker: str) ->
                     await api.arelease(ctx, got, "handed back")
             steps += 3 + len(claimed)
     finally:
-        await api.aclose_async_store()
+        await aclose_async_store()
     return steps
 
 

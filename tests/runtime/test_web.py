@@ -103,7 +103,7 @@ def test_naming_an_org_the_user_is_not_a_member_of_is_refused() -> None:
 
 
 def test_the_queue_gauges_are_on_the_webs_metrics() -> None:
-    from project.gauges import GAUGES
+    from workers.gauges import GAUGES
 
     GAUGES.forget()
     page = Client().get("/metrics").content.decode()

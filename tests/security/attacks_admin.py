@@ -104,7 +104,7 @@ def _shows_b(world: World, text: str) -> bool:
 
 def _b_org_name(world: World) -> str:
     with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT name FROM tenancy_org WHERE id = %s", [world.b.org_id])
+        cursor.execute("SELECT name FROM workqueue_tenancy_org WHERE id = %s", [world.b.org_id])
         return cursor.fetchone()[0]
 
 
@@ -209,9 +209,11 @@ def _b_detail_pages(scene: Scene) -> None:
     w = scene.world
     client = staff_of_a(w)
     with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT id FROM audit_auditentry WHERE org_id = %s", [w.b.org_id])
+        cursor.execute("SELECT id FROM workqueue_audit_auditentry WHERE org_id = %s", [w.b.org_id])
         entries = [r[0] for r in cursor.fetchall()]
-        cursor.execute("SELECT id FROM tenancy_membership WHERE org_id = %s", [w.b.org_id])
+        cursor.execute(
+            "SELECT id FROM workqueue_tenancy_membership WHERE org_id = %s", [w.b.org_id]
+        )
         memberships = [r[0] for r in cursor.fetchall()]
     urls = [
         f"{base}{obj}/{page}/"

@@ -39,8 +39,8 @@ def a_rows(world: World) -> tuple[int, ...]:
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM workqueue_workitem WHERE org_id = %(a)s),"
-            " (SELECT count(*) FROM outbox_outboxrow WHERE org_id = %(a)s),"
-            " (SELECT count(*) FROM audit_auditentry WHERE org_id = %(a)s),"
+            " (SELECT count(*) FROM workqueue_outbox_outboxrow WHERE org_id = %(a)s),"
+            " (SELECT count(*) FROM workqueue_audit_auditentry WHERE org_id = %(a)s),"
             " (SELECT count(*) FROM workqueue_storedresponse WHERE org_id = %(a)s)",
             {"a": world.a.org_id},
         )
@@ -224,7 +224,8 @@ def _former_member(world: World) -> None:
     """B once had A's member as a member: the membership ended yesterday."""
     with connections["admin"].cursor() as cursor:
         cursor.execute(
-            "INSERT INTO tenancy_membership (id, org_id, user_id, role, created_at, ended_at)"
+            "INSERT INTO workqueue_tenancy_membership"
+            " (id, org_id, user_id, role, created_at, ended_at)"
             " VALUES (gen_random_uuid(), %s, %s, 'owner', now() - interval '2 days',"
             " now() - interval '1 day')",
             [world.b.org_id, world.a.user_id],

@@ -18,9 +18,9 @@ from django.test import Client
 from tenancy.contexts import AppType, new_request_context
 from tests.security.table import Scene, attack, client_of
 from tests.security.world import SECRET, World
+from workers.demo.handler import NotifyShipmentHandler
+from workers.demo.models import Shipment, ShipmentNotice
 from workers.handlers import PermanentError, Run
-from workers.shipment_notifier.handler import NotifyShipmentHandler
-from workers.shipment_notifier.models import Shipment, ShipmentNotice
 from workqueue import api
 
 DEMO = "/demo/"
@@ -100,7 +100,7 @@ def _their_reference(scene: Scene) -> None:
 @attack("demo", "SQL in the booking's fields is stored as text")
 def _injection(scene: Scene) -> None:
     w = scene.world
-    reference = "x'); UPDATE shipment_notifier_shipment SET reference = 'pwned'; --"
+    reference = "x'); UPDATE workqueue_demo_shipment SET reference = 'pwned'; --"
     books_in_a(w, lambda: client_of(w).post(DEMO, {**BOOKING, "reference": reference}))
     assert shipments_of(w.a.org_id)[-1].reference == reference
 

@@ -50,6 +50,7 @@ from tests.security.table import (
 )
 from tests.security.world import SECRET, World
 from workqueue import api
+from wqcore.store import aclose_async_store
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -92,7 +93,12 @@ def sql_attack(name: str, sql: str, *, sees_nothing: bool = False) -> None:
 
 
 B = "org_id = %(b_org)s"
-for table in ("workqueue_workitem", "outbox_outboxrow", "audit_auditentry", "tenancy_membership"):
+for table in (
+    "workqueue_workitem",
+    "workqueue_outbox_outboxrow",
+    "workqueue_audit_auditentry",
+    "workqueue_tenancy_membership",
+):
     sql_attack(f"read B's {table}", f"SELECT count(*) FROM {table} WHERE {B}", sees_nothing=True)
     sql_attack(
         f"read {table} with an injected OR",
@@ -100,7 +106,9 @@ for table in ("workqueue_workitem", "outbox_outboxrow", "audit_auditentry", "ten
         sees_nothing=True,
     )
 sql_attack(
-    "read B's org", "SELECT count(*) FROM tenancy_org WHERE id = %(b_org)s", sees_nothing=True
+    "read B's org",
+    "SELECT count(*) FROM workqueue_tenancy_org WHERE id = %(b_org)s",
+    sees_nothing=True,
 )
 sql_attack(
     "update B's items",
@@ -124,29 +132,29 @@ sql_attack(
     " updated_at) VALUES (gen_random_uuid(), %(b_org)s, 'NOOP', 'default', 'pending', '{}',"
     " 0, now(), 0, 5, '', %(b_user)s, %(b_user)s, now(), now())",
 )
-sql_attack("delete B's outbox rows", f"DELETE FROM outbox_outboxrow WHERE {B}")
-sql_attack("mark outbox rows relayed", "UPDATE outbox_outboxrow SET status = 'relayed'")
+sql_attack("delete B's outbox rows", f"DELETE FROM workqueue_outbox_outboxrow WHERE {B}")
+sql_attack("mark outbox rows relayed", "UPDATE workqueue_outbox_outboxrow SET status = 'relayed'")
 sql_attack(
     "write an outbox row into B",
-    "INSERT INTO outbox_outboxrow (id, org_id, kind, payload, actor_id, status, last_error,"
-    " created_at) VALUES (gen_random_uuid(), %(b_org)s, 'work.NOOP', '{}', %(a_user)s,"
+    "INSERT INTO workqueue_outbox_outboxrow (id, org_id, kind, payload, actor, status,"
+    " last_error, created_at) VALUES (gen_random_uuid(), %(b_org)s, 'work.NOOP', '{}', %(a_user)s,"
     " 'pending', '', now())",
 )
 sql_attack(
     "forge an audit entry in B",
-    "INSERT INTO audit_auditentry (id, org_id, actor_id, action, subject_type, subject_id,"
-    " data, created_at) VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'forged', 'x', 'x',"
+    "INSERT INTO workqueue_audit_auditentry (id, org_id, actor, action, subject_type,"
+    " subject_id, data, created_at) VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'forged', 'x', 'x',"
     " '{}', now())",
 )
-sql_attack("rewrite audit entries", "UPDATE audit_auditentry SET action = 'forged'")
-sql_attack("erase audit entries", "DELETE FROM audit_auditentry")
-sql_attack("rename B's org", "UPDATE tenancy_org SET name = 'pwned' WHERE id = %(b_org)s")
+sql_attack("rewrite audit entries", "UPDATE workqueue_audit_auditentry SET action = 'forged'")
+sql_attack("erase audit entries", "DELETE FROM workqueue_audit_auditentry")
+sql_attack("rename B's org", "UPDATE workqueue_tenancy_org SET name = 'pwned' WHERE id = %(b_org)s")
 sql_attack(
     "join B as owner",
-    "INSERT INTO tenancy_membership (id, org_id, user_id, role, created_at)"
+    "INSERT INTO workqueue_tenancy_membership (id, org_id, user_id, role, created_at)"
     " VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'owner', now())",
 )
-sql_attack("promote own membership", "UPDATE tenancy_membership SET role = 'owner'")
+sql_attack("promote own membership", "UPDATE workqueue_tenancy_membership SET role = 'owner'")
 sql_attack("read password hashes", "SELECT username, password FROM tenancy_user")
 sql_attack("make B's user a superuser", "UPDATE tenancy_user SET is_superuser = true")
 sql_attack("read B's session", "SELECT session_data FROM django_session")
@@ -154,7 +162,10 @@ sql_attack("sign B out", "DELETE FROM django_session WHERE session_key = %(b_ses
 sql_attack(
     "disable row-level security", "ALTER TABLE workqueue_workitem DISABLE ROW LEVEL SECURITY"
 )
-sql_attack("unforce row-level security", "ALTER TABLE outbox_outboxrow NO FORCE ROW LEVEL SECURITY")
+sql_attack(
+    "unforce row-level security",
+    "ALTER TABLE workqueue_outbox_outboxrow NO FORCE ROW LEVEL SECURITY",
+)
 sql_attack("drop the tenant policy", "DROP POLICY tenant_isolation ON workqueue_workitem")
 sql_attack(
     "add a permissive policy",
@@ -173,11 +184,11 @@ sql_attack("create a role", "CREATE ROLE sneaky LOGIN BYPASSRLS")
 @attack("sql", "grant the queue to everyone")
 def _grant_public(scene: Scene) -> None:
     # A grant by a role without the grant option is a warning, not an error: check its effect.
-    as_a(scene.world, "GRANT ALL ON workqueue_workitem, audit_auditentry TO PUBLIC")
+    as_a(scene.world, "GRANT ALL ON workqueue_workitem, workqueue_audit_auditentry TO PUBLIC")
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM information_schema.role_table_grants WHERE grantee = 'PUBLIC'"
-            " AND table_name IN ('workqueue_workitem', 'audit_auditentry')"
+            " AND table_name IN ('workqueue_workitem', 'workqueue_audit_auditentry')"
         )
         assert cursor.fetchone()[0] == 0
 
@@ -272,7 +283,7 @@ async def _async_complete(ctx: Any, item: api.WorkItem) -> Any:
     try:
         return await api.acomplete(ctx, item)
     finally:
-        await api.aclose_async_store()
+        await aclose_async_store()
 
 
 def _batch_attack(name: str, fences: Callable[[World], list[api.Fence]]) -> None:
@@ -332,7 +343,7 @@ def _taken_id_async(scene: Scene) -> None:
         try:
             return await api.aenqueue(scene.world.a.ctx, "NOOP", {}, id=scene.world.b.parked.id)
         finally:
-            await api.aclose_async_store()
+            await aclose_async_store()
 
     _refused(lambda: asyncio.run(go()))
 
@@ -393,14 +404,15 @@ def _outbox_taken_id(scene: Scene) -> None:
     w = scene.world
     as_a(
         w,
-        "INSERT INTO outbox_outboxrow (id, org_id, kind, payload, actor_id, status, last_error,"
-        " created_at) VALUES (%(b_item)s, %(a_org)s, 'work.NOOP', '{}', %(a_user)s, 'pending',"
+        "INSERT INTO workqueue_outbox_outboxrow (id, org_id, kind, payload, actor, status,"
+        " last_error, created_at) VALUES (%(b_item)s, %(a_org)s, 'work.NOOP', '{}', %(a_user)s, 'pending',"
         " '', now())",
     )
     relay_pending(new_request_context(AppType.WORKER))
     with connections["admin"].cursor() as cursor:
         cursor.execute(
-            "SELECT status, last_error FROM outbox_outboxrow WHERE id = %s", [w.b.parked.id]
+            "SELECT status, last_error FROM workqueue_outbox_outboxrow WHERE id = %s",
+            [w.b.parked.id],
         )
         status, error = cursor.fetchone()
     assert status == "failed" and "taken" in error, (status, error)

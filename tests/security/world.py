@@ -28,7 +28,7 @@ from tests import tasks
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
 from tests.helpers import dead_letter
 from tests.security.kinds import NOTE
-from workers.shipment_notifier.models import Shipment
+from workers.demo.models import Shipment
 from workqueue import api
 from workqueue.views import item_json
 

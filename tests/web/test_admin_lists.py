@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from tenancy.admin import BoundedPaginator
+from tenancy.admin_fence import BoundedPaginator
 from tenancy.models import Role
 from tests.helpers import dead_letter
 from tests.web.conftest import Person

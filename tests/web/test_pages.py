@@ -12,8 +12,8 @@ from outbox.models import OutboxRow
 from outbox.relay import relay_pending
 from tests.factories import UserFactory
 from tests.web.conftest import Person, signed_in
-from workers.shipment_notifier import views
-from workers.shipment_notifier.models import Shipment
+from workers.demo import views
+from workers.demo.models import Shipment
 from workqueue import api
 
 pytestmark = pytest.mark.usefixtures("committed")

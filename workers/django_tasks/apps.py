@@ -8,10 +8,10 @@ BACKEND_PATH = "workers.django_tasks.backend.WorkQueueBackend"
 
 class DjangoTasksConfig(AppConfig):
     """The ``django.tasks`` backend's own table (each task's record), beside its kind and
-    handler. The label is short and not ``django_tasks``, which the django-tasks backport uses."""
+    handler. The label is ours (not ``django_tasks``, which the django-tasks backport uses)."""
 
     name = "workers.django_tasks"
-    label = "djtasks"
+    label = "workqueue_tasks"
     verbose_name = "Django tasks"
     default_auto_field = "django.db.models.BigAutoField"
 

@@ -28,13 +28,7 @@ class TaskRecord(models.Model):
     )
     # The item's tenant (row-level security); copied from the item by the statement that
     # makes the record, so it can never name another. No constraint: orgs are never deleted.
-    org = models.ForeignKey(
-        "tenancy.Org",
-        on_delete=models.DO_NOTHING,
-        db_constraint=False,
-        db_index=False,
-        related_name="+",
-    )
+    org_id = models.UUIDField()
     # One entry per attempt started, in order (Django's TaskResult.attempts is its length).
     worker_ids = models.JSONField(default=list)
     started_at = models.DateTimeField(db_default=Now())

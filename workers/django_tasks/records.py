@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 from tenancy.contexts import OpContext
 from workers.django_tasks.kind import DJANGO_TASK
 from workqueue import api
+from wqcore.statements import Statement
+from wqcore.store import Plan, System, Tenant, arun, run
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +59,9 @@ class ReadResultParams(NamedTuple):
     kind: str
 
 
-RECORD_START = api.Statement("record_start", RecordStartParams, directory=SQL_DIR)
-RECORD_END = api.Statement("record_end", RecordEndParams, directory=SQL_DIR)
-READ_RESULT = api.Statement("read_result", ReadResultParams, directory=SQL_DIR)
+RECORD_START = Statement("record_start", RecordStartParams, SQL_DIR)
+RECORD_END = Statement("record_end", RecordEndParams, SQL_DIR)
+READ_RESULT = Statement("read_result", ReadResultParams, SQL_DIR)
 
 
 @dataclass(frozen=True)
@@ -87,18 +89,18 @@ def error_json(exception_class_path: str, traceback: str) -> str:
     return json.dumps({"exception_class_path": exception_class_path, "traceback": text})
 
 
-def record_start_plan(fences: list[api.Fence]) -> api.Plan:
+def record_start_plan(fences: list[api.Fence]) -> Plan:
     params = RecordStartParams(
         [f.org_id for f in fences], [f.item_id for f in fences], [f.claim_token for f in fences]
     )
-    rows = yield api.System(RECORD_START, params)
+    rows = yield System(RECORD_START, params)
     return {
         item_id: Started(json.loads(workers), started_at, attempted_at, json.loads(errors))
         for item_id, workers, started_at, attempted_at, errors in rows.rows
     }
 
 
-def record_end_plan(ends: list[tuple[api.Fence, Ended]]) -> api.Plan:
+def record_end_plan(ends: list[tuple[api.Fence, Ended]]) -> Plan:
     params = RecordEndParams(
         [f.org_id for f, _ in ends],
         [f.item_id for f, _ in ends],
@@ -107,7 +109,7 @@ def record_end_plan(ends: list[tuple[api.Fence, Ended]]) -> api.Plan:
         [e.error for _, e in ends],
         ERRORS_KEPT,
     )
-    rows = yield api.System(RECORD_END, params)
+    rows = yield System(RECORD_END, params)
     return set(rows.column(0))
 
 
@@ -152,13 +154,13 @@ class Recorder:
     @staticmethod
     async def _write(
         batch: list[tuple[api.Fence, Any, asyncio.Future[Any]]],
-        plan: api.Plan,
+        plan: Plan,
         answer: Callable[[Any, uuid.UUID], Any],
     ) -> None:
         """Run ``plan`` and settle each waiting task with ``answer(what it wrote, its id)``;
         a failed statement fails every waiting task (the worker's failure path takes it)."""
         try:
-            written = await api.arun(plan)
+            written = await arun(plan)
             for fence, _, future in batch:
                 if not future.done():  # done: its task was cancelled meanwhile
                     future.set_result(answer(written, fence.item_id))
@@ -203,8 +205,8 @@ class Stored:
     errors: list[dict[str, str]]
 
 
-def read_plan(ctx: OpContext, item_id: uuid.UUID) -> api.Plan:
-    rows = yield api.Tenant(ctx.org_id, READ_RESULT, ReadResultParams(item_id, DJANGO_TASK.name))
+def read_plan(ctx: OpContext, item_id: uuid.UUID) -> Plan:
+    rows = yield Tenant(ctx.org_id, READ_RESULT, ReadResultParams(item_id, DJANGO_TASK.name))
     if not rows.rows:
         return None
     values = dict(zip(rows.names, rows.rows[0], strict=True))
@@ -217,4 +219,4 @@ def read_plan(ctx: OpContext, item_id: uuid.UUID) -> api.Plan:
 def read(ctx: OpContext, item_id: uuid.UUID) -> Stored | None:
     """The task item ``item_id`` and its record in the context's tenant, or None (no such
     task there: another tenant's, another kind's, or none)."""
-    return api.run(read_plan(ctx, item_id))
+    return run(read_plan(ctx, item_id))

@@ -87,12 +87,12 @@ def json_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list
 
 def json_text(value: Any, where: str) -> str:
     """``value`` (already JSON values) as JSON text, within the queue's payload size limit
-    (``WORKQUEUE_MAX_PAYLOAD_BYTES``), or ``ValueError``."""
+    (``WORKQUEUE["MAX_PAYLOAD_BYTES"]``), or ``ValueError``."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     size, limit = len(text.encode("utf-8")), max_payload_bytes()
     if size > limit:
         raise ValueError(
             f"{where}: {size} bytes of JSON is more than the {limit} allowed "
-            "(the setting WORKQUEUE_MAX_PAYLOAD_BYTES)"
+            "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
         )
     return text

@@ -6,11 +6,11 @@ from datetime import datetime
 
 from django.db import connections
 
-from tenancy.scope import SYSTEM_ALIAS
+from wqcore.conf import system_alias
 
 
 def db_now_minus(seconds: float) -> datetime:
     """The database's ``now()`` less ``seconds``."""
-    with connections[SYSTEM_ALIAS].cursor() as cursor:
+    with connections[system_alias()].cursor() as cursor:
         cursor.execute("SELECT now() - make_interval(secs => %s)", [float(seconds)])
         return cursor.fetchone()[0]

@@ -1,4 +1,5 @@
-"""The sweep's settings: defaults in one place, from the environment, validated in one line.
+"""The sweep's settings: the ``SWEEP_*`` and retention names of ``WORKQUEUE`` (defaults in
+``wqcore/conf.py``), validated in one line.
 
 Every name carries its unit. Retentions are counted by the database's clock.
 """
@@ -7,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
+
+from wqcore.conf import wq_settings
 
 DAY_S = 86_400.0
 
@@ -31,7 +32,7 @@ class SweepSettings:
     # Relayed outbox rows are purged after this.
     outbox_retention_s: float = 1 * DAY_S
 
-    # name -> environment variable (the retentions are read without the SWEEP_ prefix).
+    # field -> its WORKQUEUE name (the retentions are named without the SWEEP_ prefix).
     ENV = {
         "interval_s": "SWEEP_INTERVAL_S",
         "timeout_s": "SWEEP_TIMEOUT_S",
@@ -43,22 +44,12 @@ class SweepSettings:
     }
 
     @classmethod
-    def from_env(cls) -> SweepSettings:
-        env = environ.Env()
-        values: dict[str, Any] = {}
-        problems = []
-        for field in dataclasses.fields(cls):
-            name = cls.ENV[field.name]
-            raw = env.str(name, default="")
-            if raw == "":
-                continue
-            kind = int if field.type == "int" else float
-            try:
-                values[field.name] = kind(raw)
-            except ValueError:
-                problems.append(f"{name}={raw!r} is not a valid {kind.__name__}")
-        if problems:
-            raise ImproperlyConfigured("; ".join(problems))
+    def from_settings(cls) -> SweepSettings:
+        """The sweep's settings as ``WORKQUEUE`` names them (``ENV``: field -> name)."""
+        values = {
+            field.name: getattr(wq_settings, cls.ENV[field.name])
+            for field in dataclasses.fields(cls)
+        }
         settings = cls(**values)
         settings.validate()
         return settings

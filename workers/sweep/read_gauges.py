@@ -3,8 +3,8 @@ current without reading the database itself."""
 
 from __future__ import annotations
 
-from project.gauges import GAUGES, QueueGauges
 from tenancy.contexts import RequestContext
+from workers.gauges import GAUGES, QueueGauges
 from workers.sweep.config import SweepSettings
 
 

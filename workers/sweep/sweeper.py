@@ -13,7 +13,6 @@ import psycopg
 from django.db import connections
 
 from tenancy.contexts import AppType, RequestContext, new_request_context
-from tenancy.scope import SYSTEM_ALIAS
 from workers.sweep import (
     purge_items,
     purge_outbox,
@@ -24,6 +23,7 @@ from workers.sweep import (
     requeue_stale,
 )
 from workers.sweep.config import SweepSettings
+from wqcore.conf import system_alias
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class SweepLock:
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            params = connections[SYSTEM_ALIAS].get_connection_params()
+            params = connections[system_alias()].get_connection_params()
             for django_only in ("cursor_factory", "context", "server_side_binding"):
                 params.pop(django_only, None)
             self._conn = psycopg.connect(**params, autocommit=False)

@@ -4,8 +4,8 @@
 -- locked as they are read; the batch takes them by priority, then by turn (item j of a tenant of weight w comes at
 -- j / w), then by age. What the offers leave short (rows other claimers hold, tenants with less than their share) is
 -- filled from the rest of the lane in priority then age order (fallback).
--- Each row comes back with what its context needs (tenancy_live, tenancy_role: the lookup tenancy.services.CONTEXTS_SQL
--- spells too; tests/contract/test_claim_and_settle.py holds the two together), so a claim costs one round trip.
+-- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
+-- lookup, tenancy.modes), so a claim costs one round trip.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
 WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
@@ -81,16 +81,10 @@ UPDATE workqueue_workitem AS w
        lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
        attempts = w.attempts + 1,
        updated_at = now(),
-       updated_by = '00000000-0000-0000-0000-000000000000'
+       updated_by = {system_actor}
   FROM commit_mode
  WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
 RETURNING w.*
 )
-SELECT c.*,
-       array_position((SELECT ids FROM picked), c.id) AS claim_order,
-       o.id IS NOT NULL AND o.gone_at IS NULL AS tenancy_live,
-       m.role AS tenancy_role
-  FROM claimed c
-  LEFT JOIN tenancy_org o ON o.id = c.org_id
-  LEFT JOIN tenancy_membership m
-    ON m.org_id = c.org_id AND m.user_id = c.created_by AND m.ended_at IS NULL
+SELECT contexts.*, array_position((SELECT ids FROM picked), contexts.id) AS claim_order
+  FROM ({claim_contexts}) AS contexts

@@ -1,6 +1,6 @@
--- claim_oldest_first: the claim with fairness off (WORKQUEUE_FAIR_CLAIM=false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants, skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
--- Each row comes back with what its context needs (tenancy_live, tenancy_role: the lookup tenancy.services.CONTEXTS_SQL
--- spells too; tests/contract/test_claim_and_settle.py holds the two together), so a claim costs one round trip.
+-- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants, skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
+-- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
+-- lookup, tenancy.modes), so a claim costs one round trip.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
 WITH commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
@@ -14,15 +14,9 @@ UPDATE workqueue_workitem AS w
        lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
        attempts = w.attempts + 1,
        updated_at = now(),
-       updated_by = '00000000-0000-0000-0000-000000000000'
+       updated_by = {system_actor}
   FROM commit_mode
  WHERE w.id = ANY((SELECT array_agg(id) FROM picked)::uuid[])
 RETURNING w.*
 )
-SELECT c.*,
-       o.id IS NOT NULL AND o.gone_at IS NULL AS tenancy_live,
-       m.role AS tenancy_role
-  FROM claimed c
-  LEFT JOIN tenancy_org o ON o.id = c.org_id
-  LEFT JOIN tenancy_membership m
-    ON m.org_id = c.org_id AND m.user_id = c.created_by AND m.ended_at IS NULL
+SELECT * FROM ({claim_contexts}) AS contexts

@@ -4,7 +4,7 @@
 -- claimed, nested a scan of the arrays inside the scan of the claimed rows (100 x 100 pairs for a batch of 100).
 UPDATE workqueue_workitem AS w
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
-       updated_by = '00000000-0000-0000-0000-000000000000'
+       updated_by = {system_actor}
  WHERE w.id = ANY(%(ids)s::uuid[])
    AND w.status = 'claimed'
    AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)

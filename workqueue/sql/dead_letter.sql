@@ -3,18 +3,17 @@ WITH failed AS (
     UPDATE workqueue_workitem
        SET status = 'failed', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
            last_error = %(error)s::text, updated_at = now(),
-           updated_by = '00000000-0000-0000-0000-000000000000'
+           updated_by = {system_actor}
      WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
     RETURNING *
-), audited AS (
-    INSERT INTO audit_auditentry
-           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
-    SELECT gen_random_uuid(), f.org_id, %(actor_id)s::uuid, 'work.dead_lettered',
-           'workqueue.workitem', f.id::text,
+), entries AS (
+    SELECT f.org_id, 'work.dead_lettered' AS action, 'workqueue.workitem' AS subject_type,
+           f.id::text AS subject_id,
            jsonb_build_object('kind', f.kind, 'attempts', f.attempts,
                               'permanent', %(permanent)s::boolean,
-                              'error', left(%(error)s::text, 2000)),
-           %(request_id)s::uuid, now()
+                              'error', left(%(error)s::text, 2000)) AS data
       FROM failed f
+), audited AS (
+{append_entries}
 )
 SELECT * FROM failed

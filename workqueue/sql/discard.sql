@@ -10,19 +10,18 @@ WITH drawn AS (
 ), moved AS (
     UPDATE workqueue_workitem AS w
        SET status = 'discarded', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
-           updated_at = now(), updated_by = '00000000-0000-0000-0000-000000000000'
+           updated_at = now(), updated_by = {system_actor}
       FROM seen
      WHERE w.id = seen.id AND w.status = seen.status AND w.updated_at = seen.drawn_at
     RETURNING w.*, seen.status AS status_before
-), audited AS (
-    INSERT INTO audit_auditentry
-           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
-    SELECT gen_random_uuid(), m.org_id, %(actor_id)s::uuid, 'work.discarded',
-           'workqueue.workitem', m.id::text,
+), entries AS (
+    SELECT m.org_id, 'work.discarded' AS action, 'workqueue.workitem' AS subject_type,
+           m.id::text AS subject_id,
            jsonb_build_object('kind', m.kind, 'status', m.status_before,
                               'attempts', m.attempts, 'error', m.last_error,
-                              'payload', m.payload),
-           %(request_id)s::uuid, now()
+                              'payload', m.payload) AS data
       FROM moved m
+), audited AS (
+{append_entries}
 )
 SELECT * FROM moved

@@ -10,7 +10,7 @@ WITH tenant AS MATERIALIZED (
            %(payload)s::jsonb, %(idempotency_key)s::text, %(priority)s::smallint,
            COALESCE(%(available_at)s::timestamptz, now()),
            NULL, NULL, NULL, 0, %(max_attempts)s::integer, '',
-           %(created_by)s::uuid, %(created_by)s::uuid, %(request_id)s::uuid,
+           %(created_by)s::text, %(created_by)s::text, %(request_id)s::uuid,
            %(traceparent)s::text, now(), now()
       FROM tenant
     ON CONFLICT DO NOTHING

@@ -6,7 +6,7 @@ INSERT INTO workqueue_workitem (
 SELECT i.id, %(org_id)s::uuid, i.kind, i.lane, 'pending', i.payload, i.idempotency_key,
        i.priority, COALESCE(i.available_at, now()),
        NULL, NULL, NULL, 0, i.max_attempts, '',
-       %(created_by)s::uuid, %(created_by)s::uuid, %(request_id)s::uuid,
+       %(created_by)s::text, %(created_by)s::text, %(request_id)s::uuid,
        %(traceparent)s::text, now(), now()
   FROM tenant,
        jsonb_to_recordset(%(items)s::jsonb)

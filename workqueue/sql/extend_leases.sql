@@ -2,7 +2,7 @@
 -- Each row is checked against its own places in the arrays, not joined to them (complete_many says why).
 UPDATE workqueue_workitem AS w
    SET lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8), updated_at = now(),
-       updated_by = '00000000-0000-0000-0000-000000000000'
+       updated_by = {system_actor}
  WHERE w.id = ANY(%(ids)s::uuid[])
    AND w.status = 'claimed'
    AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)

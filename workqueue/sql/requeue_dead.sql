@@ -13,19 +13,18 @@ WITH drawn AS (
        SET status = 'pending', attempts = 0,
            available_at = now() + make_interval(secs => %(delay_s)s::float8),
            claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL, last_error = '',
-           updated_at = now(), updated_by = '00000000-0000-0000-0000-000000000000'
+           updated_at = now(), updated_by = {system_actor}
       FROM seen
      WHERE w.id = seen.id AND w.status = 'failed' AND w.updated_at = seen.drawn_at
     RETURNING w.*, seen.attempts AS attempts_before, seen.last_error AS error_before
-), audited AS (
-    INSERT INTO audit_auditentry
-           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
-    SELECT gen_random_uuid(), m.org_id, %(actor_id)s::uuid, 'work.requeued',
-           'workqueue.workitem', m.id::text,
+), entries AS (
+    SELECT m.org_id, 'work.requeued' AS action, 'workqueue.workitem' AS subject_type,
+           m.id::text AS subject_id,
            jsonb_build_object('kind', m.kind, 'attempts', m.attempts_before,
-                              'error', m.error_before, 'delay_s', %(delay_s)s::float8),
-           %(request_id)s::uuid, now()
+                              'error', m.error_before, 'delay_s', %(delay_s)s::float8) AS data
       FROM moved m
+), audited AS (
+{append_entries}
 ), announced AS (
     SELECT pg_notify('work_available', l.lane)
       FROM (SELECT DISTINCT lane FROM moved) AS l

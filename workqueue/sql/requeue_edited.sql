@@ -7,21 +7,20 @@ WITH seen AS (
     UPDATE workqueue_workitem AS w
        SET payload = %(payload)s::jsonb, status = 'pending', attempts = 0, available_at = now(),
            claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL, last_error = '',
-           updated_at = now(), updated_by = '00000000-0000-0000-0000-000000000000'
+           updated_at = now(), updated_by = {system_actor}
       FROM seen
      WHERE w.id = seen.id AND w.status = 'failed' AND w.updated_at = %(updated_at)s::timestamptz
     RETURNING w.*, seen.attempts AS attempts_before, seen.last_error AS error_before,
               seen.payload AS payload_before
-), audited AS (
-    INSERT INTO audit_auditentry
-           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
-    SELECT gen_random_uuid(), m.org_id, %(actor_id)s::uuid, 'work.requeued_edited',
-           'workqueue.workitem', m.id::text,
+), entries AS (
+    SELECT m.org_id, 'work.requeued_edited' AS action, 'workqueue.workitem' AS subject_type,
+           m.id::text AS subject_id,
            jsonb_build_object('kind', m.kind, 'attempts', m.attempts_before,
                               'error', m.error_before, 'payload_before', m.payload_before,
-                              'payload', m.payload),
-           %(request_id)s::uuid, now()
+                              'payload', m.payload) AS data
       FROM moved m
+), audited AS (
+{append_entries}
 ), announced AS (
     SELECT pg_notify('work_available', m.lane) FROM moved m
 )

@@ -10,19 +10,18 @@ UPDATE workqueue_workitem AS w
        last_error = CASE WHEN w.attempts >= w.max_attempts
                          THEN 'lease expired; attempts spent' ELSE 'lease expired' END,
        updated_at = now(),
-       updated_by = '00000000-0000-0000-0000-000000000000'
+       updated_by = {system_actor}
   FROM stale
  WHERE w.id = stale.id
 RETURNING w.*
-), audited AS (
-    INSERT INTO audit_auditentry
-           (id, org_id, actor_id, action, subject_type, subject_id, data, request_id, created_at)
-    SELECT gen_random_uuid(), m.org_id, %(actor_id)s::uuid, 'work.dead_lettered',
-           'workqueue.workitem', m.id::text,
+), entries AS (
+    SELECT m.org_id, 'work.dead_lettered' AS action, 'workqueue.workitem' AS subject_type,
+           m.id::text AS subject_id,
            jsonb_build_object('kind', m.kind, 'attempts', m.attempts, 'permanent', false,
-                              'error', m.last_error),
-           %(request_id)s::uuid, now()
+                              'error', m.last_error) AS data
       FROM moved m
      WHERE m.status = 'failed'
+), audited AS (
+{append_entries}
 )
 SELECT * FROM moved

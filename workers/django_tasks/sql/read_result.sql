@@ -4,5 +4,5 @@ SELECT w.status, w.payload::text AS payload, w.priority, w.lane, w.available_at,
        r.worker_ids::text AS worker_ids, r.started_at, r.last_attempted_at,
        r.return_value::text AS return_value, r.errors::text AS errors
   FROM workqueue_workitem w
-  LEFT JOIN djtasks_taskrecord r ON r.item_id = w.id
+  LEFT JOIN workqueue_tasks_taskrecord r ON r.item_id = w.id
  WHERE w.id = %(id)s::uuid AND w.kind = %(kind)s::text

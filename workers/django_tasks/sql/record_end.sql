@@ -10,7 +10,7 @@ WITH held AS (
        AND w.status = 'claimed'
        FOR KEY SHARE OF w
 )
-UPDATE djtasks_taskrecord AS r
+UPDATE workqueue_tasks_taskrecord AS r
    SET return_value = held.return_value::jsonb,
        errors = CASE
            WHEN held.error IS NULL THEN r.errors

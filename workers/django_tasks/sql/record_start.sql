@@ -8,7 +8,7 @@ WITH held AS (
        AND w.status = 'claimed'
        FOR KEY SHARE OF w
 )
-INSERT INTO djtasks_taskrecord AS r
+INSERT INTO workqueue_tasks_taskrecord AS r
        (item_id, org_id, worker_ids, started_at, last_attempted_at, return_value, errors)
 SELECT held.id, held.org_id, jsonb_build_array(held.claimed_by), now(), now(), NULL, '[]'::jsonb
   FROM held

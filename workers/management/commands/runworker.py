@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import logging
@@ -14,10 +15,11 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from project.checks import startup_problem
 from workers.config import WorkerSettings
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
+from workqueue.checks import startup_problem
+from wqcore.conf import effective
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +30,17 @@ class Command(BaseCommand):
         "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
         "it off), serve /healthz and /metrics on WORKER_METRICS_PORT (default 9100, or the "
         "next free port when another worker on this host has it). SIGTERM or Ctrl-C drains (a "
-        "second one stops at once, still handing back what was running). Other settings: "
-        "WORKER_* and SWEEP_* in .env.example."
+        "second one stops at once, still handing back what was running). The options override "
+        "the WORKQUEUE settings listed below, with the values in effect."
     )
     # The database set-up is checked below with one line, not Django's multi-line report.
     requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(("WORKER_", "SWEEP"))
+        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
@@ -54,14 +62,14 @@ class Command(BaseCommand):
         django_settings.DEBUG = False
         kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
         try:
-            settings = WorkerSettings.from_env(
+            settings = WorkerSettings.from_settings(
                 kinds,
                 lane=options["lane"],
                 capacity=options["capacity"],
                 once=options["once"] or None,
                 metrics_port=options["metrics_port"],
             )
-            sweep = SweepSettings.from_env() if settings.sweep else None
+            sweep = SweepSettings.from_settings() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
             # What is loaded by now (Django, the apps, the handlers) lives as long as the

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 from concurrent.futures import ThreadPoolExecutor
@@ -11,7 +12,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from project.checks import startup_problem
 from workers.listen import Listener
 from workers.outage import Outage
 from workers.periodic import PeriodicTask
@@ -19,6 +19,8 @@ from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
+from workqueue.checks import startup_problem
+from wqcore.conf import effective
 
 
 def _summary(result: PassResult | None) -> str:
@@ -35,13 +37,20 @@ class Command(BaseCommand):
         "are spent), relay the outbox (also at once on each outbox_pending notice), purge "
         "relayed outbox rows, done items and dead letters (and discarded items) past their "
         "retention, expired sessions and the API's stored Idempotency-Key answers "
-        "(IDEMPOTENCY_KEY_RETENTION_S, 1 day), and read the gauges. One sweeper acts at a "
-        "time across hosts (a mutex only the system login may take). Settings: "
-        "SWEEP_INTERVAL_S (5), SWEEP_TIMEOUT_S (120), SWEEP_BATCH (1000), "
-        "SWEEP_MAX_BATCHES (20), ITEM_RETENTION_S (7 days), DEAD_LETTER_RETENTION_S (30 days), "
-        "OUTBOX_RETENTION_S (1 day). Steps: " + ", ".join(name for name, _ in STEPS) + "."
+        "(IDEMPOTENCY_KEY_RETENTION_S), and read the gauges. One sweeper acts at a time across "
+        "hosts (a mutex only the system login may take). Steps: "
+        + ", ".join(name for name, _ in STEPS)
+        + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
     )
     requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
+            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_")
+        )
+        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -50,7 +59,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
         try:
-            settings = SweepSettings.from_env()
+            settings = SweepSettings.from_settings()
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
         except ImproperlyConfigured as exc:
