@@ -48,7 +48,7 @@ SELECT ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
        5,
        CASE WHEN s.status = 'failed'
             THEN 'RetryableError: gateway timeout' || chr(10) || 'Traceback ...' ELSE '' END,
-       %(user)s::uuid, '00000000-0000-0000-0000-000000000000', NULL, NULL,
+       %(user)s::uuid, '(system)', NULL, NULL,
        now() - make_interval(secs => (%(n)s - g) * 0.08),
        now() - make_interval(secs => (%(n)s - g) * 0.08 - 1)
   FROM generate_series(1, %(n)s) AS g,
@@ -102,9 +102,13 @@ def main() -> None:
 
 
 def _fill(n: int) -> tuple[Any, Any, Any]:
+    from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from tenancy.models import Membership, Org, Role, User
+    from tenancy.contexts import Role
+    from tenancy.models import Membership, Org
+
+    User = get_user_model()
     from tenancy.scope import tenant_scope
 
     orgs = [Org.objects.using("admin").create(name=f"Tenant {i}", slug=f"t{i}") for i in range(10)]
@@ -144,7 +148,7 @@ def _measure(
         ("items ?q=<key>", "/admin/workqueue/workitem/?q=key-500"),
         ("dead letters", "/admin/workqueue/deadletter/"),
         ("dead letter detail", f"/admin/workqueue/deadletter/{item_id}/change/"),
-        ("gauges", "/admin/gauges/"),
+        ("gauges", "/admin/workqueue_workers/queuegauges/"),
     ]
     results = []
     for who, user in (("operator", operator), ("staff", staff)):

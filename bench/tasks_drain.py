@@ -86,8 +86,12 @@ def teardown() -> None:
 
 
 def tenant() -> Any:
-    from tenancy.contexts import AppType, OpContext, new_request_context
-    from tenancy.models import Membership, Org, Role, User
+    from django.contrib.auth import get_user_model
+
+    from tenancy.contexts import AppType, OpContext, Role, new_request_context
+    from tenancy.models import Membership, Org
+
+    User = get_user_model()
 
     tag = uuid.uuid4().hex[:8]
     org = Org.objects.using("admin").create(name="Bench", slug=f"bench-{tag}")

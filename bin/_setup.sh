@@ -42,5 +42,5 @@ ensure_database() {
     if [ -z "${DATABASE_URL:-}" ]; then
         "$VENV/bin/python" -m project.embedded start >/dev/null || exit 2
     fi
-    "$VENV/bin/python" "$ROOT/manage.py" create_logins >/dev/null || exit 2
+    "$VENV/bin/python" "$ROOT/manage.py" create_logins --no-grants >/dev/null || exit 2
 }

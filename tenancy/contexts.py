@@ -77,6 +77,11 @@ class OpContext:
     # The request that caused this operation (for work, the request that enqueued it).
     caused_by_request_id: uuid.UUID | None = None
 
+    def __post_init__(self) -> None:
+        # An actor is text, whatever the type of the user model's key it was made from.
+        if not isinstance(self.user_id, str):
+            object.__setattr__(self, "user_id", actor_of(self.user_id))
+
     @property
     def request_id(self) -> uuid.UUID:
         return self.rctx.request_id

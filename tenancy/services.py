@@ -30,7 +30,8 @@ def claim_context(
     tenant's; the tenant's service context for the system actor or an author who left. Raises
     ``NotFound`` for a tenant that is gone: its work must not run.
     """
-    ctx = current_tenancy().contexts(rctx, [(org_id, user_id)]).get((org_id, user_id))
+    actor = str(user_id)
+    ctx = current_tenancy().contexts(rctx, [(org_id, actor)]).get((org_id, actor))
     if ctx is None:
         raise NotFound(f"tenant {org_id} does not exist or is gone")
     return with_cause(ctx, caused_by_request_id)

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from django.db import OperationalError, connections
 
-from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
-from tenancy.models import Org, Role
+from tenancy.contexts import AppType, OpContext, RequestContext, Role, new_request_context
+from tenancy.models import Org
 from tests.factories import MembershipFactory, OrgFactory
 
 # Tables set up by migrate that the tests never write; emptying them would break later tests.
@@ -103,7 +103,9 @@ def make_ctx() -> Callable[..., OpContext]:
     def make(org: Org | None = None) -> OpContext:
         member = MembershipFactory(org=org or OrgFactory(), role=Role.MEMBER)
         rctx = new_request_context(AppType.WEB, traceparent=None)
-        return OpContext(org_id=member.org_id, user_id=member.user_id, role=member.role, rctx=rctx)
+        return OpContext(
+            org_id=member.org_id, user_id=str(member.user_id), role=member.role, rctx=rctx
+        )
 
     return make
 

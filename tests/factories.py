@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import factory
+from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
-from tenancy.models import Membership, Org, Role, User
+from tenancy.contexts import Role
+from tenancy.models import Membership, Org
+
+User = get_user_model()
 
 
 class OrgFactory(DjangoModelFactory):

@@ -71,3 +71,11 @@ def fresh_async_connections() -> None:
     from asgiref.sync import sync_to_async
 
     asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+
+
+def queue_settings(**changes: object):  # type: ignore[no-untyped-def]
+    """``override_settings`` of some ``WORKQUEUE`` names, the others as the site has them."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    return override_settings(WORKQUEUE={**settings.WORKQUEUE, **changes})

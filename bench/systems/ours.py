@@ -135,9 +135,13 @@ def setup_django(dsn: str, config: str = "default") -> None:
 
 def prepare(dsn: str) -> Any:
     """Logins, schema, one tenant and its member; returns the member's context."""
+    from django.contrib.auth import get_user_model
     from django.core.management import call_command
 
-    from tenancy.models import Membership, Org, Role, User
+    from tenancy.contexts import Role
+    from tenancy.models import Membership, Org
+
+    User = get_user_model()
 
     call_command("create_logins", verbosity=0, stdout=open(os.devnull, "w"))
     call_command("migrate", verbosity=0)
@@ -148,8 +152,7 @@ def prepare(dsn: str) -> Any:
 
 
 def context(org_id: Any, user_id: Any) -> Any:
-    from tenancy.contexts import AppType, OpContext, new_request_context
-    from tenancy.models import Role
+    from tenancy.contexts import AppType, OpContext, Role, new_request_context
 
     return OpContext(org_id, user_id, Role.MEMBER, new_request_context(AppType.CLI))
 
@@ -586,9 +589,13 @@ def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     """
     import tempfile
 
+    from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from tenancy.models import Membership, Org, Role, User
+    from tenancy.contexts import Role
+    from tenancy.models import Membership, Org
+
+    User = get_user_model()
     from workqueue import api
 
     fill_sql(ctx, args.depth, {"seq": -1, "quiet": True})

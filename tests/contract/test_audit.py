@@ -7,8 +7,7 @@ from django.db.utils import ProgrammingError
 
 from audit.models import AuditEntry
 from audit.services import append
-from tenancy.contexts import AppType, OpContext, new_request_context
-from tenancy.models import Role
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tenancy.scope import system_scope, tenant_scope
 from tests.factories import MembershipFactory
 
@@ -25,7 +24,7 @@ def ctx() -> OpContext:
 def test_append_signs_the_entry_with_the_context(ctx: OpContext) -> None:
     entry = append(ctx, "item.requeued", ("workqueue.workitem", "42"), {"why": "triage"})
     stored = AuditEntry.objects.using("admin").get(pk=entry.pk)
-    assert (stored.org_id, stored.actor_id, stored.request_id) == (
+    assert (stored.org_id, stored.actor, stored.request_id) == (
         ctx.org_id,
         ctx.user_id,
         ctx.request_id,

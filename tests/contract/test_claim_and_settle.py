@@ -9,8 +9,8 @@ import uuid
 import pytest
 from django.db import connections
 
-from tenancy.contexts import SYSTEM_USER_ID, OpContext
-from tenancy.models import Membership, Role
+from tenancy.contexts import SYSTEM_ACTOR, OpContext, Role
+from tenancy.models import Membership
 from tests.factories import MembershipFactory
 from tests.helpers import back_date, row, statements
 from workqueue import api, claim
@@ -32,7 +32,7 @@ def test_a_claimed_item_is_not_claimed_again(face, ctx: OpContext, worker_rctx) 
     [(_item_ctx, held)] = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
     assert held.id == item.id and held.claimed_by == "w1" and held.attempts == 1
     assert held.status == Status.CLAIMED and held.claim_token is not None
-    assert held.updated_by == SYSTEM_USER_ID
+    assert held.updated_by == SYSTEM_ACTOR
     assert face.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
 
 
@@ -52,7 +52,7 @@ def test_work_of_a_departed_member_runs_as_the_tenants_service(face, ctx, worker
     face.enqueue(ctx, "NOOP", {})
     Membership.objects.using("admin").filter(user_id=ctx.user_id).delete()
     [(item_ctx, _)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
-    assert (item_ctx.user_id, item_ctx.role) == (SYSTEM_USER_ID, Role.SERVICE)
+    assert (item_ctx.user_id, item_ctx.role) == (SYSTEM_ACTOR, Role.SERVICE)
 
 
 def test_the_lease_is_set_by_the_database_clock(face, ctx, worker_rctx) -> None:
@@ -119,7 +119,7 @@ def test_complete_needs_the_current_token(face, ctx, worker_rctx) -> None:
     face.enqueue(ctx, "NOOP", {})
     [(item_ctx, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     done = face.complete(item_ctx, held)
-    assert done.status == Status.DONE and done.updated_by == SYSTEM_USER_ID
+    assert done.status == Status.DONE and done.updated_by == SYSTEM_ACTOR
     with pytest.raises(Conflict):
         face.complete(item_ctx, held)
 
@@ -205,7 +205,7 @@ def test_fail_retries_with_a_growing_delay_then_dead_letters(face, ctx, worker_r
     dead = face.fail(item_ctx, held, "boom 3")
     assert (dead.status, dead.attempts, dead.claim_token) == (Status.FAILED, 3, None)
     entry = AuditEntry.objects.using("admin").get(subject_id=str(item.id))
-    assert (entry.action, entry.org_id, entry.actor_id) == (
+    assert (entry.action, entry.org_id, entry.actor) == (
         "work.dead_lettered",
         ctx.org_id,
         ctx.user_id,

@@ -7,10 +7,11 @@ import uuid
 import pytest
 from django.db.models.functions import Now
 
-from tenancy.contexts import SYSTEM_USER_ID, AppType, new_request_context
+from tenancy.contexts import SYSTEM_ACTOR, AppType, Role, new_request_context
 from tenancy.exceptions import NotFound
-from tenancy.models import Membership, Role
-from tenancy.services import claim_context, service_contexts
+from tenancy.membership import service_contexts
+from tenancy.models import Membership
+from tenancy.services import claim_context
 from tests.factories import MembershipFactory, OrgFactory
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -22,9 +23,10 @@ CAUSE = uuid.uuid4()
 def test_a_member_gets_their_own_context() -> None:
     member = MembershipFactory(role=Role.ADMIN)
     ctx = claim_context(RCTX, member.org_id, member.user_id, CAUSE)
+    # The author as the actor text every column holds: the user's key, whatever its type.
     assert (ctx.org_id, ctx.user_id, ctx.role) == (
         member.org_id,
-        member.user_id,
+        str(member.user_id),
         Role.ADMIN,
     )
     assert ctx.caused_by_request_id == CAUSE
@@ -37,7 +39,7 @@ def test_a_departed_member_gets_the_tenants_service_context() -> None:
     ctx = claim_context(RCTX, member.org_id, member.user_id, CAUSE)
     assert (ctx.org_id, ctx.user_id, ctx.role) == (
         member.org_id,
-        SYSTEM_USER_ID,
+        SYSTEM_ACTOR,
         Role.SERVICE,
     )
     assert ctx.caused_by_request_id == CAUSE
@@ -45,8 +47,8 @@ def test_a_departed_member_gets_the_tenants_service_context() -> None:
 
 def test_the_system_user_gets_the_tenants_service_context() -> None:
     org = OrgFactory()
-    ctx = claim_context(RCTX, org.pk, SYSTEM_USER_ID, None)
-    assert (ctx.org_id, ctx.user_id, ctx.role) == (org.pk, SYSTEM_USER_ID, Role.SERVICE)
+    ctx = claim_context(RCTX, org.pk, SYSTEM_ACTOR, None)
+    assert (ctx.org_id, ctx.user_id, ctx.role) == (org.pk, SYSTEM_ACTOR, Role.SERVICE)
 
 
 def test_a_gone_tenant_is_not_found() -> None:
@@ -55,7 +57,7 @@ def test_a_gone_tenant_is_not_found() -> None:
     with pytest.raises(NotFound):
         claim_context(RCTX, member.org_id, member.user_id, CAUSE)
     with pytest.raises(NotFound):
-        claim_context(RCTX, uuid.uuid4(), SYSTEM_USER_ID, CAUSE)
+        claim_context(RCTX, uuid.uuid4(), SYSTEM_ACTOR, CAUSE)
 
 
 def test_service_contexts_cover_each_live_tenant() -> None:
@@ -63,4 +65,4 @@ def test_service_contexts_cover_each_live_tenant() -> None:
     gone.mark_gone()
     contexts = service_contexts(RCTX)
     assert [c.org_id for c in contexts] == [live.pk]
-    assert contexts[0].role == Role.SERVICE and contexts[0].user_id == SYSTEM_USER_ID
+    assert contexts[0].role == Role.SERVICE and contexts[0].user_id == SYSTEM_ACTOR

@@ -6,9 +6,14 @@ import io
 from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from tenancy.models import Membership, Role, User
+from tenancy.contexts import Role
+from tenancy.models import Membership
+
+User = get_user_model()
+
 
 pytestmark = pytest.mark.usefixtures("committed")
 

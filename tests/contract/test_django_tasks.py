@@ -24,7 +24,7 @@ from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tenancy.exceptions import NoContext
 from tests import tasks
-from tests.helpers import statements
+from tests.helpers import queue_settings, statements
 from workers.django_tasks import records
 from workers.django_tasks.models import TaskRecord
 from workqueue import api
@@ -263,7 +263,7 @@ def test_arguments_nested_too_deep_are_refused(member: OpContext) -> None:
 
 
 def test_arguments_too_large_are_refused(member: OpContext) -> None:
-    with override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=1000):
+    with queue_settings(MAX_PAYLOAD_BYTES=1000):
         with pytest.raises(api.InvalidPayload, match="more than the 1000 allowed"):
             tasks.add.enqueue("x" * 2000, 1)
     assert _items() == []

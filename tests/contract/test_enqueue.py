@@ -9,7 +9,7 @@ import psycopg
 import pytest
 from django.db import connections, transaction
 
-from tenancy.contexts import SYSTEM_USER_ID, OpContext
+from tenancy.contexts import SYSTEM_ACTOR, OpContext
 from tenancy.scope import tenant_scope
 from tests.helpers import row, statements
 from workqueue.api import Kind, NewItem, Outcome, Payload, enqueue, enqueue_many, register
@@ -182,7 +182,7 @@ def test_a_service_context_enqueues_as_the_system_user(face, ctx: OpContext) -> 
     from tenancy.services import service_context
 
     item, _ = face.enqueue(service_context(ctx.rctx, ctx.org_id), "NOOP", {})
-    assert row(item.id).created_by == SYSTEM_USER_ID
+    assert row(item.id).created_by == SYSTEM_ACTOR
 
 
 def test_the_author_is_the_contexts_user_whatever_the_caller_sends(face, ctx, make_ctx) -> None:

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
 
 from tenancy.contexts import OpContext
-from tests.helpers import statements
+from tests.helpers import queue_settings, statements
 from workqueue.api import (
     PAYLOAD_DEPTH_MAX,
     InvalidPayload,
@@ -165,9 +164,9 @@ def test_text_that_only_looks_suspect_is_stored(ctx: OpContext) -> None:
 
 def test_a_payload_over_the_size_limit_is_refused_naming_the_setting(ctx: OpContext) -> None:
     big = {"data": "x" * (256 * 1024)}
-    with pytest.raises(InvalidPayload, match="WORKQUEUE_MAX_PAYLOAD_BYTES"):
+    with pytest.raises(InvalidPayload, match="MAX_PAYLOAD_BYTES"):
         enqueue(ctx, "TEST_FREE_FORM", big)
-    with override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=1024 * 1024):
+    with queue_settings(MAX_PAYLOAD_BYTES=1024 * 1024):
         enqueue(ctx, "TEST_FREE_FORM", big)
     multibyte = {"data": "\u00e9" * (140 * 1024)}  # 140 KiB of characters, 280 KiB of UTF-8
     with pytest.raises(InvalidPayload, match="bytes is more than"):

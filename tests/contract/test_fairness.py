@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 from django.db import connections, transaction
-from django.test import override_settings
 
 from tests.factories import OrgFactory
+from tests.helpers import queue_settings
 from workqueue import api, claim
 from workqueue.models import TenantShare
 
@@ -95,7 +95,7 @@ def test_a_cap_holds_across_claimers_at_once(ctx, worker_rctx) -> None:
     assert api.WorkItem.objects.using("admin").filter(status="claimed").count() == 3
 
 
-@override_settings(WORKQUEUE_MAX_IN_FLIGHT=1)
+@queue_settings(MAX_IN_FLIGHT=1)
 def test_the_default_cap_applies_to_tenants_without_their_own(face, ctx, make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     own = make_ctx()
     TenantShare.objects.using("admin").create(org_id=own.org_id, max_in_flight=4)
@@ -128,7 +128,7 @@ def test_many_tenants_each_get_a_turn(face, worker_rctx, make_ctx) -> None:
     assert Counter(_tenants(batch)) == {c.org_id: 2 for c in tenants}
 
 
-@override_settings(WORKQUEUE_FAIR_CLAIM=False)
+@queue_settings(FAIR_CLAIM=False)
 def test_with_fairness_off_the_oldest_work_goes_first(face, ctx, make_ctx, worker_rctx) -> None:
     small = make_ctx()
     _backlog(ctx, 300)

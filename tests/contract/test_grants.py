@@ -10,15 +10,18 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from django.db import connections
 from django.db.utils import DatabaseError
 
-from tenancy.models import Org, User
+from tenancy.models import Org
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import tenant_scope
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
 from workqueue import api
+
+User = get_user_model()
 
 pytestmark = pytest.mark.usefixtures("committed")
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from tenancy.contexts import SYSTEM_USER_ID
+from tenancy.contexts import SYSTEM_ACTOR
 from tests.helpers import back_date, row
 from workqueue import api
 from workqueue.api import (
-    maintenance_contexts,
     purge_items,
     read_gauges,
 )
@@ -35,7 +34,7 @@ def test_requeue_stale_hands_back_expired_claims_only(face, ctx, worker_rctx) ->
         Status.PENDING,
         None,
         1,
-        SYSTEM_USER_ID,
+        SYSTEM_ACTOR,
     )
     assert row(b.id).status == Status.CLAIMED
 
@@ -126,7 +125,7 @@ def test_purge_removes_old_finished_items_in_every_tenant(face, ctx, make_ctx, w
 
 
 def test_gauges_read_the_oldest_wait_and_counts(face, ctx, worker_rctx, settings) -> None:
-    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     waiting, _ = face.enqueue(ctx, "NOOP", {})
     face.enqueue(ctx, "NOOP", {}, lane="bulk")
     back_date(waiting.id, available_at=120)
@@ -145,16 +144,10 @@ def test_gauges_read_the_oldest_wait_and_counts(face, ctx, worker_rctx, settings
     }
 
 
-def test_maintenance_contexts_are_one_per_live_tenant(ctx, make_ctx, worker_rctx) -> None:
-    make_ctx()
-    contexts = maintenance_contexts(worker_rctx)
-    assert len(contexts) == 2 and all(c.user_id == SYSTEM_USER_ID for c in contexts)
-
-
 def test_the_gauges_count_undeclared_lanes_as_one(ctx, worker_rctx, settings) -> None:
     # Found by an outside suite: every lane a caller made up was a new row of the gauges read
     # (and new series on every /metrics). Undeclared lanes are one group, whatever their number.
-    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     api.enqueue_many(ctx, [api.NewItem("NOOP", {}, lane=f"made-up-{n}") for n in range(50)])
     api.enqueue(ctx, "NOOP", {}, lane="bulk")
     gauges = read_gauges(worker_rctx)
@@ -176,7 +169,7 @@ def test_the_undeclared_label_is_the_one_the_statements_write() -> None:
 
 
 def test_declared_lanes_are_the_settings_the_kinds_and_the_task_queues(settings) -> None:
-    settings.WORKQUEUE_LANES = ["default", "reports"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "reports"]}
     lanes = api.declared_lanes()
     assert {"default", "reports"} <= set(lanes)
     assert {kind.lane for kind in api.all_kinds()} <= set(lanes)

@@ -33,7 +33,8 @@ def test_the_lock_catches_an_edit_of_a_shared_sql_file(tmp_path, monkeypatch) ->
     importlib.reload(module)
     try:
         lock, now = recorded(), fingerprints()
-        assert lock["audit.0002_row_level_security"] != now["audit.0002_row_level_security"]
+        key = "workqueue_audit.0002_row_level_security"
+        assert lock[key] != now[key]
     finally:
         monkeypatch.undo()
         importlib.reload(module)

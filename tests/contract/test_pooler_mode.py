@@ -1,4 +1,4 @@
-"""The pooler-safe mode on PostgreSQL itself (no pooler needed): with ``DATABASE_POOLER =
+"""The pooler-safe mode on PostgreSQL itself (no pooler needed): with ``WORKQUEUE["POOLER"] =
 "transaction"`` nothing is prepared on either face and the claim's plan setting is not sent;
 the logins carry their session settings; the system check says when one does not.
 (tests/runtime/test_pgbouncer.py runs all of it through a real PgBouncer.)"""
@@ -12,12 +12,13 @@ import psycopg
 import pytest
 from django.db import connections
 from django.test import override_settings
-from project.logins import LOGIN_SETTINGS
 
-from project import checks
+from workqueue import checks
 from tenancy.contexts import OpContext
-from tests.helpers import statements
-from workqueue import api, store
+from tests.helpers import queue_settings, statements
+from workqueue import api
+from wqcore import store
+from wqcore.conf import LOGIN_SETTINGS
 from wqcore.store import aclose_async_store
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -52,7 +53,7 @@ async def _arounds(ctx: OpContext, rctx: Any) -> tuple[int, list[str]]:
             for item_ctx, item in await api.aclaim(rctx, "default", ["NOOP"], "w", 30, 2):
                 await api.acomplete(item_ctx, item)
         prepared = 0
-        for alias in (store.TENANT_ALIAS, store.SYSTEM_ALIAS):
+        for alias in (store.TENANT, store.SYSTEM):
             pool = await store.async_store()._pool(alias)
             async with pool.connection() as conn:
                 cursor = await conn.execute("SELECT count(*) FROM pg_prepared_statements")
@@ -71,7 +72,7 @@ def test_behind_a_transaction_pooler_nothing_is_prepared_on_either_face(
     the next; so with DATABASE_POOLER=transaction the store prepares none, and the claim's
     plan setting (whose gain is a plan kept for the next run) is not sent either."""
     connections.close_all()  # sessions that prepared before this test
-    with override_settings(DATABASE_POOLER=pooler), statements("system") as sent:
+    with queue_settings(POOLER=pooler), statements("system") as sent:
         _rounds(ctx, worker_rctx)
         sync_prepared = _prepared("default") + _prepared("system")
         async_prepared, async_sent = asyncio.run(_arounds(ctx, worker_rctx))
@@ -111,6 +112,6 @@ def test_the_system_check_warns_of_a_login_that_compiles_just_in_time() -> None:
     finally:
         with connections["system"].cursor() as cursor:
             cursor.execute("RESET jit")
-    assert warning.id == "project.W001"
+    assert warning.id == "workqueue.W001"
     assert "jit = on" in warning.msg and "manage.py create_logins" in warning.msg
     assert "workqueue_system" in warning.msg and "\n" not in warning.msg

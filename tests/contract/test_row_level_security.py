@@ -8,11 +8,11 @@ import pytest
 from django.db import connections, transaction
 from django.db.utils import ProgrammingError
 
-from project.checks import login_problems
 from tenancy.models import Membership
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import system_scope, tenant_scope
 from tests.factories import MembershipFactory, OrgFactory
+from workqueue.checks import login_problems
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -70,11 +70,15 @@ def test_writing_another_tenants_row_is_refused() -> None:
     from workers.demo.models import Shipment
 
     a, b = OrgFactory(), OrgFactory()
-    mine = Shipment.objects.using("admin").create(org=a, reference="a", recipient_email="a@x.io")
-    theirs = Shipment.objects.using("admin").create(org=b, reference="b", recipient_email="b@x.io")
+    mine = Shipment.objects.using("admin").create(
+        org_id=a.pk, reference="a", recipient_email="a@x.io"
+    )
+    theirs = Shipment.objects.using("admin").create(
+        org_id=b.pk, reference="b", recipient_email="b@x.io"
+    )
     with pytest.raises(ProgrammingError, match="row-level security"):
         with tenant_scope(a.pk):
-            Shipment.objects.create(org=b, reference="c", recipient_email="c@x.io")
+            Shipment.objects.create(org_id=b.pk, reference="c", recipient_email="c@x.io")
     with tenant_scope(a.pk):
         assert Shipment.objects.filter(pk=theirs.pk).update(status="delivered") == 0
         assert Shipment.objects.filter(pk=mine.pk).update(status="delivered") == 1

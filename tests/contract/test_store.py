@@ -12,7 +12,8 @@ from django.db import connections
 from psycopg import pq
 
 from tenancy.contexts import OpContext
-from workqueue import SQL_DIR, api, claim, store
+from workqueue import SQL_DIR, api, claim
+from wqcore import store
 from wqcore.statements import Statement
 from wqcore.store import System, aclose_async_store, execute
 
@@ -105,7 +106,7 @@ def test_no_login_compiles_statements_just_in_time() -> None:
 
     async def async_setting() -> str:
         try:
-            pool = await store.async_store()._pool(store.TENANT_ALIAS)
+            pool = await store.async_store()._pool(store.TENANT)
             async with pool.connection() as conn:
                 return (await (await conn.execute("SHOW jit")).fetchone())[0]
         finally:

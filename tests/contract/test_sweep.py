@@ -17,8 +17,8 @@ from django.db import connections
 from audit.models import AuditEntry
 from outbox.emit import emit
 from outbox.models import OutboxRow
-from tenancy.contexts import SYSTEM_USER_ID, OpContext
-from tests.helpers import back_date, back_date_outbox, row
+from tenancy.contexts import SYSTEM_ACTOR, OpContext
+from tests.helpers import back_date, back_date_outbox, queue_settings, row
 from workers.gauges import GAUGES, read_queue_gauges
 from workers.sweep import purge_items, purge_outbox, purge_sessions, relay_outbox, requeue_stale
 from workers.sweep.config import SweepSettings
@@ -55,7 +55,7 @@ def test_requeue_stale_hands_back_expired_claims_and_dead_letters_spent_ones(
     assert row(fresh[0].id).status == Status.CLAIMED
     [entry] = AuditEntry.objects.using("admin").filter(action="work.dead_lettered")
     assert entry.subject_id == str(mine[0].id) and entry.org_id == ctx.org_id
-    assert entry.actor_id == SYSTEM_USER_ID
+    assert entry.actor == SYSTEM_ACTOR
 
 
 def test_requeue_stale_is_bounded_by_batch_and_max_batches(ctx, worker_rctx) -> None:
@@ -215,7 +215,7 @@ def test_the_ten_deepest_tenants_per_lane_and_no_more(worker_rctx, make_ctx) -> 
 
 
 def test_gauges_read_back_dated_rows(ctx, make_ctx, worker_rctx, settings) -> None:
-    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     [dead] = _claimed(ctx, worker_rctx, 1)
     WorkItem.objects.using("admin").filter(pk=dead.id).update(status=Status.FAILED)
     waiting = api.enqueue(ctx, "NOOP", {})[0]
@@ -290,18 +290,24 @@ def test_sweep_once_by_call_command(ctx, worker_rctx, capsys) -> None:
 
 
 @pytest.mark.parametrize(
-    ("env", "says"),
+    ("given", "says"),
     [
-        ({"ITEM_RETENTION_S": "-1"}, "ITEM_RETENTION_S must be 0 or more"),
-        ({"SWEEP_BATCH": "0"}, "SWEEP_BATCH must be above 0"),
-        ({"SWEEP_INTERVAL_S": "soon"}, "SWEEP_INTERVAL_S='soon' is not a valid float"),
+        (
+            {"ITEM_RETENTION_S": -1},
+            r"WORKQUEUE\['ITEM_RETENTION_S'\]: Input should be greater than or equal to 0",
+        ),
+        ({"SWEEP_BATCH": 0}, r"WORKQUEUE\['SWEEP_BATCH'\]: Input should be greater than"),
+        ({"SWEEP_INTERVAL_S": "soon"}, r"WORKQUEUE\['SWEEP_INTERVAL_S'\]: .* \(got 'soon'\)"),
+        (
+            {"SWEEP_BACTH": 10},
+            r"WORKQUEUE\['SWEEP_BACTH'\]: no such setting \(did you mean 'SWEEP_BATCH'\?\)",
+        ),
     ],
 )
-def test_a_bad_setting_is_one_line(monkeypatch, env: dict[str, str], says: str) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    with pytest.raises(ImproperlyConfigured, match=says) as raised:
-        SweepSettings.from_env()
-    assert "\n" not in str(raised.value)
-    with pytest.raises(CommandError, match=says):
-        call_command("sweep", once=True)
+def test_a_bad_setting_is_one_line(given: dict[str, object], says: str) -> None:
+    with queue_settings(**given):
+        with pytest.raises(ImproperlyConfigured, match=says) as raised:
+            SweepSettings.from_settings()
+        assert "\n" not in str(raised.value)
+        with pytest.raises(CommandError, match=says):
+            call_command("sweep", once=True)

@@ -13,8 +13,7 @@ import pytest
 from django.db import connections, transaction
 
 from audit.models import AuditEntry
-from tenancy.contexts import OpContext
-from tenancy.models import Role
+from tenancy.contexts import OpContext, Role
 from tests.factories import UserFactory
 from tests.helpers import back_date, row
 from workqueue import api
@@ -68,7 +67,7 @@ def test_requeue_now_resets_attempts_keeps_the_error_in_history_and_announces(
     assert now.available_at <= _db_now()
     [entry] = _audit(dead.id)
     assert entry.action == "work.requeued"
-    assert (entry.actor_id, entry.org_id) == (operator.user_id, ctx.org_id)
+    assert (entry.actor, entry.org_id) == (operator.user_id, ctx.org_id)
     assert entry.request_id == operator.request_id
     assert entry.data["error"] == "Traceback: the gateway said no\nline 2"
     assert entry.data["attempts"] == 1 and entry.data["kind"] == "NOOP"

@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from outbox.relay import relay_pending
-from tenancy.contexts import AppType, OpContext, new_request_context
-from tenancy.models import Role
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import dead_letter, row
 from tests.runtime.support import PYTHON, ROOT, subprocess_env

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from django.db import connections, transaction
-from django.test import override_settings
 from django.utils.dateparse import parse_datetime
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -36,6 +35,7 @@ from outbox.emit import emit
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from tests import summary
+from tests.helpers import queue_settings
 from workers.django_tasks import values as task_values_module
 from workqueue.api import (
     PAYLOAD_DEPTH_MAX,
@@ -337,7 +337,7 @@ def _property_ran(name: str) -> None:
 # -- the properties -----------------------------------------------------------------------------
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_enqueue_stores_valid_or_refuses_naming_the_field(ctx: OpContext) -> None:
     @FAST
     @given(new=new_items())
@@ -397,7 +397,7 @@ def _stored_as_given(ctx: OpContext, new: NewItem, item_id: uuid.UUID) -> None:
         assert stored.available_at == new.available_at
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_enqueue_many_stores_the_batch_or_nothing(ctx: OpContext) -> None:
     batches = st.lists(st.one_of(new_items(), new_items(), st.just({"kind": "NOOP"})), max_size=5)
 
@@ -438,7 +438,7 @@ def test_enqueue_many_stores_the_batch_or_nothing(ctx: OpContext) -> None:
     _property_ran("enqueue_many")
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_emit_stores_one_row_or_refuses_naming_the_field(ctx: OpContext) -> None:
     outbox_kinds = st.one_of(
         st.sampled_from([f"work.{FREE.name}", "work.NOOP", "shipment_events"]),
@@ -470,7 +470,7 @@ def test_emit_stores_one_row_or_refuses_naming_the_field(ctx: OpContext) -> None
 
             with tenant_scope(ctx.org_id):
                 stored = OutboxRow.objects.get(pk=row_id)
-            assert (stored.org_id, stored.actor_id, stored.kind) == (ctx.org_id, ctx.user_id, kind)
+            assert (stored.org_id, stored.actor, stored.kind) == (ctx.org_id, ctx.user_id, kind)
             if kind.startswith("work."):
                 body = {k: v for k, v in payload.items() if k != "lane"}
                 schema = get_kind(kind[5:]).schema
@@ -677,11 +677,12 @@ def api_rows(ctx: OpContext) -> tuple[int, int, int, int]:
         return (*rows(ctx), cursor.fetchone()[0])
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_the_api_stores_valid_or_answers_4xx_naming_the_field(ctx: OpContext) -> None:
+    from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from tenancy.models import User
+    User = get_user_model()
 
     client = Client()
     client.force_login(User.objects.using("admin").get(pk=ctx.user_id))
@@ -787,7 +788,7 @@ payload_texts = st.one_of(
             "[" * 3000 + "]" * 3000,
             '{"data": ' + "[" * 200 + "]" * 200 + "}",
             '{"data": 1, "data": 2}',
-            '{"org_id": "00000000-0000-0000-0000-000000000000"}',
+            '{"org_id": SYSTEM_ACTOR}',
         ]
     ),
     st.text(max_size=40).filter(lambda t: _storable_text(t)),
@@ -804,15 +805,14 @@ def _edit_outcome(text: str) -> tuple[bool | None, Any]:
     return free_payload_ok(payload), payload
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_the_admins_payload_edit_saves_valid_or_names_the_field(ctx: OpContext) -> None:
     import html
 
     from django.test import Client
 
     from audit.models import AuditEntry
-    from tenancy.contexts import AppType, new_request_context
-    from tenancy.models import Role
+    from tenancy.contexts import AppType, Role, new_request_context
     from tests.factories import MembershipFactory, UserFactory
     from tests.helpers import dead_letter, row
     from workqueue.api import Drawn
@@ -970,7 +970,7 @@ def _as_json(value: Any) -> Any:
     return json.loads(json.dumps(plain(value)))
 
 
-@override_settings(WORKQUEUE_MAX_PAYLOAD_BYTES=LIMIT)
+@queue_settings(MAX_PAYLOAD_BYTES=LIMIT)
 def test_the_task_backend_enqueues_json_or_refuses_naming_the_argument(ctx: OpContext) -> None:
     from tenancy.current import using_context
     from tests import tasks

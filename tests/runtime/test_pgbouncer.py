@@ -27,14 +27,15 @@ from typing import Any
 
 import environ
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connections
 from django.test import Client, override_settings
 
 from outbox.emit import emit
 from outbox.relay import relay_all
 from project.database import database_settings, url_for
-from tenancy.contexts import AppType, OpContext, new_request_context
-from tenancy.models import Org, Role, User
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
+from tenancy.models import Org
 from tenancy.scope import tenant_scope
 from tests import pgbouncer
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
@@ -43,6 +44,8 @@ from workers.sweep.sweeper import SweepLock
 from workqueue import api
 from workqueue.models import Status, WorkItem
 from wqcore.store import aclose_async_store
+
+User = get_user_model()
 
 pytestmark = pytest.mark.usefixtures("committed")
 

@@ -31,12 +31,12 @@ from workqueue.models import Status
 
 ITEMS = "/admin/workqueue/workitem/"
 DEAD = "/admin/workqueue/deadletter/"
-AUDIT = "/admin/audit/auditentry/"
-ORGS = "/admin/tenancy/org/"
-MEMBERS = "/admin/tenancy/membership/"
-USERS = "/admin/tenancy/user/"
+AUDIT = "/admin/workqueue_audit/auditentry/"
+ORGS = "/admin/workqueue_tenancy/org/"
+MEMBERS = "/admin/workqueue_tenancy/membership/"
+USERS = "/admin/workqueue_tenancy/user/"
 SHARES = "/admin/workqueue/tenantshare/"
-GAUGES = "/admin/gauges/"
+GAUGES = "/admin/workqueue_workers/queuegauges/"
 
 # Each triage action, with what its confirmation page adds.
 ACTIONS: dict[str, dict[str, str]] = {
@@ -476,7 +476,7 @@ def _audit_row(action: str) -> None:
         w = scene.world
         client = staff_of_a(w)
         claims = {
-            "actor_id": str(w.b.user_id),
+            "actor": str(w.b.user_id),
             "actor": str(w.b.user_id),
             "user_id": str(w.b.user_id),
             "org_id": str(w.b.org_id),
@@ -490,7 +490,7 @@ def _audit_row(action: str) -> None:
             .filter(subject_id=str(w.a.dead.id))
             .exclude(action="work.dead_lettered")
         )
-        assert (entry.actor_id, entry.org_id) == (w.a.staff.user_id, w.a.org_id), entry.__dict__
+        assert (entry.actor, entry.org_id) == (w.a.staff.user_id, w.a.org_id), entry.__dict__
         assert entry.request_id != uuid.UUID(claims["request_id"])
 
     ATTACKS.append(Attack("admin", f"{action}'s audit entry names someone else", run))
@@ -511,7 +511,7 @@ def _operator_audit(scene: Scene) -> None:
     [entry] = AuditEntry.objects.using("admin").filter(
         subject_id=str(w.a.dead.id), action="work.requeued"
     )
-    assert (entry.actor_id, entry.org_id) == (user.pk, w.a.org_id)
+    assert (entry.actor, entry.org_id) == (user.pk, w.a.org_id)
 
 
 @attack("admin", "edit A's dead letter's payload to name B's org")

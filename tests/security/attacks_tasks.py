@@ -129,7 +129,9 @@ def _view_header(scene: Scene) -> None:
 @attack("tasks", "enqueue in an async view naming B with X-Org-ID")
 def _async_view_header(scene: Scene) -> None:
     w = scene.world
-    from tenancy.models import User
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
 
     user = User.objects.using("admin").get(pk=w.a.user_id)
 

@@ -105,7 +105,9 @@ def attack(
 
 
 def client_of(world: World, user_id: uuid.UUID | None = None) -> Client:
-    from tenancy.models import User
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
 
     client = Client()
     client.force_login(User.objects.using("admin").get(pk=user_id or world.a.user_id))

@@ -571,7 +571,7 @@ def endpoint() -> Iterator[Endpoint]:
 @pytest.fixture
 def scene(endpoint: Endpoint, settings) -> Scene:  # type: ignore[no-untyped-def]
     # The world's lanes are the site's (the API refuses a lane the site does not declare).
-    settings.WORKQUEUE_LANES = ["default", worlds.PARKED, worlds.HELD]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", worlds.PARKED, worlds.HELD]}
     return Scene(worlds.build(), endpoint)
 
 

@@ -19,9 +19,9 @@ from django.db import connections
 from audit.services import append
 from outbox.emit import emit
 from outbox.relay import relay_pending
-from tenancy.contexts import AppType, OpContext, new_request_context
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tenancy.current import using_context
-from tenancy.models import Org, Role
+from tenancy.models import Org
 from tenancy.rls import tenant_tables
 from tenancy.scope import tenant_scope
 from tests import tasks

@@ -10,6 +10,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from prometheus_client import REGISTRY
 
+from tests.helpers import queue_settings
 from workers.config import WorkerSettings
 from workers.watchdog import LoopWatchdog
 
@@ -129,12 +130,13 @@ def test_it_checks_every_quarter_of_the_warning_and_needs_one() -> None:
         LoopWatchdog(Loop(), 0, describe=str)  # type: ignore[arg-type]
 
 
-def test_the_setting_is_read_from_the_environment_and_checked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert WorkerSettings.from_env(("NOOP",)).loop_blocked_warn_s == 1.0
-    monkeypatch.setenv("WORKER_LOOP_BLOCKED_WARN_S", "2.5")
-    assert WorkerSettings.from_env(("NOOP",)).loop_blocked_warn_s == 2.5
-    monkeypatch.setenv("WORKER_LOOP_BLOCKED_WARN_S", "-1")
-    with pytest.raises(ImproperlyConfigured, match="WORKER_LOOP_BLOCKED_WARN_S must be >= 0"):
-        WorkerSettings.from_env(("NOOP",))
+def test_the_setting_is_read_from_the_queues_settings_and_checked() -> None:
+    assert WorkerSettings.from_settings(("NOOP",)).loop_blocked_warn_s == 1.0
+    with queue_settings(WORKER_LOOP_BLOCKED_WARN_S=2.5):
+        assert WorkerSettings.from_settings(("NOOP",)).loop_blocked_warn_s == 2.5
+    with queue_settings(WORKER_LOOP_BLOCKED_WARN_S=-1):
+        with pytest.raises(
+            ImproperlyConfigured,
+            match=r"WORKQUEUE\['WORKER_LOOP_BLOCKED_WARN_S'\]: Input should be greater than",
+        ):
+            WorkerSettings.from_settings(("NOOP",))

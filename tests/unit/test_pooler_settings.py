@@ -1,5 +1,6 @@
-"""The settings for a transaction pooler in front of PostgreSQL (DATABASE_POOLER,
-DATABASE_DIRECT_URL), and where the listener connects, without a database."""
+"""The settings for a transaction pooler in front of PostgreSQL (the reference site's
+DATABASE_POOLER and DATABASE_DIRECT_URL, the queue's WORKQUEUE["POOLER"] and
+["LISTEN_DATABASE_ALIAS"]), and where the listener connects, without a database."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from pathlib import Path
 import environ
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.test import override_settings
 
-from project.database import database_settings, direct_database, parse, pooler_mode
+from project.database import DIRECT_ALIAS, database_settings, pooler_mode
+from tests.helpers import queue_settings
 from workers.listen import connection_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def env(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
 
 def test_no_alias_sends_anything_at_connect_a_pooler_would_refuse(env) -> None:  # type: ignore[no-untyped-def]
     """PgBouncer refuses a startup option (``unsupported startup parameter: options``); the
-    logins' session settings are theirs instead (project.logins.LOGIN_SETTINGS)."""
+    logins' session settings are theirs instead (wqcore.conf.LOGIN_SETTINGS)."""
     databases = database_settings(env(DATABASE_URL=APP), ROOT)
     for alias, entry in databases.items():
         assert "options" not in entry.get("OPTIONS", {}), alias
@@ -78,30 +79,25 @@ def test_an_unknown_pooler_mode_is_refused_in_one_line(env) -> None:  # type: ig
     assert "\n" not in str(raised.value)
 
 
-def test_the_direct_database_is_read_only_when_set(env) -> None:  # type: ignore[no-untyped-def]
-    assert direct_database(env()) is None
-    direct = direct_database(env(DATABASE_DIRECT_URL=DIRECT))
-    assert direct is not None
+def test_the_direct_alias_is_there_only_when_set(env) -> None:  # type: ignore[no-untyped-def]
+    assert DIRECT_ALIAS not in database_settings(env(DATABASE_URL=APP), ROOT)
+    direct = database_settings(env(DATABASE_URL=APP, DATABASE_DIRECT_URL=DIRECT), ROOT)[
+        DIRECT_ALIAS
+    ]
     assert (direct["HOST"], direct["PORT"], direct["NAME"]) == ("db.internal", 5432, "workqueue")
 
 
-def test_the_listener_connects_where_it_can_keep_a_session() -> None:
-    """LISTEN needs a session: the listener reaches PostgreSQL itself (DATABASE_DIRECT) when
-    one is set; behind a transaction pooler with none it does not listen at all."""
-    with override_settings(DATABASE_POOLER="none", DATABASE_DIRECT=None):
+def test_the_listener_connects_where_it_can_keep_a_session(settings) -> None:  # type: ignore[no-untyped-def]
+    """LISTEN needs a session: the listener reaches PostgreSQL itself (LISTEN_DATABASE_ALIAS)
+    when one is named; behind a transaction pooler with none it does not listen at all."""
+    with queue_settings(POOLER="none", LISTEN_DATABASE_ALIAS=None):
         params = connection_kwargs()
         assert params is not None and params["prepare_threshold"] is None
-    with override_settings(DATABASE_POOLER="transaction", DATABASE_DIRECT=None):
+    with queue_settings(POOLER="transaction", LISTEN_DATABASE_ALIAS=None):
         assert connection_kwargs() is None
-    direct = parse("DATABASE_DIRECT_URL", DIRECT + "?sslmode=require")
-    with override_settings(DATABASE_POOLER="transaction", DATABASE_DIRECT=direct):
+    # A named alias (the reference site's "direct", from DATABASE_DIRECT_URL): its parameters.
+    with queue_settings(POOLER="transaction", LISTEN_DATABASE_ALIAS="admin"):
         params = connection_kwargs()
+    owner = settings.DATABASES["admin"]
     assert params is not None
-    assert (params["host"], params["port"], params["dbname"], params["user"]) == (
-        "db.internal",
-        5432,
-        "workqueue",
-        "workqueue_app",
-    )
-    assert params["sslmode"] == "require"
-    assert "password" not in params
+    assert (params["dbname"], params["user"]) == (owner["NAME"], owner["USER"])

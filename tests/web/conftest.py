@@ -7,11 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tenancy.contexts import AppType, OpContext, new_request_context
-from tenancy.models import Org, Role, User
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
+from tenancy.models import Org
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
+
+User = get_user_model()
 
 
 @dataclass

@@ -15,7 +15,7 @@ import pytest
 from django.db import connections
 
 from tenancy.admin_fence import BoundedPaginator
-from tenancy.models import Role
+from tenancy.contexts import Role
 from tests.helpers import dead_letter
 from tests.web.conftest import Person
 from workqueue import api
@@ -211,7 +211,7 @@ def test_a_staff_user_of_no_tenant_sees_nothing(world) -> None:
     client = signed_in(UserFactory(is_staff=True))
     assert client.get(ITEMS).status_code == 403
     assert client.get(DEAD).status_code == 403
-    assert client.get("/admin/gauges/").status_code == 403
+    assert client.get("/admin/workqueue_workers/queuegauges/").status_code == 403
 
 
 def test_a_long_list_is_counted_only_up_to_the_cap(operator: Person, world, monkeypatch) -> None:

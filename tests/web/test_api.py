@@ -10,6 +10,7 @@ import pytest
 from django.db import connections
 from django.test import Client
 
+from tenancy.contexts import SYSTEM_ACTOR
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import row
 from tests.web.conftest import Person, signed_in
@@ -40,7 +41,7 @@ def alice(member) -> Person:  # type: ignore[no-untyped-def]
 
 
 def test_a_member_enqueues_and_gets_201_with_the_item(alice: Person, settings) -> None:
-    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     response = post(
         alice.client,
         {
@@ -123,7 +124,7 @@ def test_a_lane_the_site_does_not_declare_is_400_and_stores_nothing(
     alice: Person, settings
 ) -> None:
     # Found by an outside suite: every made-up lane became new series on every /metrics.
-    settings.WORKQUEUE_LANES = ["default", "bulk"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     for lane in ("made-up", "bulk2", "DEFAULT"):
         response = post(alice.client, {"kind": "NOOP", "payload": {}, "lane": lane})
         assert response.status_code == 400, response.content
@@ -316,7 +317,7 @@ def test_get_returns_the_items_status_to_its_tenant_only(alice: Person, member) 
     assert theirs.status_code == 404 and theirs.json() == {
         "error": "no such work item in your tenant"
     }
-    for bad in ("00000000-0000-0000-0000-000000000000", "not-a-uuid", "1' OR '1'='1", "x" * 500):
+    for bad in (SYSTEM_ACTOR, "not-a-uuid", "1' OR '1'='1", "x" * 500):
         response = alice.client.get(f"{URL}{bad}")
         assert response.status_code == 404, bad
         assert response.json()["error"] == "no such work item in your tenant"

@@ -8,7 +8,7 @@ import pytest
 from django.db import connections
 
 from outbox.emit import emit
-from tenancy.models import Role
+from tenancy.contexts import Role
 from tests.helpers import back_date, back_date_outbox, dead_letter
 from tests.web.conftest import Person
 from workers.models import Worker, WorkerState
@@ -16,7 +16,7 @@ from workqueue import api
 
 pytestmark = pytest.mark.usefixtures("committed")
 
-URL = "/admin/gauges/"
+URL = "/admin/workqueue_workers/queuegauges/"
 
 
 def card(html: str, name: str) -> str:
@@ -36,7 +36,7 @@ def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
     """Tenant A: two pending items, one dead letter, one claimed by worker w-live, an outbox
     row waiting 30 s. Tenant B: one pending, one done now, one done 5 minutes ago, one done
     20 minutes ago. A live worker, and an offline one."""
-    settings.WORKQUEUE_LANES = ["default", "held", "fast"]
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "held", "fast"]}
     a, b = member(), member()
     for _ in range(2):
         api.enqueue(a.ctx, "NOOP", {})
@@ -127,7 +127,7 @@ def test_the_operator_sees_each_lanes_deepest_tenants_with_their_share(operator:
     TenantShare.objects.using("admin").create(org_id=deep.org_id, weight=3, max_in_flight=7)
     api.enqueue_many(deep.ctx, [api.NewItem("NOOP", {}) for _ in range(5)])
     api.enqueue(shallow.ctx, "NOOP", {})
-    page = operator.client.get("/admin/gauges/").content.decode()
+    page = operator.client.get("/admin/workqueue_workers/queuegauges/").content.decode()
     table = page[page.index('id="top-tenants"') :]
     first, second = table.index('<td class="num">1</td>'), table.index('<td class="num">2</td>')
     assert first < second

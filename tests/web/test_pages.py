@@ -22,7 +22,12 @@ pytestmark = pytest.mark.usefixtures("committed")
 def test_the_landing_page_says_what_this_is_and_where_to_go() -> None:
     response = Client().get("/")
     assert response.status_code == 200
-    for link in ('href="/admin/"', 'href="/admin/gauges/"', 'href="/demo/"', 'href="/metrics"'):
+    for link in (
+        'href="/admin/"',
+        'href="/admin/workqueue_workers/queuegauges/"',
+        'href="/demo/"',
+        'href="/metrics"',
+    ):
         assert link in response.text
     assert "POST /api/work/" in response.text and "GET /api/work/" in response.text
     assert "/login/" in response.text
@@ -63,7 +68,7 @@ def test_booking_writes_the_shipment_and_its_notice_in_one_transaction(member, w
     row = OutboxRow.objects.using("admin").get()
     assert str(row.id) == work_id and row.kind == "work.NOTIFY_SHIPMENT"
     assert row.payload == {"shipment_id": str(shipment.id), "version": 1, "channel": "sms"}
-    assert row.actor_id == person.user.pk
+    assert row.actor == person.user.pk
     page = person.client.get(response["Location"]).text
     assert 'id="outbox-status">pending' in page and "not enqueued yet" in page
     # The relay makes the work item, with the row's id; the page follows it.
