@@ -43,7 +43,7 @@ class AuditEntryAdmin(TenantAdmin):
     sortable_by = ()
     fields = (
         "created_at",
-        "org",
+        "org_id",
         "action",
         "subject_type",
         "subject_id",

@@ -258,7 +258,7 @@ class WorkItemAdmin(TenantAdmin):
     actions = ("requeue_now", "requeue_later", "discard", "edit_payload")
     change_form_template = "admin/workqueue/workitem/change_form.html"
     fieldsets = (
-        (None, {"fields": ("id", "org", "kind", "lane", "status", "priority")}),
+        (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
         (
             "Attempts",
             {"fields": ("attempts", "max_attempts", "available_at", "idempotency_key")},

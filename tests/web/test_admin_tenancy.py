@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("committed")
 def test_the_operator_sees_and_manages_users_orgs_and_memberships(operator: Person, member) -> None:
     a, b = member(), member()
     client = operator.client
-    users = client.get("/admin/workqueue_tenancy/user/")
+    users = client.get("/admin/auth/user/")
     assert users.status_code == 200
     assert a.user.username in users.text and b.user.username in users.text
     orgs = client.get("/admin/workqueue_tenancy/org/").text
@@ -66,7 +66,7 @@ def test_tenant_staff_read_their_org_and_members_only(member) -> None:
     a, b = member(), member()
     colleague = member(org=Org.objects.using("admin").get(pk=a.org_id), role=Role.MEMBER)
     client = a.client
-    assert client.get("/admin/workqueue_tenancy/user/").status_code == 403
+    assert client.get("/admin/auth/user/").status_code == 403
     orgs = client.get("/admin/workqueue_tenancy/org/").text
     assert str(a.org_id) in orgs and str(b.org_id) not in orgs
     assert client.get(f"/admin/workqueue_tenancy/org/{b.org_id}/change/").status_code == 404

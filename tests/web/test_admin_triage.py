@@ -80,7 +80,7 @@ def test_requeue_now_asks_first_then_requeues_and_audits_the_operator(
     [entry] = _audit(dead)
     assert (entry.action, entry.actor, entry.org_id) == (
         "work.requeued",
-        staff.user.pk,
+        str(staff.user.pk),
         staff.org_id,
     )
     assert entry.data["error"] == "the gateway said no"
@@ -242,7 +242,7 @@ def test_the_operator_acts_across_tenants_and_each_entry_names_them(
     assert {row(first.id).status, row(second.id).status} == {Status.PENDING}
     for item, org_id in ((first, a.org_id), (second, b.org_id)):
         [entry] = _audit(item)
-        assert (entry.actor, entry.org_id) == (operator.user.pk, org_id)
+        assert (entry.actor, entry.org_id) == (str(operator.user.pk), org_id)
 
 
 def test_the_detail_pages_buttons_open_the_confirmation(staff: Person, worker_rctx) -> None:
@@ -310,4 +310,4 @@ def test_an_operator_who_is_a_member_of_one_tenant_acts_in_another(member, worke
     confirm(a.client, DEAD, ask(a.client, DEAD, "requeue_now", theirs))
     assert row(theirs.id).status == Status.PENDING
     [entry] = _audit(theirs)
-    assert (entry.actor, entry.org_id) == (a.user.pk, b.org_id)
+    assert (entry.actor, entry.org_id) == (str(a.user.pk), b.org_id)

@@ -70,7 +70,7 @@ def test_a_member_enqueues_and_gets_201_with_the_item(alice: Person, settings) -
     assert "claim_token" not in item
     stored = row(item["id"])
     # The tenant and the author come from the signed-in member, never from the body.
-    assert (stored.org_id, stored.created_by) == (alice.org_id, alice.user.pk)
+    assert (stored.org_id, stored.created_by) == (alice.org_id, str(alice.user.pk))
     # The enqueue records the request's trace: the server span continues the caller's trace.
     assert stored.traceparent is not None
     assert stored.traceparent.split("-")[1] == TRACEPARENT.split("-")[1]
@@ -131,7 +131,7 @@ def test_a_lane_the_site_does_not_declare_is_400_and_stores_nothing(
         answer = response.json()
         assert answer["field"] == "lane"
         assert "not a lane this site declares (declared: bulk, default)" in answer["error"]
-        assert "WORKQUEUE_LANES" in answer["error"]
+        assert "WORKQUEUE['LANES']" in answer["error"]
     assert _count() == 0
     # A declared lane, and a kind's own lane (no lane given), are taken.
     assert post(alice.client, {"kind": "NOOP", "payload": {}, "lane": "bulk"}).status_code == 201

@@ -140,7 +140,7 @@ def test_the_operator_sets_a_share_and_the_tenants_staff_read_it(operator: Perso
     staff = member()
     answer = operator.client.post(
         "/admin/workqueue/tenantshare/add/",
-        {"org": str(staff.org_id), "weight": "2", "max_in_flight": "4"},
+        {"org_id": str(staff.org_id), "weight": "2", "max_in_flight": "4"},
     )
     assert answer.status_code == 302, answer.content.decode()[:2000]
     share = TenantShare.objects.using("admin").get(org_id=staff.org_id)

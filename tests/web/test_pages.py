@@ -68,7 +68,7 @@ def test_booking_writes_the_shipment_and_its_notice_in_one_transaction(member, w
     row = OutboxRow.objects.using("admin").get()
     assert str(row.id) == work_id and row.kind == "work.NOTIFY_SHIPMENT"
     assert row.payload == {"shipment_id": str(shipment.id), "version": 1, "channel": "sms"}
-    assert row.actor == person.user.pk
+    assert row.actor == str(person.user.pk)
     page = person.client.get(response["Location"]).text
     assert 'id="outbox-status">pending' in page and "not enqueued yet" in page
     # The relay makes the work item, with the row's id; the page follows it.
@@ -76,7 +76,7 @@ def test_booking_writes_the_shipment_and_its_notice_in_one_transaction(member, w
     page = person.client.get(response["Location"]).text
     assert 'id="work-status">pending' in page and 'id="outbox-status">relayed' in page
     [(ctx, item)] = api.claim(worker_rctx, "default", ["NOTIFY_SHIPMENT"], "w1", 30, 10)
-    assert str(item.id) == work_id and item.created_by == person.user.pk
+    assert str(item.id) == work_id and item.created_by == str(person.user.pk)
     assert 'id="work-status">claimed' in person.client.get(response["Location"]).text
     api.complete(ctx, item)
     done = person.client.get(response["Location"]).text
