@@ -4,10 +4,10 @@ Every process that serves ``/metrics`` (the web's, through django-prometheus, an
 own endpoint) exports them from the default registry. One statement on the system login reads
 the items by lane, kind and status, the outbox lag and the live workers (each part named in its
 own app and embedded here); the result is kept for ``WORKQUEUE["GAUGES_CACHE_S"]``, and
-concurrent scrapes share one read, so a scrape storm never becomes a query storm. Labels never carry a tenant: one
-series per tenant would grow without bound, and ``/metrics`` carries no tenant's data. The ten
-deepest tenants of each lane appear by rank only (``workqueue_tenant_depth``); the admin's gauges
-page names them.
+concurrent scrapes share one read, so a scrape storm never becomes a query storm. Labels never
+carry a tenant: one series per tenant would grow without bound, and ``/metrics`` carries no
+tenant's data. The ten deepest tenants of each lane appear by rank only
+(``workqueue_tenant_depth``); the admin's gauges page names them.
 """
 
 from __future__ import annotations

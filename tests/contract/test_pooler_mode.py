@@ -11,12 +11,10 @@ from typing import Any
 import psycopg
 import pytest
 from django.db import connections
-from django.test import override_settings
 
-from workqueue import checks
 from tenancy.contexts import OpContext
 from tests.helpers import queue_settings, statements
-from workqueue import api
+from workqueue import api, checks
 from wqcore import store
 from wqcore.conf import LOGIN_SETTINGS
 from wqcore.store import aclose_async_store

@@ -241,4 +241,6 @@ def test_sweep_once_as_a_subprocess_and_a_bad_setting_in_one_line(ctx) -> None:
     out, _ = bad.communicate(timeout=60)
     assert bad.returncode != 0 and "Traceback" not in out
     lines = [line for line in out.splitlines() if line.strip()]
-    assert len(lines) == 1 and "ITEM_RETENTION_S must be 0 or more" in lines[0]
+    # The environment variable is the setting's name (project/environment.py).
+    assert len(lines) == 1, lines
+    assert "WORKQUEUE['ITEM_RETENTION_S']: Input should be greater than or equal to 0" in lines[0]

@@ -34,7 +34,7 @@ def test_a_view_enqueues_for_the_signed_in_members_tenant() -> None:
     item = WorkItem.objects.using("admin").get(pk=response.content.decode())
     assert (item.org_id, item.created_by, item.kind) == (
         member.org_id,
-        member.user_id,
+        str(member.user_id),
         "DJANGO_TASK",
     )
     assert current_context() is None  # the request's context ended with it

@@ -29,7 +29,7 @@ import environ
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
-from django.test import Client, override_settings
+from django.test import Client
 
 from outbox.emit import emit
 from outbox.relay import relay_all
@@ -39,6 +39,7 @@ from tenancy.models import Org
 from tenancy.scope import tenant_scope
 from tests import pgbouncer
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
+from tests.helpers import queue_settings
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workers.sweep.sweeper import SweepLock
 from workqueue import api
@@ -109,7 +110,7 @@ def pooled(bouncer: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
             {key: entries[alias].get(key, default) for key, default in _REACH.items()}
         )
     try:
-        with override_settings(DATABASE_POOLER="transaction", DATABASE_DIRECT=None):
+        with queue_settings(POOLER="transaction", LISTEN_DATABASE_ALIAS=None):
             yield bouncer
     finally:
         connections.close_all()

@@ -55,7 +55,7 @@ def test_a_members_request_runs_in_its_tenant() -> None:
     )
     assert response.content.decode() == str(member.org_id)
     assert response.wsgi_request.op.org_id == member.org_id
-    assert response.wsgi_request.op.user_id == member.user_id
+    assert response.wsgi_request.op.user_id == str(member.user_id)
     assert str(response.wsgi_request.rctx.request_id) == "6f1c2a8e-0000-4000-8000-000000000001"
 
 

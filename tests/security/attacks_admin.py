@@ -477,7 +477,7 @@ def _audit_row(action: str) -> None:
         client = staff_of_a(w)
         claims = {
             "actor": str(w.b.user_id),
-            "actor": str(w.b.user_id),
+            "actor_id": str(w.b.user_id),
             "user_id": str(w.b.user_id),
             "org_id": str(w.b.org_id),
             "request_id": str(uuid.uuid4()),

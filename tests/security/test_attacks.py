@@ -143,8 +143,8 @@ sql_attack(
 sql_attack(
     "forge an audit entry in B",
     "INSERT INTO workqueue_audit_auditentry (id, org_id, actor, action, subject_type,"
-    " subject_id, data, created_at) VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'forged', 'x', 'x',"
-    " '{}', now())",
+    " subject_id, data, created_at) VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'forged',"
+    " 'x', 'x', '{}', now())",
 )
 sql_attack("rewrite audit entries", "UPDATE workqueue_audit_auditentry SET action = 'forged'")
 sql_attack("erase audit entries", "DELETE FROM workqueue_audit_auditentry")
@@ -405,8 +405,8 @@ def _outbox_taken_id(scene: Scene) -> None:
     as_a(
         w,
         "INSERT INTO workqueue_outbox_outboxrow (id, org_id, kind, payload, actor, status,"
-        " last_error, created_at) VALUES (%(b_item)s, %(a_org)s, 'work.NOOP', '{}', %(a_user)s, 'pending',"
-        " '', now())",
+        " last_error, created_at) VALUES (%(b_item)s, %(a_org)s, 'work.NOOP', '{}', %(a_user)s,"
+        " 'pending', '', now())",
     )
     relay_pending(new_request_context(AppType.WORKER))
     with connections["admin"].cursor() as cursor:

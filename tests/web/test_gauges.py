@@ -56,7 +56,8 @@ def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
         for worker_id, state in (("w-live", "running"), ("w-old", "offline")):
             cursor.execute(
                 "INSERT INTO workqueue_workers_worker"
-                " (id, kind, lane, host, pid, started_at, last_beat_at, state) VALUES (%s, 'NOOP', 'default', 'h1', 42, now(), now(), %s)",
+                " (id, kind, lane, host, pid, started_at, last_beat_at, state)"
+                " VALUES (%s, 'NOOP', 'default', 'h1', 42, now(), now(), %s)",
                 [worker_id, state],
             )
     return a, b, held
