@@ -45,7 +45,7 @@ def create() -> None:
     with admin.cursor() as cursor:
         cursor.execute(_CREATE.format(app=app))
         for table in TABLES:
-            cursor.execute(policy.format(table=table))
+            cursor.execute(policy.format(table=table, column="org_id"))
 
 
 def drop() -> None:

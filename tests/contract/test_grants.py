@@ -70,7 +70,7 @@ def test_every_reachable_table_is_fenced_or_deliberately_global_and_read_only() 
         if table not in fenced and not (table in GLOBAL_READ_ONLY and rights == {"SELECT"})
     }
     assert strays == {}, "tables the everyday login reaches with no tenant policy"
-    for table in ("tenancy_user", "django_session", "auth_permission", "django_admin_log"):
+    for table in ("auth_user", "django_session", "auth_permission", "django_admin_log"):
         assert table not in reachable
 
 
@@ -153,9 +153,9 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
 @pytest.mark.parametrize(
     "attack",
     [
-        "SELECT username, password FROM tenancy_user",
-        "UPDATE tenancy_user SET is_superuser = true",
-        "UPDATE tenancy_user SET password = 'pbkdf2_sha256$1$x$y'",
+        "SELECT username, password FROM auth_user",
+        "UPDATE auth_user SET is_superuser = true",
+        "UPDATE auth_user SET password = 'pbkdf2_sha256$1$x$y'",
         "SELECT session_key, session_data FROM django_session",
         "DELETE FROM django_session",
         "UPDATE workqueue_tenancy_org SET gone_at = now()",
@@ -230,6 +230,6 @@ def test_sign_in_still_works_through_the_system_login(two_tenants) -> None:
 def test_an_admin_member_of_one_tenant_reads_no_other_users() -> None:
     mine = MembershipFactory()
     UserFactory.create_batch(3)
-    result = _as_tenant(mine.org_id, "SELECT count(*) FROM tenancy_user")
+    result = _as_tenant(mine.org_id, "SELECT count(*) FROM auth_user")
     assert isinstance(result, DatabaseError)
     assert OrgFactory()  # the factories (owner login) are unaffected

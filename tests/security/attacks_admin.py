@@ -34,7 +34,7 @@ DEAD = "/admin/workqueue/deadletter/"
 AUDIT = "/admin/workqueue_audit/auditentry/"
 ORGS = "/admin/workqueue_tenancy/org/"
 MEMBERS = "/admin/workqueue_tenancy/membership/"
-USERS = "/admin/workqueue_tenancy/user/"
+USERS = "/admin/auth/user/"
 SHARES = "/admin/workqueue/tenantshare/"
 GAUGES = "/admin/workqueue_workers/queuegauges/"
 
@@ -448,7 +448,7 @@ def _csrf_operator_user(scene: Scene) -> None:
     assert client.post(f"{USERS}{w.a.user_id}/change/", data).status_code == 403
     assert client.post(f"{USERS}{w.b.user_id}/password/", {"password1": "x"}).status_code == 403
     with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT is_superuser FROM tenancy_user WHERE id = %s", [w.a.user_id])
+        cursor.execute("SELECT is_superuser FROM auth_user WHERE id = %s", [w.a.user_id])
         assert cursor.fetchone()[0] is False
 
 
@@ -511,7 +511,7 @@ def _operator_audit(scene: Scene) -> None:
     [entry] = AuditEntry.objects.using("admin").filter(
         subject_id=str(w.a.dead.id), action="work.requeued"
     )
-    assert (entry.actor, entry.org_id) == (user.pk, w.a.org_id)
+    assert (entry.actor, entry.org_id) == (str(user.pk), w.a.org_id)
 
 
 @attack("admin", "edit A's dead letter's payload to name B's org")

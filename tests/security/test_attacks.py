@@ -155,8 +155,8 @@ sql_attack(
     " VALUES (gen_random_uuid(), %(b_org)s, %(a_user)s, 'owner', now())",
 )
 sql_attack("promote own membership", "UPDATE workqueue_tenancy_membership SET role = 'owner'")
-sql_attack("read password hashes", "SELECT username, password FROM tenancy_user")
-sql_attack("make B's user a superuser", "UPDATE tenancy_user SET is_superuser = true")
+sql_attack("read password hashes", "SELECT username, password FROM auth_user")
+sql_attack("make B's user a superuser", "UPDATE auth_user SET is_superuser = true")
 sql_attack("read B's session", "SELECT session_data FROM django_session")
 sql_attack("sign B out", "DELETE FROM django_session WHERE session_key = %(b_session)s")
 sql_attack(

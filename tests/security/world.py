@@ -9,6 +9,7 @@ tenant table, as the owner, so each attack can be checked for leaving B exactly 
 from __future__ import annotations
 
 import json
+import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -90,7 +91,11 @@ class World:
 
 
 def _member(org: Org, role: Role = Role.MEMBER, staff: bool = False) -> OpContext:
-    m = MembershipFactory(org=org, user=UserFactory(is_staff=staff), role=role)
+    # The site's users have integer keys (auth.User). A world's users get keys no page shows
+    # by chance (a small one is a page number, a count), so that "B's user id is on A's page"
+    # means the page leaked it.
+    user = UserFactory(id=secrets.randbelow(10**9) + 10**9, is_staff=staff)
+    m = MembershipFactory(org=org, user=user, role=role)
     rctx = new_request_context(AppType.WEB)
     return OpContext(org_id=m.org_id, user_id=m.user_id, role=Role(m.role), rctx=rctx)
 
@@ -177,7 +182,7 @@ def _b_rows() -> dict[str, str]:
     outbox, audit, stored answers, task records, shipments, shares, memberships, the org), B's
     users and B's session."""
     found = {table: f"{column} = %(b_org)s" for table, column in tenant_tables().items()}
-    found["tenancy_user"] = "id IN (%(b_user)s, %(b_staff)s)"
+    found["auth_user"] = "id IN (%(b_user)s, %(b_staff)s)"
     found["django_session"] = "session_key = %(b_session)s"
     return found
 
