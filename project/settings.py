@@ -140,6 +140,8 @@ WORKQUEUE = workqueue_settings(
     OWNER_DATABASE_ALIAS="admin",
     LISTEN_DATABASE_ALIAS=DIRECT_ALIAS if DIRECT_ALIAS in DATABASES else None,
     POOLER=pooler_mode(env),
+    # This site's sessions are in its database: the sweep purges the expired ones.
+    SWEEP_PURGE_SESSIONS=env.bool("SWEEP_PURGE_SESSIONS", default=True),
 )
 
 LOGGING = {

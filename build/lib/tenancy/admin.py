@@ -1,0 +1,73 @@
+"""The orgs tenancy in the admin: orgs and memberships, managed by the operator on the system
+login, read by each org's staff under row-level security (``tenancy.admin_fence``). Users are
+the site's own, in the site's own user admin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from tenancy.admin_fence import OperatorWrites, TenantAdmin
+from tenancy.contexts import Role
+from tenancy.models import Membership, Org
+from wqcore.conf import system_alias
+
+
+class OrgForm(forms.ModelForm):
+    class Meta:
+        model = Org
+        fields = ("name", "slug", "gone_at")
+
+    def clean_slug(self) -> str:
+        # Django's unique check reads the default alias, where row-level security shows one
+        # org at most; the operator's check must see them all.
+        slug = self.cleaned_data["slug"]
+        taken = Org.objects.using(system_alias()).filter(slug=slug).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError("An org with this slug already exists.")
+        return slug
+
+
+@admin.register(Org)
+class OrgAdmin(OperatorWrites, TenantAdmin):
+    form = OrgForm
+    list_display = ("name", "slug", "id", "created_at", "gone_at")
+    search_fields = ("name", "slug")
+    ordering = ("name",)
+    readonly_fields = ("id", "created_at")
+
+
+class MembershipForm(forms.ModelForm):
+    # The service role is never given to a person (a check constraint says so too).
+    role = forms.ChoiceField(choices=[(r.value, r.label) for r in Role if r != Role.SERVICE])
+
+    class Meta:
+        model = Membership
+        fields = ("org", "user", "role", "ended_at")
+
+
+@admin.register(Membership)
+class MembershipAdmin(OperatorWrites, TenantAdmin):
+    form = MembershipForm
+    list_display = ("username", "org", "role", "created_at", "ended_at")
+    list_filter = ("role",)
+    ordering = ("-created_at",)
+    raw_id_fields = ("user",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        # A join to the user table is refused on the everyday login: the members' users are
+        # read apart, on the system login (tenancy/routers.py), for the members listed.
+        return super().get_queryset(request).prefetch_related("user", "org")
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "org":
+            kwargs["queryset"] = Org.objects.using(system_alias()).order_by("name")
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.display(description="user")
+    def username(self, membership: Membership) -> str:
+        return membership.user.get_username()

@@ -1,0 +1,169 @@
+"""The admin's fence: who sees which tenant's rows in the admin, and how.
+
+Two kinds of people use the admin:
+
+- the site's operator (a superuser) sees every tenant. Their reads across tenants go through
+  the system login, explicitly (``.using("system")`` on every queryset here), never by turning
+  row-level security off;
+- a tenant's staff (``is_staff`` and an owner or admin membership) sees that tenant only. Their
+  pages read on the everyday login inside their tenant's scope (the tenancy middleware runs the
+  view there), so row-level security does the fencing: no filter of ours stands between them
+  and another tenant's rows, and another tenant's URL is a 404 like an id that never existed.
+
+Everyone else sees none of these pages. ``TenantAdmin`` is the base of every tenant table's
+admin; ``BoundedPaginator`` keeps lists of a million rows from counting them all. (On a site
+whose system login is the everyday one, without BYPASSRLS, the tenancy middleware runs the
+operator's admin pages in a system scope: ``tenancy.middleware``.)
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Model, QuerySet
+from django.http import Http404, HttpRequest, HttpResponseBase
+
+from tenancy.contexts import OpContext, Role
+from wqcore.conf import system_alias, tenant_alias
+
+# The roles whose staff may use the admin for their tenant.
+STAFF_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+
+
+def is_operator(request: HttpRequest) -> bool:
+    """Whether the signed-in user runs the whole site (a superuser): every tenant is theirs."""
+    user = getattr(request, "user", None)
+    return bool(user and user.is_active and user.is_superuser)
+
+
+def tenant_staff(request: HttpRequest) -> OpContext | None:
+    """The context of a staff user acting for their tenant (owner or admin role), else None."""
+    user = getattr(request, "user", None)
+    op: OpContext | None = getattr(request, "op", None)
+    if user and user.is_active and user.is_staff and op is not None and op.role in STAFF_ROLES:
+        return op
+    return None
+
+
+def admin_alias(request: HttpRequest) -> str:
+    """Where the admin reads for this user: the system login for the operator (every tenant,
+    explicitly), the everyday login under the tenant's row-level security for its staff."""
+    return system_alias() if is_operator(request) else tenant_alias()
+
+
+class BoundedPaginator(Paginator):
+    """Counts at most ``cap`` + 1 rows: a list of a million rows pays for ten thousand, and
+    says "more than 10,000" (``capped``). Pages past the cap are reached by filtering."""
+
+    cap = 10_000
+
+    @cached_property
+    def count(self) -> int:  # type: ignore[override]
+        queryset = self.object_list
+        if isinstance(queryset, QuerySet):
+            # Only the ids, no order, no annotations: the cheapest rows to count.
+            return queryset.order_by().values("pk")[: self.cap + 1].count()
+        return min(len(queryset), self.cap + 1)
+
+    @property
+    def capped(self) -> bool:
+        return self.count > self.cap
+
+
+class TenantAdmin(admin.ModelAdmin):
+    """Base of the admin of a tenant table: read-only; the operator reads every tenant on the
+    system login, a tenant's staff their tenant under row-level security."""
+
+    paginator = BoundedPaginator
+    show_full_result_count = False
+    # No joins: the admin would join every foreign key in a list (the user table among them,
+    # which the everyday login may not read); related rows are read apart where needed.
+    list_select_related = ()
+    show_facets = admin.ShowFacets.NEVER
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).using(admin_alias(request))
+
+    def get_object(
+        self, request: HttpRequest, object_id: str, from_field: str | None = None
+    ) -> Model | None:
+        """The row, or 404: a row of another tenant is as absent as one that never was (the
+        admin's default would redirect with a message instead)."""
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404(f"no {self.opts.verbose_name} with that id")
+        return obj
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        """Only the list's own filters: Django would take any field lookup from the query
+        string (``?payload__n=1``), and each is a scan of the table the indexes cannot serve."""
+        allowed = set()
+        for spec in self.get_list_filter(request):
+            if isinstance(spec, str):
+                allowed |= {spec, f"{spec}__exact"}
+            elif isinstance(spec, type) and issubclass(spec, admin.SimpleListFilter):
+                allowed.add(spec.parameter_name)
+        return lookup in allowed
+
+    def response_action(
+        self, request: HttpRequest, queryset: QuerySet[Any]
+    ) -> HttpResponseBase | None:
+        """An action on the selected rows. A selected value that is no id of this table (a
+        tampered post) is refused by name with nothing done: Django would put it in the
+        query, which raises (a server error) before any row is read."""
+        field = admin.helpers.ACTION_CHECKBOX_NAME
+        for value in request.POST.getlist(field):
+            try:
+                self.opts.pk.to_python(value)
+            except ValidationError:
+                self.message_user(
+                    request,
+                    f"{field}: {value[:60]!r} is not an id of this list; nothing was changed.",
+                    messages.ERROR,
+                )
+                return None
+        return super().response_action(request, queryset)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_operator(request) or tenant_staff(request) is not None
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+class OperatorWrites:
+    """For the operator's writes to orgs and memberships: on the system login (these tables
+    are read-only to the everyday login), validated there too."""
+
+    def get_form(self, request: HttpRequest, obj: Model | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)  # type: ignore[misc]
+
+        class OnSystemLogin(form):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **kw: Any) -> None:
+                super().__init__(*args, **kw)
+                # Constraint checks ask the router where the instance lives.
+                self.instance._state.db = system_alias()
+
+        return OnSystemLogin
+
+    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+        obj.save(using=system_alias())
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_operator(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return is_operator(request)

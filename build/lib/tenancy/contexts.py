@@ -1,0 +1,98 @@
+"""The contexts an operation runs under.
+
+A ``RequestContext`` says where a call came from (one per web request, per claim, per sweep
+pass); an ``OpContext`` says for whom it acts: the tenant, the actor, the role, and the request
+that caused it.
+
+An actor is recorded as text: the site's user's primary key (``str(user.pk)``, whatever the user
+model and the type of its key), or ``SYSTEM_ACTOR`` for the queue's own bookkeeping and for
+work no person owns. Every column that names an actor (an item's author, an audit entry's
+actor, an outbox row's) holds that text.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from django.db import models
+
+from wqcore.actor import SYSTEM_ACTOR
+
+__all__ = ["SYSTEM_ACTOR", "AppContext", "AppType", "OpContext", "RequestContext", "Role"]
+
+
+def actor_of(user: Any) -> str:
+    """The actor text of a signed-in user (or of a primary key); ``SYSTEM_ACTOR`` for none."""
+    if user is None:
+        return SYSTEM_ACTOR
+    pk = getattr(user, "pk", user)
+    return SYSTEM_ACTOR if pk is None else str(pk)
+
+
+class Role(models.TextChoices):
+    # Runs everything in its org; may manage members.
+    OWNER = "owner", "Owner"
+    # Triage and operations in its org.
+    ADMIN = "admin", "Admin"
+    # Everyday use.
+    MEMBER = "member", "Member"
+    # Reserved for services (workers, the sweep): never granted to a person.
+    SERVICE = "service", "Service"
+
+
+class AppType(StrEnum):
+    WEB = "web"
+    WORKER = "worker"
+    SWEEP = "sweep"
+    CLI = "cli"
+
+
+@dataclass(frozen=True)
+class AppContext:
+    type: AppType
+    version: str
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """Where a call came from: its request id, its trace, and the process kind that made it."""
+
+    app: AppContext
+    request_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    traceparent: str | None = None
+
+
+@dataclass(frozen=True)
+class OpContext:
+    """For whom an operation acts: the tenant every write and read is scoped to, and the actor
+    (``user_id``: the user's primary key as text, or ``SYSTEM_ACTOR``)."""
+
+    org_id: uuid.UUID
+    user_id: str
+    role: Role
+    rctx: RequestContext
+    # The request that caused this operation (for work, the request that enqueued it).
+    caused_by_request_id: uuid.UUID | None = None
+
+    def __post_init__(self) -> None:
+        # An actor is text, whatever the type of the user model's key it was made from.
+        if not isinstance(self.user_id, str):
+            object.__setattr__(self, "user_id", actor_of(self.user_id))
+
+    @property
+    def request_id(self) -> uuid.UUID:
+        return self.rctx.request_id
+
+
+def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:
+    """A fresh ``RequestContext`` for this process kind, stamped with the release
+    (``settings.RELEASE``, when the site names one)."""
+    from django.conf import settings
+
+    release = getattr(settings, "RELEASE", None) or "dev"
+    return RequestContext(
+        app=AppContext(app_type, f"{app_type.value}@{release}"), traceparent=traceparent
+    )

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import importlib
+
+from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import autodiscover_modules
+
+from wqcore.conf import wq_settings
+
+
+class WorkersConfig(AppConfig):
+    """The workers runtime (``manage.py runworker``, ``manage.py sweep``) and the workers' own
+    rows (each process's liveness)."""
+
+    name = "workers"
+    label = "workqueue_workers"
+    verbose_name = "Workers"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Kinds and handlers live with their apps: each installed app's ``work`` module
+        # (WORKQUEUE["AUTODISCOVER_MODULE"]) registers them on import, in every process, so a
+        # web process can enqueue them and a worker run them.
+        autodiscover_modules(wq_settings.AUTODISCOVER_MODULE)
+        # Modules outside any installed app (a script's, a test's): WORKQUEUE["HANDLER_MODULES"].
+        for module in wq_settings.HANDLER_MODULES:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ImproperlyConfigured(
+                    f"WORKQUEUE['HANDLER_MODULES'] names {module!r}, which cannot be imported "
+                    f"({exc})"
+                ) from None

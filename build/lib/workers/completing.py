@@ -1,0 +1,85 @@
+"""Completing in batches: finished items share one ``acomplete_many`` statement.
+
+A finished item is queued here; the flusher waits at most ``flush_ms`` for more to join, then
+completes the batch on the system login, fenced by each item's (org, id, claim token). A batch
+that fails (the database is away) is kept and retried; an item the statement refused had lost
+its claim to another holder (the store counts it). The claim loop takes no more work while more
+finished items than the worker's capacity wait here (``backlog``): claims never run far ahead
+of completions, so a worker that dies leaves at most about that many finished items to run
+again. A full batch (``flush_at`` items) is written at once, without the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+
+from workers.metrics import for_kind
+from workers.outage import Outage
+from workqueue import api
+
+logger = logging.getLogger(__name__)
+
+
+class Completer:
+    def __init__(
+        self, outage: Outage, *, flush_ms: int, flush_at: int = 100, retry_s: float = 0.5
+    ) -> None:
+        self.outage = outage
+        self.flush_s = flush_ms / 1000
+        self.flush_at = flush_at
+        self.retry_s = retry_s
+        self.pending: list[tuple[api.Fence, str]] = []
+        self.waiting = asyncio.Event()
+        # Items in the batch being written now, and an event set after each write: the claim
+        # loop waits on it while ``backlog`` is full.
+        self.writing = 0
+        self.written = asyncio.Event()
+
+    @property
+    def backlog(self) -> int:
+        """Finished items whose completion is not written yet."""
+        return len(self.pending) + self.writing
+
+    def add(self, fence: api.Fence, kind: str) -> None:
+        self.pending.append((fence, kind))
+        self.waiting.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Flush as completions arrive, until ``stop``; the caller flushes once more after."""
+        while not stop.is_set():
+            await self.waiting.wait()
+            self.waiting.clear()
+            if self.flush_s and not stop.is_set() and len(self.pending) < self.flush_at:
+                await asyncio.sleep(self.flush_s)  # let more completions share the statement
+            await self.flush(stop)
+
+    async def flush(self, stop: asyncio.Event | None = None) -> None:
+        """Complete everything queued; a failed batch is retried until it lands or ``stop``."""
+        while self.pending:
+            batch, self.pending = self.pending, []
+            started = self.outage.now()
+            self.writing = len(batch)
+            try:
+                done = await api.acomplete_many([fence for fence, _ in batch])
+            except Exception as exc:
+                if not self.outage.failed("complete", exc):
+                    logger.exception("complete_failed items=%d", len(batch))
+                self.pending[:0] = batch  # kept: retried by the next flush
+                if stop is not None and stop.is_set():
+                    return
+                await asyncio.sleep(self.retry_s)
+                continue
+            finally:
+                self.writing = 0
+                self.written.set()
+            self.outage.ok(started)
+            completed: Counter[str] = Counter()
+            for fence, kind in batch:
+                if fence.item_id in done:
+                    completed[kind] += 1
+                else:
+                    logger.warning("stale_complete_refused item=%s", fence.item_id)
+            for kind, n in completed.items():
+                for_kind(kind).completed.inc(n)

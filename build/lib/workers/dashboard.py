@@ -1,0 +1,209 @@
+"""The admin's queue gauges page: depth, oldest waiting age, dead letters, outbox lag, live
+workers and what they hold, and completions per minute over the last 15 minutes.
+
+The operator's page reads the whole site on the system login; a tenant's staff get the same
+page computed from their tenant's rows only, under row-level security (``workqueue.figures``):
+no other tenant's count, and no worker list (workers serve every tenant), only the workers
+holding this tenant's items.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from outbox.relay import READ_LAG, Lag
+from tenancy.admin_fence import is_operator, tenant_staff
+from tenancy.modes import current_tenancy
+from workers.models import Worker, WorkerState
+from workqueue import api
+from wqcore.conf import system_alias, wq_settings
+from wqcore.statements import NoParams
+from wqcore.store import System, Tenant, execute
+
+THROUGHPUT_MINUTES = 15
+# A worker whose last heartbeat is older than this is shown as silent (its process may be gone;
+# the sweep hands its items back once their leases run out).
+SILENT_AFTER_S = 60
+CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 120, 16
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: float
+    y: float
+    width: float
+    height: float
+    count: int
+    minute: datetime
+
+
+@dataclass(frozen=True)
+class TenantRow:
+    """One of a lane's ten deepest tenants, with its share of the fair claim."""
+
+    lane: str
+    rank: int
+    org: str
+    items: int
+    oldest_age_s: float
+    weight: float
+    max_in_flight: int | None  # None: no cap
+
+
+@dataclass(frozen=True)
+class WorkerRow:
+    worker: Worker
+    beat_age_s: float
+    silent: bool
+    holds: int
+
+
+@dataclass
+class Panel:
+    scope: str
+    gauges: api.Gauges
+    lag: Lag
+    throughput: list[tuple[datetime, int]]
+    holders: list[api.Holder]
+    workers: list[WorkerRow] | None  # None: not shown (a tenant's page)
+    by_status: dict[str, int] = field(default_factory=dict)
+    by_lane: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, int] = field(default_factory=dict)
+    # (lane, kind, [count per status, in ``statuses`` order])
+    depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
+    # The ten deepest tenants of each lane (the operator's page only).
+    top_tenants: list[TenantRow] = field(default_factory=list)
+
+    @property
+    def statuses(self) -> list[str]:
+        return list(api.Status.values)
+
+    @property
+    def status_counts(self) -> list[int]:
+        return [self.by_status.get(status, 0) for status in self.statuses]
+
+    @property
+    def bars(self) -> list[Bar]:
+        """The throughput chart's bars, scaled to the busiest minute."""
+        if not self.throughput:
+            return []
+        top = max(n for _, n in self.throughput) or 1
+        slot = CHART_WIDTH / len(self.throughput)
+        bars = []
+        for i, (minute, n) in enumerate(self.throughput):
+            height = (CHART_HEIGHT - CHART_TOP) * n / top
+            bars.append(Bar(i * slot + 2, CHART_HEIGHT - height, slot - 4, height, n, minute))
+        return bars
+
+    @property
+    def completed(self) -> int:
+        return sum(n for _, n in self.throughput)
+
+
+def _lag(org_id: uuid.UUID | None) -> Lag:
+    """The outbox's lag: every tenant's (system login), or one tenant's under its row-level
+    security (the same statement)."""
+    step = System(READ_LAG, NoParams()) if org_id is None else Tenant(org_id, READ_LAG, NoParams())
+    oldest, pending = execute(step).rows[0]
+    return Lag(float(oldest), int(pending))
+
+
+def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
+    """The workers that have not gone offline, newest heartbeat first, with what each holds.
+    The workers table belongs to no tenant: the operator's page only, on the system login."""
+    holds = {h.claimed_by: h.items for h in holders}
+    now = timezone.now()
+    rows = []
+    live = Worker.objects.using(system_alias()).exclude(state=WorkerState.OFFLINE)
+    for worker in live.order_by("-last_beat_at")[:100]:
+        beat_age = (now - worker.last_beat_at).total_seconds()
+        rows.append(WorkerRow(worker, beat_age, beat_age > SILENT_AFTER_S, holds.get(worker.id, 0)))
+    return rows
+
+
+def _top_tenants() -> list[TenantRow]:
+    """Each lane's ten deepest tenants, by name, with their weight and cap: who the fair claim
+    is sharing out between. Across tenants: the operator's page only, system login."""
+    rows = api.read_top_tenants()
+    org_ids = {row.org_id for row in rows}
+    names = current_tenancy().tenant_names(org_ids)
+    shares = {
+        s.org_id: s
+        for s in api.TenantShare.objects.using(system_alias()).filter(org_id__in=org_ids)
+    }
+    default_cap = wq_settings.MAX_IN_FLIGHT
+    found = []
+    for row in rows:
+        share = shares.get(row.org_id)
+        cap = share.max_in_flight if share and share.max_in_flight is not None else default_cap
+        found.append(
+            TenantRow(
+                row.lane,
+                row.rank,
+                names.get(row.org_id, str(row.org_id)),
+                row.items,
+                row.oldest_age_s,
+                share.weight if share else 1.0,
+                cap,
+            )
+        )
+    return sorted(found, key=lambda r: (r.lane, r.rank))
+
+
+def read_panel(org_id: uuid.UUID | None) -> Panel:
+    """Everything the page shows, for the whole site (``None``) or one tenant."""
+    gauges = api.read_gauges_of(org_id)
+    holders = api.read_holders(org_id=org_id)
+    panel = Panel(
+        scope="every tenant" if org_id is None else "",
+        gauges=gauges,
+        lag=_lag(org_id),
+        throughput=api.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
+        holders=holders,
+        workers=_workers(holders) if org_id is None else None,
+        top_tenants=_top_tenants() if org_id is None else [],
+    )
+    depth: dict[tuple[str, str], dict[str, int]] = {}
+    for (lane, kind, status), n in sorted(gauges.counts.items()):
+        panel.by_status[status] = panel.by_status.get(status, 0) + n
+        panel.by_lane[lane] = panel.by_lane.get(lane, 0) + n
+        panel.by_kind[kind] = panel.by_kind.get(kind, 0) + n
+        depth.setdefault((lane, kind), {})[status] = n
+    panel.depth = [
+        (lane, kind, [counts.get(status, 0) for status in panel.statuses])
+        for (lane, kind), counts in depth.items()
+    ]
+    return panel
+
+
+def gauges(request: HttpRequest) -> TemplateResponse:
+    """The gauges page (inside the admin: ``admin.site.admin_view`` signs the user in)."""
+    if is_operator(request):
+        org_id = None
+    elif (staff := tenant_staff(request)) is not None:
+        org_id = staff.org_id
+    else:
+        raise PermissionDenied("the queue gauges are for the site's operator and tenant staff")
+    panel = read_panel(org_id)
+    if org_id is not None:
+        panel.scope = current_tenancy().tenant_names([org_id]).get(org_id) or str(org_id)
+    context: dict[str, Any] = {
+        **admin.site.each_context(request),
+        "title": "Queue gauges",
+        "panel": panel,
+        "operator": org_id is None,
+        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
+        "read_at": timezone.now(),
+        "minutes": THROUGHPUT_MINUTES,
+        "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
+    }
+    return TemplateResponse(request, "admin/workqueue_workers/gauges.html", context)

@@ -1,0 +1,193 @@
+"""The ``TASKS`` backend: Django's task API on the work queue.
+
+    TASKS = {"default": {"BACKEND": "workers.django_tasks.backend.WorkQueueBackend"}}
+
+``Task.enqueue()`` writes a ``DJANGO_TASK`` work item in the caller's transaction (a rollback
+takes it back) for the current tenant (``tenancy.current``: the signed-in member's in a view,
+or one named with ``using_context``); ``manage.py runworker DJANGO_TASK`` runs it with the
+queue's leases, fencing, retries and dead letters; ``get_result()`` reads it back, for its
+tenant only. A queue is a lane, ``priority`` and ``run_after`` are the item's, and the retry
+policy comes from ``OPTIONS`` or the task's ``@retries`` (``policy.py``).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.apps import apps
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.tasks import Task, TaskResult, TaskResultStatus
+from django.tasks.backends.base import BaseTaskBackend
+from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
+from django.tasks.signals import task_enqueued
+from django.utils.module_loading import import_string
+
+from tenancy.current import require_context
+from workers.django_tasks import records
+from workers.django_tasks.kind import ALIAS_PATTERN, DJANGO_TASK, RetrySpec
+from workers.django_tasks.policy import RETRIES_ATTRIBUTE, Retries, parse_options, task_policy
+from workers.django_tasks.results import task_result
+from workers.django_tasks.values import json_arguments
+from workqueue import api
+
+APP = "workers.django_tasks"
+
+
+class WorkQueueBackend(BaseTaskBackend):
+    """Tasks as work items of the ``DJANGO_TASK`` kind, run by ``runworker DJANGO_TASK``."""
+
+    # Does the backend support Tasks to be enqueued with the run_after attribute?
+    supports_defer = True
+    # Does the backend support coroutines to be enqueued? (They run on the worker's loop.)
+    supports_async_task = True
+    # Does the backend support results being retrieved (from any thread/process)?
+    supports_get_result = True
+    # Does the backend support executing Tasks in a given priority order?
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        # Parsed here, never checked against the database: tasks are validated as their
+        # modules are imported, before any connection may be wanted.
+        self.policy, self.problems = parse_options(self.options)
+        if not re.fullmatch(ALIAS_PATTERN, alias):
+            self.problems.append("the TASKS alias must be 1 to 100 letters, digits or _ . -")
+        for queue in sorted(self.queues, key=str):
+            try:
+                api.check_lane(queue, "QUEUES")
+            except api.InvalidPayload as exc:
+                self.problems.append(f"{exc} (a queue is a work lane)")
+
+    # -- validation ---------------------------------------------------------------------------
+
+    def validate_task(self, task: Task) -> None:
+        """Django's rules (a module-level function, a priority from -100 to 100, an aware
+        ``run_after``, a queue in ``QUEUES``), then this queue's: the queue is a lane name, a
+        worker can import the function's module, and a retry policy on it came from
+        ``@retries``. (Whether the path leads back to the task is checked at enqueue: while a
+        module is imported, its tasks are not bound to their names yet.)"""
+        super().validate_task(task)
+        try:
+            api.check_lane(task.queue_name, "queue_name")
+        except api.InvalidPayload as exc:
+            raise InvalidTask(str(exc)) from None
+        if task.func.__module__ == "__main__":
+            raise InvalidTask(
+                "a task defined in a script (__main__) cannot be imported by a worker: "
+                "move it into a module"
+            )
+        spec = getattr(task.func, RETRIES_ATTRIBUTE, None)
+        if spec is not None and not isinstance(spec, Retries):
+            raise InvalidTask(f"{RETRIES_ATTRIBUTE} must be set by @retries, not by hand")
+
+    def _check_path(self, task: Task) -> None:
+        """A worker imports the task by ``module_path``: it must lead back to this task (not
+        to a method, a renamed function, or something that is not a task)."""
+        path = task.module_path
+        try:
+            found = import_string(path)
+        except ImportError as exc:
+            raise InvalidTask(f"the task's path {path!r} does not import: {exc}") from None
+        if not (isinstance(found, Task) and found.func is task.func):
+            raise InvalidTask(
+                f"the task's path {path!r} leads to {type(found).__name__}, not this task: a "
+                "worker imports a task by its function's module and name, so decorate a "
+                "module-level function with @task and keep its name"
+            )
+
+    # -- enqueue ------------------------------------------------------------------------------
+
+    def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
+        """Write the task's work item in the current tenant, joining the caller's transaction;
+        returns its READY result and sends ``task_enqueued`` (at once, as Django's database
+        backends do: a rollback later takes the item back, not the signal).
+
+        Refused before anything is written: an invalid task (``InvalidTask``), arguments that
+        are not JSON (``TypeError``/``ValueError`` naming the argument), a misconfigured
+        backend (``ImproperlyConfigured``), no current tenant (``tenancy.exceptions.NoContext``).
+        """
+        self.validate_task(task)
+        if self.problems:
+            raise ImproperlyConfigured(f"TASKS[{self.alias!r}]: " + "; ".join(self.problems))
+        self._check_path(task)
+        try:
+            policy = task_policy(task, self.policy)
+        except ValueError as exc:
+            raise InvalidTask(f"{task.module_path}: {exc}") from None
+        ctx = require_context("enqueueing a task")
+        json_args, json_kwargs = json_arguments(args, kwargs)
+        payload: dict[str, Any] = {
+            "path": task.module_path,
+            "args": json_args,
+            "kwargs": json_kwargs,
+            "backend": self.alias,
+        }
+        if policy.retry != DJANGO_TASK.retry:  # carried only when it is not the kind's
+            payload["retry"] = RetrySpec.of(policy.retry).model_dump()
+        if task.run_after is not None:
+            payload["run_after"] = task.run_after
+        item, _ = api.enqueue(
+            ctx,
+            DJANGO_TASK.name,
+            payload,
+            lane=task.queue_name,
+            priority=task.priority,
+            available_at=task.run_after,
+            max_attempts=policy.max_attempts,
+        )
+        result = TaskResult(
+            task=task,
+            id=str(item.id),
+            status=TaskResultStatus.READY,
+            enqueued_at=item.created_at,
+            started_at=None,
+            finished_at=None,
+            last_attempted_at=None,
+            args=json_args,
+            kwargs=json_kwargs,
+            backend=self.alias,
+            errors=[],
+            worker_ids=[],
+        )
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    # aenqueue: Django's default, ``enqueue`` through ``sync_to_async(thread_sensitive=True)``,
+    # so it joins the transaction open on Django's connection there, as ``enqueue`` does.
+    # (``workqueue.api.aenqueue`` commits on its own connection instead.)
+
+    # -- results ------------------------------------------------------------------------------
+
+    def get_result(self, result_id: str | uuid.UUID) -> TaskResult:
+        """The task's result as stored now, read in the current tenant; another tenant's task
+        (or another kind's item, or no item) is ``TaskResultDoesNotExist``."""
+        try:
+            item_id = result_id if isinstance(result_id, uuid.UUID) else uuid.UUID(result_id)
+        except (TypeError, ValueError, AttributeError):
+            raise TaskResultDoesNotExist(f"no task result {str(result_id)[:64]!r}") from None
+        ctx = require_context("reading a task result")
+        stored = records.read(ctx, item_id)
+        if stored is None:
+            raise TaskResultDoesNotExist(f"no task result {str(item_id)!r}")
+        return task_result(item_id, stored, self.alias)
+
+    # aget_result: Django's default, ``get_result`` through ``sync_to_async``.
+
+    # -- checks -------------------------------------------------------------------------------
+
+    def check(self, **kwargs: Any) -> Iterable[checks.CheckMessage]:
+        """The backend's configuration as system checks (no database is read)."""
+        where = f"TASKS[{self.alias!r}]"
+        for problem in self.problems:
+            yield checks.Error(f"{where}: {problem}", obj=where, id="djtasks.E001")
+        if not apps.is_installed(APP):
+            yield checks.Error(
+                f"{where} uses the work queue's backend, but {APP!r} is not installed",
+                hint=f"add {APP!r} to INSTALLED_APPS (its table keeps each task's result)",
+                obj=where,
+                id="djtasks.E002",
+            )

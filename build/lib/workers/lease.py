@@ -1,0 +1,135 @@
+"""The lease keeper: renews the lease of every item a worker holds, and fences itself.
+
+Every ``lease_s / 3`` (on the periodic primitive, result-aware: ``Worker._lease_task``) it
+renews all held leases in one statement, each renewal bounded by ``timeout_s`` (a timeout is a
+failure). An item the statement did not renew is held by someone
+else now (``Conflict``): its task is cancelled at once. Any other failure is retried sooner; an
+item whose lease has not been renewed for half the lease, by the wall-clock time since its last
+success, is cancelled by the worker itself, before another worker could take it over.
+
+The renewals run on a thread of their own with its own event loop and connection
+(``workers/offloop.py``), not on the loop the handlers run on: an async handler that blocks its
+loop (``time.sleep``, a sync driver) must not stop the renewals of everything the process
+holds. So ``hold`` and ``drop`` come from the worker's loop while ``renew_once`` runs on the
+other thread: the held leases are behind a lock, and ``on_lost`` is called on the renewing
+thread (the worker's callback hands the cancellation to its own loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from workers.metrics import RENEWALS_FAILED
+from workers.outage import Outage
+from workqueue.api import Fence
+
+logger = logging.getLogger(__name__)
+
+Renew = Callable[[list[Fence], float], Awaitable[set[uuid.UUID]]]
+OnLost = Callable[[uuid.UUID, str], None]
+
+CONFLICT = "conflict"
+SELF_FENCED = "renewal_failing"
+
+
+@dataclass
+class _Lease:
+    fence: Fence
+    last_success: float
+
+
+class LeaseKeeper:
+    def __init__(
+        self,
+        renew: Renew,
+        on_lost: OnLost,
+        *,
+        lease_s: float,
+        timeout_s: float,
+        outage: Outage | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._renew = renew
+        self._on_lost = on_lost
+        self._outage = outage or Outage(clock)
+        self.lease_s = lease_s
+        self.timeout_s = timeout_s
+        self._clock = clock
+        # Held from the worker's loop, renewed from the keeper's thread.
+        self._lock = threading.Lock()
+        self._leases: dict[uuid.UUID, _Lease] = {}
+
+    @property
+    def interval_s(self) -> float:
+        return self.lease_s / 3
+
+    @property
+    def retry_s(self) -> float:
+        """After a failure, retry sooner than the interval: half the lease is the whole budget."""
+        return max(self.lease_s / 12, 0.05)
+
+    def hold(self, fence: Fence) -> None:
+        """Start keeping ``fence``'s lease; its claim just set it, so that counts as a success."""
+        lease = _Lease(fence, self._clock())
+        with self._lock:
+            self._leases[fence.item_id] = lease
+
+    def drop(self, item_id: uuid.UUID) -> None:
+        with self._lock:
+            self._leases.pop(item_id, None)
+
+    def __len__(self) -> int:
+        return len(self._leases)
+
+    async def renew_once(self) -> bool:
+        """Renew every held lease once; returns whether the renewal statement succeeded."""
+        with self._lock:
+            snapshot = list(self._leases.values())
+        if not snapshot:
+            return True
+        started = self._outage.now()
+        try:
+            renewed = await asyncio.wait_for(
+                self._renew([lease.fence for lease in snapshot], self.lease_s), self.timeout_s
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a timeout or a database error: retried, then self-fenced
+            RENEWALS_FAILED.inc()
+            now = self._clock()
+            if not self._outage.failed("lease", exc):
+                logger.warning(
+                    "lease_renewal_failed items=%d error=%s", len(snapshot), type(exc).__name__
+                )
+            self._lose(
+                [lease for lease in snapshot if now - lease.last_success >= self.lease_s / 2],
+                SELF_FENCED,
+            )
+            return False
+        self._outage.ok(started)
+        now = self._clock()
+        for lease in snapshot:
+            if lease.fence.item_id in renewed:
+                lease.last_success = now
+        self._lose([lease for lease in snapshot if lease.fence.item_id not in renewed], CONFLICT)
+        return True
+
+    def _lose(self, leases: list[_Lease], reason: str) -> None:
+        """Stop keeping these leases and report each lost, unless it ended meanwhile: an item
+        that finished while the statement ran, or was claimed again under a new token, is no
+        longer the lease that was renewed (``is``, not the id)."""
+        lost = []
+        with self._lock:
+            for lease in leases:
+                item_id = lease.fence.item_id
+                if self._leases.get(item_id) is lease:
+                    del self._leases[item_id]
+                    lost.append(item_id)
+        for item_id in lost:
+            self._on_lost(item_id, reason)

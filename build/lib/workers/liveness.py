@@ -1,0 +1,96 @@
+"""Liveness: a heartbeat in memory (what /healthz answers from) and its best-effort publication.
+
+The beat lives in the process; the published row (``workqueue_workers_worker``) is for operators. A
+failed publish is logged and counted, never raised: the queue and its leases live in the
+database, so a worker that cannot publish its heartbeat keeps claiming.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from django.db import connections
+
+from workers.metrics import LIVENESS_PUBLISH_FAILED
+from wqcore.conf import system_alias
+from wqcore.statements import Statement
+
+logger = logging.getLogger(__name__)
+
+# publish_liveness: upsert this worker's row, stamped by the database's clock.
+_PUBLISH = """
+INSERT INTO workqueue_workers_worker (id, kind, lane, host, pid, started_at, last_beat_at, state)
+VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s)
+ON CONFLICT (id) DO UPDATE SET last_beat_at = now(), state = EXCLUDED.state
+"""
+
+
+class Liveness:
+    def __init__(
+        self,
+        worker_id: str,
+        kind: str,
+        lane: str,
+        *,
+        stale_after_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.worker_id = worker_id
+        self.kind = kind
+        self.lane = lane
+        self.stale_after_s = stale_after_s
+        self._clock = clock
+        self.last_beat: float | None = None
+        self.last_error: Exception | None = None
+        self.state = "running"
+
+    def beat(self) -> None:
+        self.last_beat = self._clock()
+
+    def healthy(self) -> bool:
+        return self.last_beat is not None and self._clock() - self.last_beat < self.stale_after_s
+
+    def age_s(self) -> float | None:
+        return None if self.last_beat is None else self._clock() - self.last_beat
+
+    def publish(self) -> bool:
+        """Write this worker's row (sync; run it off the event loop). False when it failed.
+
+        On the system login: a worker's row belongs to no tenant (it serves them all), and the
+        everyday login has no right on the workers table.
+        """
+        try:
+            with connections[system_alias()].cursor() as cursor:
+                cursor.execute(
+                    _PUBLISH,
+                    {
+                        "id": self.worker_id,
+                        "kind": self.kind,
+                        "lane": self.lane,
+                        "host": socket.gethostname(),
+                        "pid": os.getpid(),
+                        "state": self.state,
+                    },
+                )
+            return True
+        except Exception as exc:
+            LIVENESS_PUBLISH_FAILED.inc()
+            self.last_error = exc
+            connections[system_alias()].close_if_unusable_or_obsolete()
+            return False
+
+
+class ReadWorkersParams(NamedTuple):
+    stale_after_s: float
+
+
+# The live workers by state, for the gauges (workers/gauges.py embeds it in its one statement).
+READ_WORKERS = Statement(
+    "read_workers", ReadWorkersParams, directory=Path(__file__).with_name("sql")
+)

@@ -1,0 +1,127 @@
+"""manage.py runworker <kind>: claim and run work of one kind (or several, comma-separated)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from workers.config import WorkerSettings
+from workers.sweep.config import SweepSettings
+from workers.worker import Worker
+from workqueue.checks import startup_problem
+from wqcore.conf import effective
+
+logger = logging.getLogger(__name__)
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a worker for KIND (e.g. NOOP, NOTIFY_SHIPMENT; several as NOOP,NOTIFY_SHIPMENT): "
+        "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
+        "it off), serve /healthz and /metrics on WORKER_METRICS_PORT (default 9100, or the "
+        "next free port when another worker on this host has it). SIGTERM or Ctrl-C drains (a "
+        "second one stops at once, still handing back what was running). The options override "
+        "the WORKQUEUE settings listed below, with the values in effect."
+    )
+    # The database set-up is checked below with one line, not Django's multi-line report.
+    requires_system_checks: list[str] = []
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(("WORKER_", "SWEEP"))
+        return parser
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
+        parser.add_argument(
+            "--lane", help="the lane to claim from (WORKER_LANE, default 'default')"
+        )
+        parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
+        parser.add_argument(
+            "--once", action="store_true", help="run what is available now, then exit"
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            help="port for /healthz and /metrics (WORKER_METRICS_PORT; 0: any free port, -1: none)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        # A worker renders no pages; with DEBUG on, Django would only record every query.
+        django_settings.DEBUG = False
+        kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
+        try:
+            settings = WorkerSettings.from_settings(
+                kinds,
+                lane=options["lane"],
+                capacity=options["capacity"],
+                once=options["once"] or None,
+                metrics_port=options["metrics_port"],
+            )
+            sweep = SweepSettings.from_settings() if settings.sweep else None
+            if problem := startup_problem():
+                raise ImproperlyConfigured(problem)
+            # What is loaded by now (Django, the apps, the handlers) lives as long as the
+            # process: out of the cyclic collector's reach, a full collection walks only what
+            # the work makes (a drain spent a tenth of its time walking the rest).
+            gc.freeze()
+            self._run_to_the_end(settings, sweep)
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from None
+        # A sync handler cancelled on shutdown may still be running in its thread; its item was
+        # released and its writes are refused by the token, so do not wait for it to return.
+        if threading.active_count() > 1 and any(
+            t.name.startswith("worker-handler") for t in threading.enumerate()
+        ):
+            os._exit(0)
+
+    def _run_to_the_end(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
+        """Run the worker on its event loop until it has drained.
+
+        A handler's ``SystemExit`` or ``KeyboardInterrupt`` is its item's failure
+        (``workers.handlers.is_failure``), but asyncio raises one out of the loop, ending the
+        process, when it comes from a task or callback of the handler's own (a task it created,
+        ``asyncio.gather`` of coroutines): the loop stops between two callbacks and loses none,
+        so run it on. The awaiting handler then gets the exception and its item fails; the
+        process ends only when the worker's own task does. Before the signal handlers are in
+        place (the worker's first step), a ``KeyboardInterrupt`` is a real Ctrl-C: it ends
+        the process, as always."""
+        self._signals_handled = False
+        with asyncio.Runner() as runner:
+            worker = runner.get_loop().create_task(self._run(settings, sweep), name="worker")
+            while True:
+                try:
+                    runner.run(_until_done(worker))
+                    return
+                except (SystemExit, KeyboardInterrupt) as exc:
+                    if worker.done() or not self._signals_handled:
+                        raise
+                    logger.error(
+                        "loop_interrupted error=%s note=a task or callback a handler started "
+                        "raised it; the worker goes on, and the handler awaiting it fails",
+                        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                    )
+
+    async def _run(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
+        worker = Worker(settings, sweep)
+        loop = asyncio.get_running_loop()
+        # From here on no signal raises KeyboardInterrupt: SIGINT and SIGTERM drain.
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.request_stop)
+        self._signals_handled = True
+        await worker.run()
+
+
+async def _until_done(task: asyncio.Task[None]) -> None:
+    await task

@@ -1,0 +1,56 @@
+"""The worker's Prometheus metrics (served on its metrics port beside /healthz)."""
+
+from functools import cache
+from typing import NamedTuple
+
+from prometheus_client import Counter, Gauge, Histogram
+
+CLAIMED = Counter("workqueue_worker_claimed_total", "Items claimed.", ["kind"])
+COMPLETED = Counter("workqueue_worker_completed_total", "Items completed.", ["kind"])
+RETRIED = Counter("workqueue_worker_retried_total", "Items failed and requeued.", ["kind"])
+RELEASED = Counter("workqueue_worker_released_total", "Items handed back.", ["kind", "reason"])
+CANCELLED = Counter(
+    "workqueue_worker_cancelled_total", "Running items cancelled.", ["kind", "reason"]
+)
+HANDLER_SECONDS = Histogram(
+    "workqueue_worker_handler_seconds",
+    "Time a handler ran.",
+    ["kind"],
+    buckets=(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120),
+)
+IN_FLIGHT = Gauge("workqueue_worker_in_flight", "Items running now.")
+RENEWALS_FAILED = Counter(
+    "workqueue_worker_lease_renewals_failed_total", "Lease renewals that failed or timed out."
+)
+LOOP_BLOCKED = Counter(
+    "workqueue_worker_loop_blocked_total",
+    "Times the worker's event loop did not run for WORKER_LOOP_BLOCKED_WARN_S or longer "
+    "(an async handler blocking it: sync work belongs in a sync handler or run.in_thread).",
+)
+LOOP_BLOCKED_SECONDS = Histogram(
+    "workqueue_worker_loop_blocked_seconds",
+    "How long the event loop stayed blocked, each time it was blocked that long.",
+    buckets=(0.5, 1, 2, 5, 10, 30, 60, 300),
+)
+LIVENESS_PUBLISH_FAILED = Counter(
+    "workqueue_worker_liveness_publish_failed_total", "Heartbeats that could not be published."
+)
+
+
+class KindMetrics(NamedTuple):
+    claimed: Counter
+    completed: Counter
+    retried: Counter
+    handler_seconds: Histogram
+
+
+@cache
+def for_kind(kind: str) -> KindMetrics:
+    """The per-kind children, looked up once: ``labels()`` on every item costs more than the
+    increment itself."""
+    return KindMetrics(
+        CLAIMED.labels(kind),
+        COMPLETED.labels(kind),
+        RETRIED.labels(kind),
+        HANDLER_SECONDS.labels(kind),
+    )

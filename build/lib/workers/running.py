@@ -1,0 +1,241 @@
+"""Running one item: its span, its handler, and what the handler's outcome does to the item.
+
+Each claimed item runs as its own task: the handler under the context the claim returned,
+inside a span linked (never parented) to the enqueuing request's trace. It returns: the item
+is queued for batched completion. It raises: the failure is classified (a ``PermanentError``,
+or any error after ``run.mark_side_effect()``, dead-letters at once; anything else retries,
+``SystemExit`` and ``KeyboardInterrupt`` included: ``handlers.is_failure``).
+It is cancelled: on shutdown the item is released with a note; when the lease was lost there
+is nothing to write (another holder has it, or soon will).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import connections
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from tenancy.contexts import OpContext
+from workers.completing import Completer
+from workers.handlers import Handler, PermanentError, Run, is_async, is_failure
+from workers.lease import LeaseKeeper
+from workers.metrics import CANCELLED, RELEASED, for_kind
+from workers.outage import Outage
+from workqueue import api
+from wqcore.tracing import exporting
+
+logger = logging.getLogger(__name__)
+tracer = trace.get_tracer("workqueue.worker")
+
+SHUTDOWN = "shutdown"
+_NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
+
+
+@dataclass
+class Job:
+    ctx: OpContext
+    item: api.WorkItem
+    run: Run = field(default_factory=Run)
+    task: asyncio.Task[None] | None = None
+    # Why the task was cancelled: lost to another holder, self-fenced, or shutdown.
+    cancel_reason: str | None = None
+
+    @property
+    def fence(self) -> api.Fence:
+        return api.Fence.of(self.item)
+
+    def cancel(self, reason: str) -> None:
+        self.cancel_reason = reason
+        self.run.cancel()
+        if self.task is not None:
+            self.task.cancel()
+
+
+def _links(traceparent: str | None) -> list[Link]:
+    """A link to the enqueuing request's span: the item outlives its request, so never a parent."""
+    if not traceparent:
+        return []
+    carrier = {"traceparent": traceparent}
+    span_context = trace.get_current_span(
+        TraceContextTextMapPropagator().extract(carrier)
+    ).get_span_context()
+    return [Link(span_context)] if span_context.is_valid else []
+
+
+def span_for(item: api.WorkItem) -> Any:
+    """The item's span, linked to the enqueuing trace; a no-op when no span is exported."""
+    if not exporting():
+        return _NO_SPAN
+    return tracer.start_as_current_span(
+        f"work {item.kind}",
+        context=otel_context.Context(),
+        kind=SpanKind.CONSUMER,
+        links=_links(item.traceparent),
+        attributes={
+            "workqueue.item_id": str(item.id),
+            "workqueue.kind": item.kind,
+            "workqueue.lane": item.lane,
+            "workqueue.attempt": item.attempts,
+            "workqueue.org_id": str(item.org_id),
+        },
+    )
+
+
+def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects."""
+
+    def call(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()
+            raise
+
+    return call
+
+
+def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
+    """The error to store and whether it is permanent: a ``PermanentError``, or any failure
+    after the handler marked a side effect (a human decides whether repeating it is safe)."""
+    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if run.side_effect and not isinstance(exc, PermanentError):
+        return f"failed after a side effect, not retried automatically: {error}", True
+    return error, isinstance(exc, PermanentError)
+
+
+class Runner:
+    """Runs claimed items: one task each, settling each by its outcome."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        handlers: dict[str, Handler],
+        completer: Completer,
+        lease_keeper: LeaseKeeper,
+        outage: Outage,
+        handler_pool: ThreadPoolExecutor | None,
+        on_done: Callable[[uuid.UUID], None],
+    ) -> None:
+        self.worker_id = worker_id
+        self.handlers = handlers
+        self.completer = completer
+        self.lease_keeper = lease_keeper
+        self.outage = outage
+        self.handler_pool = handler_pool
+        self.on_done = on_done
+        # One turn per handler thread (Run.thread_turn), for handlers that use_threads
+        # (_max_workers: the size ThreadPoolExecutor was made with).
+        self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
+
+    def start(self, job: Job) -> None:
+        self.lease_keeper.hold(job.fence)
+        if self.handler_pool is not None:
+            job.run.threads, job.run.turns = self._in_pool, self.turns
+        job.task = asyncio.create_task(self._run(job), context=None)
+
+    async def _run(self, job: Job) -> None:
+        item = job.item
+        handler = self.handlers.get(item.kind)
+        try:
+            if handler is None:
+                await self._release(job, f"worker {self.worker_id} does not handle {item.kind}")
+                RELEASED.labels(item.kind, "unhandled").inc()
+                return
+            with span_for(item) as span:
+                started = time.perf_counter()
+                try:
+                    await self._handle(handler, job)
+                except asyncio.CancelledError:
+                    span.set_status(Status(StatusCode.ERROR, "cancelled"))
+                    raise
+                except BaseException as exc:
+                    # SystemExit and KeyboardInterrupt too: left to reach the task's step,
+                    # asyncio would raise them out of the event loop and end the process with
+                    # the item still claimed (handlers.is_failure says why none is a signal).
+                    if not is_failure(exc, job.task):
+                        raise
+                    span.record_exception(exc)
+                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+                    self.lease_keeper.drop(item.id)
+                    await self._fail(job, exc)
+                    return
+                finally:
+                    for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
+            self.lease_keeper.drop(item.id)
+            self.completer.add(job.fence, item.kind)
+        except asyncio.CancelledError:
+            reason = job.cancel_reason or SHUTDOWN
+            CANCELLED.labels(item.kind, reason).inc()
+            if reason == SHUTDOWN:
+                await self._release(job, f"worker {self.worker_id} shut down before it finished")
+                RELEASED.labels(item.kind, SHUTDOWN).inc()
+        except Exception as exc:
+            # A settle that failed (the database is away): the lease runs out and the sweep
+            # hands the item back, its attempt counted.
+            if not self.outage.failed("settle", exc):
+                logger.exception("item_settle_failed item=%s", item.id)
+        finally:
+            self.lease_keeper.drop(item.id)
+            self.on_done(item.id)
+
+    def _in_pool(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
+        """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
+        return asyncio.get_running_loop().run_in_executor(self.handler_pool, _in_thread(call))
+
+    async def _handle(self, handler: Handler, job: Job) -> None:
+        if is_async(handler):
+            await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
+            return
+        loop = asyncio.get_running_loop()
+        assert self.handler_pool is not None
+        try:
+            await loop.run_in_executor(
+                self.handler_pool, _in_thread(handler.handle), job.ctx, job.item, job.run
+            )
+        except asyncio.CancelledError:
+            job.run.cancel()  # the thread goes on; the flag asks the handler to stop
+            raise
+
+    async def _fail(self, job: Job, exc: BaseException) -> None:
+        item = job.item
+        error, permanent = failure_of(exc, job.run)
+        # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
+        delay_s = getattr(exc, "delay_s", None)
+        try:
+            failed = await api.afail(job.ctx, item, error, permanent=permanent, delay_s=delay_s)
+        except api.Conflict:
+            logger.warning("stale_fail_refused item=%s", item.id)
+            return
+        if failed.status == api.Status.PENDING:
+            for_kind(item.kind).retried.inc()
+        logger.info(
+            "item_failed item=%s kind=%s attempt=%d status=%s error=%s",
+            item.id,
+            item.kind,
+            item.attempts,
+            failed.status,
+            type(exc).__name__,
+        )
+
+    async def _release(self, job: Job, note: str) -> None:
+        """Hand the item back; if that fails, its lease runs out and the sweep hands it back."""
+        try:
+            await api.arelease(job.ctx, job.item, note)
+        except api.Conflict:
+            logger.warning("stale_release_refused item=%s", job.item.id)
+        except Exception as exc:
+            if not self.outage.failed("release", exc):
+                logger.exception("item_release_failed item=%s", job.item.id)

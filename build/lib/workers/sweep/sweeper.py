@@ -1,0 +1,173 @@
+"""One sweep pass: every step in order, while holding the sweep's mutex (one sweeper at a time)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from django.db import connections
+
+from tenancy.contexts import AppType, RequestContext, new_request_context
+from workers.sweep import (
+    purge_items,
+    purge_outbox,
+    purge_request_keys,
+    purge_sessions,
+    read_gauges,
+    relay_outbox,
+    requeue_stale,
+)
+from workers.sweep.config import SweepSettings
+from wqcore.conf import system_alias
+
+logger = logging.getLogger(__name__)
+
+# The sweep's mutex (workqueue.models.Mutex): a row only the system login may lock. Not an
+# advisory lock, which any login could take and hold, stalling every sweeper.
+MUTEX = "workers.sweep"
+
+Step = Callable[[RequestContext, SweepSettings], Any]
+
+# The order matters: stale claims back first (work waiting), the outbox relayed, then the
+# purges, and the gauges last, so they show what the pass left.
+STEPS: list[tuple[str, Step]] = [
+    ("requeue_stale", requeue_stale.run_once),
+    ("relay_outbox", relay_outbox.run_once),
+    ("purge_outbox", purge_outbox.run_once),
+    ("purge_items", purge_items.run_once),
+    ("purge_sessions", purge_sessions.run_once),
+    ("purge_request_keys", purge_request_keys.run_once),
+    ("read_gauges", read_gauges.run_once),
+]
+
+
+@dataclass
+class PassResult:
+    # step name -> what its run_once returned (absent when it failed)
+    results: dict[str, Any] = field(default_factory=dict)
+    failed: list[str] = field(default_factory=list)
+    took_s: float = 0.0
+
+
+class SweepLock:
+    """Holds the sweep's mutex for a pass: its own connection on the system login, in a
+    transaction that locks the mutex's row and stays open (idle) while the pass's steps run on
+    the thread's other connections. If this process freezes or dies mid-pass, PostgreSQL ends
+    the transaction (``idle_in_transaction_session_timeout``, a little over the pass's
+    timeout, set by the statement that takes the lock, for that transaction only: behind a
+    transaction pooler a session's setting would land on some other client's server
+    connection) and another sweeper may go on."""
+
+    def __init__(self) -> None:
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            params = connections[system_alias()].get_connection_params()
+            for django_only in ("cursor_factory", "context", "server_side_binding"):
+                params.pop(django_only, None)
+            self._conn = psycopg.connect(**params, autocommit=False)
+        return self._conn
+
+    def acquire(self, timeout_s: float) -> bool:
+        """Take the mutex if no other sweeper holds it (never waits on a holder)."""
+        idle_ms = int((timeout_s + 30) * 1000)
+        try:
+            conn = self._connection()
+            held = self._try_lock(conn, idle_ms)
+            if not held and not _row_exists(conn):
+                # First pass ever: create the row in its own short transaction, then try again.
+                conn.execute(
+                    "INSERT INTO workqueue_mutex (name) VALUES (%s) ON CONFLICT DO NOTHING",
+                    [MUTEX],
+                )
+                conn.commit()
+                held = self._try_lock(conn, idle_ms)
+        except psycopg.Error:
+            self.close()
+            raise
+        if not held:
+            conn.rollback()
+        return held
+
+    @staticmethod
+    def _try_lock(conn: psycopg.Connection[Any], idle_ms: int) -> bool:
+        """Lock the mutex's row if it is free, and then (the same statement) bound how long
+        this transaction may sit idle."""
+        rows = conn.execute(
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+            " FROM workqueue_mutex WHERE name = %s FOR UPDATE SKIP LOCKED",
+            [str(idle_ms), MUTEX],
+        ).fetchall()
+        return bool(rows)
+
+    def release(self) -> None:
+        try:
+            if self._conn is not None and not self._conn.closed:
+                self._conn.rollback()
+        except psycopg.Error:
+            self.close()  # the session is gone, and the lock with it
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def _row_exists(conn: psycopg.Connection[Any]) -> bool:
+    row = conn.execute("SELECT EXISTS (SELECT FROM workqueue_mutex WHERE name = %s)", [MUTEX])
+    return bool(row.fetchone()[0])  # type: ignore[index]
+
+
+_LOCKS = threading.local()
+
+
+def close_lock() -> None:
+    """Close this thread's mutex connection (when the thread's process stops sweeping)."""
+    holder = getattr(_LOCKS, "holder", None)
+    if holder is not None:
+        holder.close()
+
+
+def _lock() -> SweepLock:
+    """This thread's holder (a sweep runs on one thread: the worker's maintenance thread, or
+    ``manage.py sweep``'s)."""
+    if not hasattr(_LOCKS, "holder"):
+        _LOCKS.holder = SweepLock()
+    return _LOCKS.holder
+
+
+def sweep_once(
+    settings: SweepSettings,
+    rctx: RequestContext | None = None,
+    steps: list[tuple[str, Step]] | None = None,
+) -> PassResult | None:
+    """Run one pass if no other sweeper is in one; returns what each step did, or None when
+    another sweeper held the lock (this pass skipped). A step's failure is logged once and
+    the pass goes on. Sync: run it off an event loop."""
+    rctx = rctx or new_request_context(AppType.SWEEP)
+    lock = _lock()
+    if not lock.acquire(settings.timeout_s):
+        logger.debug("sweep_skipped reason=another_sweeper")
+        return None
+    started = time.monotonic()
+    result = PassResult()
+    try:
+        for name, step in steps or STEPS:
+            try:
+                result.results[name] = step(rctx, settings)
+            except Exception:
+                result.failed.append(name)
+                logger.exception("sweep_step_failed step=%s", name)
+                # A broken connection must not fail every later step too.
+                for conn in connections.all(initialized_only=True):
+                    conn.close_if_unusable_or_obsolete()
+    finally:
+        lock.release()
+    result.took_s = time.monotonic() - started
+    return result

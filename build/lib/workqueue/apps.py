@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class WorkqueueConfig(AppConfig):
+    """The work queue's items, their transitions, the admin's lists and triage, the enqueue API."""
+
+    name = "workqueue"
+    verbose_name = "Work queue"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from workqueue import checks
+
+        # The settings and the database set-up, checked by every manage.py command; the
+        # long-running ones (runworker, sweep) print the one line instead.
+        checks.register()

@@ -1,0 +1,156 @@
+"""Refuse to start on settings or a database set-up that would fail open, in one line.
+
+``startup_problem()`` says what is wrong (a setting, an unreachable database, an everyday
+login that would escape row-level security while tenants need fencing) as one line naming what
+to change. It backs a Django system check (every ``manage.py`` command), and the long-running
+commands (``runworker``, ``sweep``) print it instead of a traceback; a site's web entry point
+may call ``refuse_unsafe_start()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections
+from django.db.utils import Error as DatabaseError
+
+from wqcore.conf import LOGIN_SETTINGS, system_alias, tenant_alias, wq_settings
+
+# A site's own words for an unreachable database, given the reason (the reference site: its
+# embedded server, its environment variables); set by the site's AppConfig.ready().
+unreachable_hint: Callable[[str], str] | None = None
+
+
+def settings_problems() -> list[str]:
+    """What is wrong with ``WORKQUEUE`` itself: unknown names, wrong types, lanes that are no
+    lane names, aliases DATABASES lacks, a tenancy that cannot be used."""
+    from tenancy.modes import current_tenancy
+    from workqueue.exceptions import InvalidPayload
+    from workqueue.inputs import check_lane
+
+    try:
+        wq_settings.get()
+    except ImproperlyConfigured as exc:
+        return [str(exc)]
+    problems = []
+    for lane in wq_settings.LANES:
+        try:
+            check_lane(lane, "WORKQUEUE['LANES']")
+        except InvalidPayload as exc:
+            problems.append(str(exc))
+    for name in ("DATABASE_ALIAS", "SYSTEM_DATABASE_ALIAS", "OWNER_DATABASE_ALIAS"):
+        alias = getattr(wq_settings, name)
+        if alias and alias not in settings.DATABASES:
+            problems.append(
+                f"WORKQUEUE[{name!r}] is {alias!r}, which DATABASES does not have: name an alias "
+                f"of DATABASES ({', '.join(settings.DATABASES)})"
+            )
+    try:
+        current_tenancy()
+    except ImproperlyConfigured as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def login_problems(alias: str) -> str | None:
+    """Why the login of ``alias`` would escape row-level security, or None when it cannot."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT current_user, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        )
+        user, superuser, bypass = cursor.fetchone()
+    if superuser:
+        return f"the login {user!r} is a superuser"
+    if bypass:
+        return f"the login {user!r} has BYPASSRLS"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def startup_problem() -> str | None:
+    """What stops this process from serving safely, as one line; None when nothing does.
+
+    The everyday login must obey row-level security wherever there is more than one tenant to
+    fence (a single-tenant site has none to leak to)."""
+    from tenancy.modes import current_tenancy
+
+    problems = settings_problems()
+    if problems:
+        return "; ".join(problems)
+    alias = tenant_alias()
+    try:
+        problem = login_problems(alias)
+    except DatabaseError as exc:
+        if unreachable_hint is not None:
+            return unreachable_hint(_first_line(exc))
+        return (
+            f"cannot reach the database as the everyday login (DATABASES[{alias!r}]): "
+            f"{_first_line(exc)}; check DATABASES[{alias!r}]"
+        )
+    if problem and current_tenancy().name != "single":
+        return (
+            f"DATABASES[{alias!r}]: {problem}, so row-level security would not apply and tenants "
+            "would see each other's rows; use a login that has neither for the everyday alias "
+            "(the tables' owner may be that login: row-level security is forced on it too)"
+        )
+    return None
+
+
+def refuse_unsafe_start() -> None:
+    """Raise ``ImproperlyConfigured`` (one line) when ``startup_problem`` finds something."""
+    problem = startup_problem()
+    if problem:
+        raise ImproperlyConfigured(problem)
+
+
+def session_problems(alias: str) -> str | None:
+    """Which of ``LOGIN_SETTINGS`` the login's sessions do not start with, or None."""
+    names = [name for name, _ in LOGIN_SETTINGS]
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT current_user, " + ", ".join(f"current_setting('{name}')" for name in names)
+        )
+        user, *values = cursor.fetchone()
+    wrong = [
+        f"{name} = {value}"
+        for (name, want), value in zip(LOGIN_SETTINGS, values, strict=True)
+        if value != want
+    ]
+    if not wrong:
+        return None
+    fix = "; ".join(f"ALTER ROLE {user} SET {name} = '{want}'" for name, want in LOGIN_SETTINGS)
+    return (
+        f"the login {user!r} starts its sessions with {', '.join(wrong)}: run {fix} as its "
+        "owner (or manage.py create_logins with the orgs tenancy); the fair claim needs jit "
+        "off (JIT compiled a claim over a million waiting items for 30 ms of its 31)"
+    )
+
+
+def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The system check over ``startup_problem``, then a warning for each login whose sessions
+    lack ``LOGIN_SETTINGS`` (set on the login, not at connect: a pooler refuses startup
+    options)."""
+    problem = startup_problem()
+    if problem:
+        return [checks.Error(problem, id="workqueue.E001")]
+    warnings = []
+    for alias in dict.fromkeys((tenant_alias(), system_alias())):
+        try:
+            found = session_problems(alias)
+        except DatabaseError as exc:
+            found = f"cannot read the session settings of alias {alias}: {_first_line(exc)}"
+        if found:
+            warnings.append(checks.Warning(found, id="workqueue.W001"))
+    return warnings
+
+
+def register() -> None:
+    checks.register(database_setup, "database_logins")

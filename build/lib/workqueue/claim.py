@@ -1,0 +1,313 @@
+"""claim: hand pending work to a worker, across tenants, each item under a fresh claim token."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from django.db.models.functions import Now
+
+from tenancy.contexts import OpContext, RequestContext
+from tenancy.modes import claim_contexts_sql, contexts_from_rows
+from tenancy.services import with_cause
+from workqueue import SQL_DIR
+from workqueue.exceptions import Conflict
+from workqueue.inputs import check_lane, storable_text
+from workqueue.kinds import known_kinds
+from workqueue.lookups import AnyOf
+from workqueue.metrics import ORPHANED
+from workqueue.models import Status, WorkItem
+from workqueue.rows import items_of
+from wqcore.conf import system_alias, wq_settings
+from wqcore.statements import Locking, NoParams, Statement, locking
+from wqcore.store import Plan, Rows, System, arun, run
+
+logger = logging.getLogger(__name__)
+
+ORPHAN_ERROR = "tenant is gone"
+
+for _field in ("id", "kind", "status"):
+    WorkItem._meta.get_field(_field).register_lookup(AnyOf)
+
+
+class ClaimParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    # 'on': the claim (and the attempt it spends) is durable before any handler runs.
+    synchronous_commit: str
+    # Whether any tenant's in-flight cap is in effect (then the claim counts what each holds).
+    capped: bool
+    # The cap of a tenant without one of its own (None: no cap).
+    default_cap: int | None
+
+
+class ClaimOldestFirstParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    synchronous_commit: str
+
+
+class FailOrphanedParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    error: str
+
+
+# Sentinels the locking querysets are compiled with; each becomes a named parameter (or, for
+# the candidates, the statement's own list of them).
+_LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
+_TAKEN = ("\x00taken",)
+_ORG = uuid.UUID(int=0x0F0F0F0F)
+
+
+def _claim_locking() -> Locking:
+    """The card's claim, run once per tenant with work: its pending, due items of the lane
+    and kinds, highest priority then oldest first, locked with
+    ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
+    another claimer holds is passed over for the next one. Compiled once into the claim
+    statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
+    would cost a round trip for the ids and another for the update."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING,
+            lane=_LANE,
+            org_id=_ORG,
+            available_at__lte=Now(),
+            kind__any_of=_KINDS,
+        )
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id", "priority", "available_at")[:_LIMIT]
+    )
+    # The tenant and its share of the batch come from the statement's own offers (o).
+    return locking(
+        queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit", {_ORG: "o.org_id"}, "o.items"
+    )
+
+
+def _oldest_first_locking() -> Locking:
+    """The claim with fairness off: pending, due items of the lane and kinds, highest priority
+    then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit")
+
+
+def _fallback_locking() -> Locking:
+    """When other claimers hold the fair order's offers (they computed the same ones), the
+    claim fills the rest of its batch in priority then age order from what nobody holds,
+    ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
+    poll. Not while caps are in effect: then the lane's claims run one at a time anyway."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .exclude(id__any_of=_TAKEN)
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(
+        queryset,
+        {_LANE: "lane", _KINDS: "kinds"},
+        "limit",
+        {_TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]"},
+        limit_sql=(
+            "(CASE WHEN %(capped)s::boolean THEN 0"
+            " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
+        ),
+    )
+
+
+def _claim_parts() -> dict[str, str]:
+    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
+    none), so the claim stays one round trip."""
+    return {"claim_contexts": claim_contexts_sql()}
+
+
+CLAIM = Statement(
+    "claim",
+    ClaimParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
+    build_parts=_claim_parts,
+    generic_plan=True,
+)
+CLAIM_OLDEST_FIRST = Statement(
+    "claim_oldest_first",
+    ClaimOldestFirstParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _oldest_first_locking()},
+    build_parts=_claim_parts,
+    generic_plan=True,
+)
+CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
+FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR)
+
+# How long a process trusts its last reading of whether any tenant has a cap of its own: a cap
+# set in the admin takes effect within this long.
+CAPS_CACHE_S = 5.0
+_caps = {"capped": False, "read_at": float("-inf")}
+
+
+def forget_caps() -> None:
+    """Read whether caps are in effect afresh at the next claim (after setting one)."""
+    _caps["read_at"] = float("-inf")
+
+
+def lane_mutex(lane: str) -> str:
+    """The mutex that serializes a lane's claims while caps are in effect."""
+    return f"workqueue.claim:{lane}"
+
+
+def hand_out(
+    rctx: RequestContext, rows: Rows
+) -> tuple[list[tuple[OpContext, WorkItem]], list[WorkItem]]:
+    """Pair each claimed row with the context it runs under, in the order the claim picked
+    them; items whose tenant is gone come back separately, to be failed as orphans.
+
+    The claim's rows carry ``tenancy_live`` and ``tenancy_role``, which tenancy turns into the
+    context (``contexts_from_rows``), as ``claim_context`` would.
+    """
+    items = items_of(rows, system_alias())
+    live, role = rows.names.index("tenancy_live"), rows.names.index("tenancy_role")
+    contexts = contexts_from_rows(
+        rctx,
+        [
+            (i.org_id, i.created_by, row[live], row[role])
+            for i, row in zip(items, rows.rows, strict=True)
+        ],
+    )
+    # RETURNING keeps no order; hand items out in the order the claim picked them: the fair
+    # order's turn (claim_order), then what the fallback or the oldest-first claim took.
+    turns: dict[uuid.UUID, int] = {}
+    if "claim_order" in rows.names:
+        at = rows.names.index("claim_order")
+        turns = {i.id: row[at] for i, row in zip(items, rows.rows, strict=True) if row[at]}
+    items.sort(
+        key=lambda i: (i.id not in turns, turns.get(i.id, 0), -i.priority, i.available_at, i.id)
+    )
+    claimed, orphans = [], []
+    for item in items:
+        ctx = contexts.get((item.org_id, item.created_by))
+        if ctx is None:
+            orphans.append(item)
+        else:
+            claimed.append((with_cause(ctx, item.request_id), item))
+    return claimed, orphans
+
+
+def _count_orphan(item: WorkItem) -> None:
+    ORPHANED.labels(item.kind).inc()
+    logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
+
+
+def claim_plan(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int,
+) -> Plan:
+    kinds = known_kinds() if kinds is None else list(kinds)
+    if limit < 1 or not kinds:
+        return []
+    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
+    common = (check_lane(lane), kinds, worker_id, float(lease_s), int(limit), commit)
+    if not wq_settings.FAIR_CLAIM:
+        rows: Rows = yield System(CLAIM_OLDEST_FIRST, ClaimOldestFirstParams(*common))
+    else:
+        default_cap = wq_settings.MAX_IN_FLIGHT
+        capped = default_cap is not None
+        if not capped:
+            if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
+                found = yield System(CAPS_IN_EFFECT, NoParams())
+                _caps.update(capped=bool(found.rows[0][0]), read_at=time.monotonic())
+            capped = bool(_caps["capped"])
+        # A cap holds across claimers only if they count in turn: while any cap is in effect
+        # the lane's claims take its mutex, so each counts what the one before it claimed.
+        rows = yield System(
+            CLAIM,
+            ClaimParams(*common, capped, default_cap),
+            serialize=lane_mutex(lane) if capped else None,
+        )
+    if not rows.rows:
+        return []
+    claimed, orphans = hand_out(rctx, rows)
+    for item in orphans:
+        # Another claimer may have failed it first: either way it does not run.
+        yield System(FAIL_ORPHANED, FailOrphanedParams(item.id, item.claim_token, ORPHAN_ERROR))
+        _count_orphan(item)
+    return claimed
+
+
+def claim(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int = 1,
+) -> list[tuple[OpContext, WorkItem]]:
+    """Claim up to ``limit`` due pending items of ``lane`` and ``kinds`` (None: every
+    registered kind).
+
+    One statement finds the tenants with work in the lane and takes their items round-robin
+    (weighted by each tenant's share, within its in-flight cap, a higher priority first
+    whatever its tenant), locks them (``select_for_update(skip_locked=True)``), mints a claim
+    token each, sets ``lease_expires_at = now() + lease_s`` and spends one
+    attempt, counted here so a worker that dies on a poison item still runs out of attempts;
+    by default it commits durably before any handler runs (``WORKQUEUE["CLAIM_DURABLE"]``). Each
+    item comes with the context tenancy builds for it (its enqueuer's, or its tenant's
+    service context, naming the item's request as the cause), read by the same statement. An
+    item whose tenant is gone is failed by ``fail_orphaned``, never returned.
+
+    Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
+    the system login, and each item comes back with the tenant it belongs to.
+    """
+    return run(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+
+
+async def aclaim(
+    rctx: RequestContext,
+    lane: str,
+    kinds: Sequence[str] | None,
+    worker_id: str,
+    lease_s: float,
+    limit: int = 1,
+) -> list[tuple[OpContext, WorkItem]]:
+    """Async version of ``claim``."""
+    return await arun(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+
+
+def fail_orphaned_plan(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> Plan:
+    params = FailOrphanedParams(item_id, claim_token, storable_text(error))
+    rows: Rows = yield System(FAIL_ORPHANED, params)
+    if not rows.rows:
+        raise Conflict(f"work item {item_id} is no longer held under this claim token")
+    return items_of(rows, system_alias())[0]
+
+
+def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> WorkItem:
+    """Fail for good an item whose tenant is gone, if ``claim_token`` still holds it.
+
+    Takes no tenant: the tenant is gone, so no tenant context can be built for it; the claim
+    token is the fence. No audit entry, since no tenant is left to hold one.
+    """
+    return run(fail_orphaned_plan(item_id, claim_token, error))

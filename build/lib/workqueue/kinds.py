@@ -1,0 +1,142 @@
+"""Kinds of work: each declares its payload schema, lane, attempts and retry policy.
+
+The queue registers and validates kinds but names none: a worker package declares its kind
+beside its handler (``workers/<worker>/kind.py``). An enqueue of an unknown kind, or of a
+payload that does not fit the kind's schema, is refused before anything is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic
+import pydantic_core
+
+from workqueue.exceptions import InvalidPayload
+from workqueue.inputs import (
+    KIND_MAX,
+    PAYLOAD_DEPTH_MAX,
+    check_lane,
+    check_name,
+    find_unstorable,
+    may_be_too_deep,
+    too_deep,
+)
+from workqueue.rules import DEFAULT_RETRY, RetryPolicy
+from wqcore.conf import wq_settings
+
+
+class Payload(pydantic.BaseModel):
+    """Base of payload schemas: unknown fields are refused, so a typo never enqueues.
+
+    NaN and infinity are refused in typed float fields; in free-form fields (``dict``,
+    ``Any``) they are written as the bare tokens ``NaN``/``Infinity`` so that the check on the
+    JSON text finds and refuses them too (``validate_payload``).
+    """
+
+    model_config = pydantic.ConfigDict(
+        extra="forbid", frozen=True, allow_inf_nan=False, ser_json_inf_nan="constants"
+    )
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    schema: type[Payload]
+    lane: str = "default"
+    max_attempts: int = 5
+    retry: RetryPolicy = field(default=DEFAULT_RETRY)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        # Refused where it is declared, not at every enqueue: a name the column cannot hold
+        # would make every enqueue of the kind fail.
+        try:
+            check_name("kind", self.name, KIND_MAX)
+            check_lane(self.lane, "lane")
+        except InvalidPayload as exc:
+            raise ValueError(f"work kind {self.name!r}: {exc}") from None
+        if type(self.max_attempts) is not int or not 1 <= self.max_attempts <= 1000:
+            raise ValueError(f"work kind {self.name!r}: max_attempts must be 1 to 1000")
+        if not (isinstance(self.schema, type) and issubclass(self.schema, Payload)):
+            raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def register(kind: Kind) -> Kind:
+    """Add a kind; registering the same name twice with a different definition is a bug."""
+    existing = _KINDS.get(kind.name)
+    if existing is not None and existing != kind:
+        raise ValueError(f"work kind {kind.name} is already registered differently")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def get_kind(name: Any) -> Kind:
+    try:
+        return _KINDS[name]
+    except (KeyError, TypeError):
+        known = ", ".join(sorted(_KINDS)) or "none"
+        shown = name[:60] if isinstance(name, str) else name
+        raise InvalidPayload(f"kind: unknown work kind {shown!r} (known: {known})") from None
+
+
+def known_kinds() -> list[str]:
+    return sorted(_KINDS)
+
+
+def all_kinds() -> list[Kind]:
+    return [_KINDS[name] for name in sorted(_KINDS)]
+
+
+def max_payload_bytes() -> int:
+    return int(wq_settings.MAX_PAYLOAD_BYTES)
+
+
+def validate_payload(kind: Kind, payload: Any) -> str:
+    """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
+
+    pydantic validates and writes the JSON in one pass. Then the text is checked for what
+    jsonb cannot hold (NaN, infinity, NUL, lone surrogates: a walk of the value names the
+    field, and runs only when a fast scan of the text finds a suspect, a replacement character
+    among them), for nesting deeper than ``PAYLOAD_DEPTH_MAX`` (walked only when the text opens
+    more lists and objects than that), and for its size.
+    """
+    if not isinstance(payload, dict):
+        raise InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
+    schema = kind.schema
+    try:
+        # What model_validate and model_dump_json run, without their per-call wrapping (a bulk
+        # enqueue validates every item of its batch here).
+        model = schema.__pydantic_validator__.validate_python(payload)
+        raw: bytes = schema.__pydantic_serializer__.to_json(model, exclude_none=True)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "payload"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
+    except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+        problem = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
+        raise InvalidPayload(problem) from None
+    except RecursionError:
+        # pydantic walks a value by recursion: one nested thousands deep exhausts the stack.
+        problem = too_deep(payload) or f"payload: nested more than {PAYLOAD_DEPTH_MAX} deep"
+        raise InvalidPayload(problem) from None
+    if may_be_too_deep(raw) and (problem := too_deep(payload)):
+        raise InvalidPayload(problem)
+    # U+FFFD (UTF-8 EF BF BD): pydantic writes a lone surrogate in a typed dict's key
+    # (``dict[str, Any]``) as replacement characters instead of refusing it, so the text alone
+    # looks fine.
+    suspect = b"NaN" in raw or b"Infinity" in raw or b"\\u0000" in raw or b"\xef\xbf\xbd" in raw
+    if suspect and (problem := find_unstorable(model.model_dump(exclude_none=True))):
+        raise InvalidPayload(problem)
+    limit = max_payload_bytes()
+    if len(raw) > limit:
+        raise InvalidPayload(
+            f"payload: {len(raw)} bytes is more than the {limit} allowed "
+            "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
+        )
+    return raw.decode()

@@ -1,0 +1,252 @@
+"""The sweep's operations on work items: requeue stale claims, purge old items, read gauges."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from django.db.models import DateTimeField, Value
+from django.db.models.functions import Coalesce, Now
+
+from audit.services import APPEND_ENTRIES
+from tenancy.contexts import OpContext, RequestContext
+from workqueue import SQL_DIR
+from workqueue.lanes import declared_lanes
+from workqueue.metrics import DEAD_LETTERED
+from workqueue.models import Status, WorkItem
+from workqueue.rows import items_of
+from wqcore.statements import Locking, NoParams, Statement, locking
+from wqcore.store import Plan, Rows, System, Tenant, arun, execute, run
+
+logger = logging.getLogger(__name__)
+
+
+class RequeueStaleParams(NamedTuple):
+    # Leases that passed before this moment (None: the database's now()).
+    before: datetime | None
+    limit: int
+    # Who the audit entry of a dead-lettered item names: the sweep's service context.
+    actor: str
+    request_id: uuid.UUID
+
+
+class StaleTenantsParams(NamedTuple):
+    limit: int
+
+
+class PurgeItemsParams(NamedTuple):
+    statuses: list[str]
+    before: datetime
+    batch: int
+
+
+# Sentinels the locking querysets are compiled with; each becomes a named parameter.
+_BEFORE = datetime(1, 1, 1, 0, 0, 0, 424242, tzinfo=UTC)
+_STATUSES = ("\x00statuses",)
+_LIMIT = 987_654_321
+
+
+def _stale_locking() -> Locking:
+    """The tenant's claimed items whose lease passed, oldest lease first, locked with
+    ``select_for_update(skip_locked=True)`` (a holder settling one now wins; it is skipped)."""
+    before = Coalesce(Value(_BEFORE, output_field=DateTimeField()), Now())
+    queryset = (
+        WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
+        .order_by("lease_expires_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_BEFORE: "before"}, "limit")
+
+
+def _purge_locking() -> Locking:
+    """Finished items of the given statuses last changed before ``before``, locked with
+    ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(status__any_of=_STATUSES, updated_at__lt=_BEFORE)
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
+
+
+REQUEUE_STALE = Statement(
+    "requeue_stale",
+    RequeueStaleParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES,),
+    build_locking=lambda: {"locking": _stale_locking()},
+)
+STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
+PURGE_ITEMS = Statement(
+    "purge_items", PurgeItemsParams, SQL_DIR, build_locking=lambda: {"locking": _purge_locking()}
+)
+
+
+class LanesParams(NamedTuple):
+    # The declared lanes (workqueue.lanes): any other is counted as one, UNDECLARED.
+    lanes: list[str]
+
+
+READ_GAUGES = Statement("read_gauges", LanesParams, SQL_DIR)
+READ_TOP_TENANTS = Statement("read_top_tenants", LanesParams, SQL_DIR)
+READ_AUTOVACUUM = Statement("read_autovacuum", NoParams, SQL_DIR)
+
+
+@dataclass(frozen=True)
+class Requeued:
+    requeued: int
+    dead_lettered: int
+
+
+def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
+    params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
+    rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
+    moved = items_of(rows)
+    dead = [item for item in moved if item.status == Status.FAILED]
+    for item in dead:
+        DEAD_LETTERED.labels(item.kind).inc()
+    result = Requeued(requeued=len(moved) - len(dead), dead_lettered=len(dead))
+    if moved:
+        logger.info(
+            "stale_requeued org=%s requeued=%d dead_lettered=%d",
+            ctx.org_id,
+            result.requeued,
+            result.dead_lettered,
+        )
+    return result
+
+
+def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1000) -> Requeued:
+    """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
+    database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
+    instead, with an audit entry written by the same statement, so a poison item that crashes
+    its worker every time ends.
+    """
+    return run(requeue_stale_plan(ctx, before, limit))
+
+
+async def arequeue_stale(
+    ctx: OpContext, before: datetime | None = None, limit: int = 1000
+) -> Requeued:
+    """Async version of ``requeue_stale``."""
+    return await arun(requeue_stale_plan(ctx, before, limit))
+
+
+def stale_tenants_plan(limit: int) -> Plan:
+    rows = yield System(STALE_TENANTS, StaleTenantsParams(int(limit)))
+    return rows.column(0)
+
+
+def stale_tenants(limit: int = 1000) -> list[uuid.UUID]:
+    """The tenants holding claimed items whose lease passed (at most ``limit``).
+
+    Takes no tenant: it finds which tenants the sweep must visit, so it reads across tenants
+    on the system login; the requeue itself then runs under each tenant.
+    """
+    return run(stale_tenants_plan(limit))
+
+
+def purge_items_plan(statuses: list[str], before: datetime, batch: int, max_batches: int) -> Plan:
+    total = 0
+    for _ in range(max_batches):
+        rows = yield System(PURGE_ITEMS, PurgeItemsParams(statuses, before, int(batch)))
+        deleted = rows.rows[0][0]
+        total += deleted
+        if deleted < batch:
+            break  # a short batch: nothing more is old enough
+    return total
+
+
+def purge_items(
+    rctx: RequestContext,
+    before: datetime,
+    batch: int = 1000,
+    max_batches: int = 100,
+    statuses: tuple[str, ...] = (Status.DONE, Status.FAILED),
+) -> int:
+    """Delete items of ``statuses`` (done and failed by default) last changed before
+    ``before``, in every tenant; returns how many. Bounded: batches of ``batch``, at most
+    ``max_batches`` per call; it stops early when a batch comes back smaller than ``batch``.
+
+    Takes no tenant: retention is the operator's rule for the whole table, and one statement
+    per batch across tenants is what keeps the purge cheap; runs on the system login.
+    """
+    total = run(purge_items_plan([str(s) for s in statuses], before, batch, max_batches))
+    if total:
+        logger.info(
+            "items_purged count=%d statuses=%s before=%s",
+            total,
+            ",".join(statuses),
+            before.isoformat(),
+        )
+    return total
+
+
+def read_autovacuum_plan() -> Plan:
+    rows = yield System(READ_AUTOVACUUM, NoParams())
+    return bool(rows.rows[0][0])
+
+
+def autovacuum_on() -> bool:
+    """Whether autovacuum reclaims the work item table's dead rows (the server's setting and
+    the table's own). The purge deletes finished items; only VACUUM makes their space and their
+    index entries reusable, and a claim walks the entries no vacuum has removed."""
+    return run(read_autovacuum_plan())
+
+
+@dataclass(frozen=True)
+class Gauges:
+    # Seconds the oldest due pending item has waited (0 when none waits).
+    oldest_age_s: float
+    failed: int
+    # (lane, kind, status) -> count
+    counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
+
+
+def read_gauges_plan() -> Plan:
+    rows = yield System(READ_GAUGES, LanesParams(declared_lanes()))
+    counts = {(lane, kind, status): n for lane, kind, status, n, _ in rows.rows}
+    ages = [float(age) for *_, age in rows.rows if age is not None]
+    return Gauges(
+        oldest_age_s=max(ages, default=0.0),
+        failed=sum(n for (_, _, status), n in counts.items() if status == Status.FAILED),
+        counts=counts,
+    )
+
+
+def read_gauges(rctx: RequestContext) -> Gauges:
+    """The queue's gauges in one statement: the oldest waiting item's age, the failed count,
+    and counts by lane, kind and status.
+
+    Takes no tenant: the gauges describe the whole queue for the operator, so they read across
+    tenants on the system login.
+    """
+    return run(read_gauges_plan())
+
+
+@dataclass(frozen=True)
+class TenantDepth:
+    """One of a lane's ten deepest tenants: its pending items and its oldest due item's age."""
+
+    lane: str
+    org_id: uuid.UUID
+    items: int
+    oldest_age_s: float
+    rank: int
+
+
+def read_top_tenants() -> list[TenantDepth]:
+    """Each lane's ten deepest tenants (at most ten per lane, never one row per tenant).
+
+    Takes no tenant: it compares tenants for the operator, so it reads across them on the
+    system login.
+    """
+    rows = execute(System(READ_TOP_TENANTS, LanesParams(declared_lanes())))
+    return [
+        TenantDepth(lane, org_id, items, oldest or 0.0, rank)
+        for lane, org_id, items, oldest, rank in rows.rows
+    ]

@@ -1,0 +1,200 @@
+"""The work item: one unit of work for one tenant, claimed by one worker at a time."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models.functions import Now
+from uuid_utils.compat import uuid7
+
+
+class Status(models.TextChoices):
+    # Waiting to be claimed, from available_at on.
+    PENDING = "pending", "Pending"
+    # Held by one worker under a lease and a claim token.
+    CLAIMED = "claimed", "Claimed"
+    # Finished; purged after the retention.
+    DONE = "done", "Done"
+    # A dead letter: attempts spent or a permanent error. Final until a human requeues it.
+    FAILED = "failed", "Failed"
+    # Set aside by an operator in the admin (triage): never run; the audit entry keeps its
+    # payload and error. Purged like finished items.
+    DISCARDED = "discarded", "Discarded"
+
+
+def new_item_id() -> uuid.UUID:
+    """A time-ordered id (UUIDv7): inserts append to the primary key's last pages instead of
+    dirtying random ones, which keeps enqueues and their WAL small."""
+    return uuid7()
+
+
+class WorkItem(models.Model):
+    """A unit of work. Only the transitions in this app change its status and claim fields."""
+
+    id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
+    # The tenant. No index of its own: every status change would pay for one; the tenant's
+    # reads go through the claim, stale and finished indexes under row-level security. No
+    # foreign key: the tenant may be the tenancy app's org, the one implicit tenant of a
+    # single-tenant site, or a site's own (WORKQUEUE["TENANCY"]); row-level security pins it to
+    # the tenant the transaction names, and the claim fails the work of a gone tenant as
+    # orphaned. (Checking a key also cost a third of a bulk enqueue.)
+    org_id = models.UUIDField()
+    kind = models.CharField(max_length=100)
+    lane = models.CharField(max_length=50, default="default")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    payload = models.JSONField(default=dict)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # Higher runs first; equal priorities run oldest first.
+    priority = models.SmallIntegerField(default=0)
+    available_at = models.DateTimeField(db_default=Now())
+    claimed_by = models.CharField(max_length=200, null=True, blank=True)
+    # Minted afresh by every claim; every later write by the holder must present it.
+    claim_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Counted at claim, so a worker that dies on an item still spends its attempts.
+    attempts = models.IntegerField(default=0)
+    max_attempts = models.IntegerField(default=5)
+    last_error = models.TextField(blank=True, default="")
+    # Actors: a user's primary key as text, or the system actor (tenancy.contexts.SYSTEM_ACTOR).
+    created_by = models.CharField(max_length=255)
+    updated_by = models.CharField(max_length=255)
+    request_id = models.UUIDField(null=True, blank=True)
+    traceparent = models.CharField(max_length=55, null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now(), editable=False)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            # Partial: items without a key (most) cost this index nothing on every update.
+            models.UniqueConstraint(
+                fields=["org_id", "idempotency_key"],
+                condition=models.Q(idempotency_key__isnull=False),
+                name="workitem_one_per_idempotency_key",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(attempts__gte=0), name="workitem_attempts_not_negative"
+            ),
+        ]
+        indexes = [
+            # The fair claim: per lane, the tenants with pending work (a loose index scan), then
+            # each tenant's items by priority and age. Pending rows only, so done rows never
+            # widen it (DESIGN.md, bloat).
+            models.Index(
+                fields=["lane", "org_id", "-priority", "available_at"],
+                condition=models.Q(status="pending"),
+                name="workitem_fair_claim_idx",
+            ),
+            # The claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): priority and age across
+            # tenants.
+            models.Index(
+                fields=["lane", "-priority", "available_at"],
+                condition=models.Q(status="pending"),
+                name="workitem_claim_idx",
+            ),
+            # The sweep: claimed rows whose lease passed.
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=models.Q(status="claimed"),
+                name="workitem_stale_idx",
+            ),
+            # The purge: finished rows by age.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status__in=["done", "failed"]),
+                name="workitem_finished_idx",
+            ),
+            # Triage: dead letters (and discarded items) by when they got there, so the admin's
+            # dead-letter list never walks the done rows, and discarded rows can be purged.
+            models.Index(
+                fields=["updated_at"],
+                condition=models.Q(status__in=["failed", "discarded"]),
+                name="workitem_triage_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"
+
+
+class TenantShare(models.Model):
+    """A tenant's share of the queue: its weight in the fair claim's round-robin, and the most
+    of its items a lane runs at once (across every worker). Tenants without a row weigh 1 and
+    take the default cap (``WORKQUEUE["MAX_IN_FLIGHT"]``, none unless set). Set by the operator."""
+
+    org_id = models.UUIDField(primary_key=True)
+    # A tenant of weight 2 gets twice the items of a tenant of weight 1 when both have work.
+    weight = models.FloatField(default=1.0)
+    # At most this many of the tenant's items claimed at once per lane; empty: the default.
+    max_in_flight = models.PositiveIntegerField(null=True, blank=True)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(weight__gte=0.01, weight__lte=1000),
+                name="tenantshare_weight_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(max_in_flight__gte=1), name="tenantshare_cap_at_least_one"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        cap = self.max_in_flight if self.max_in_flight is not None else "default"
+        return f"{self.org_id}: weight {self.weight:g}, at most {cap} in flight"
+
+
+class DeadLetter(WorkItem):
+    """A failed work item as the admin's dead-letter list shows it: the same rows, read with
+    ``status = 'failed'`` (a proxy: no table of its own)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "dead letter"
+
+
+class StoredResponse(models.Model):
+    """The answer the enqueue API gave to one request that carried an ``Idempotency-Key``: a
+    retry with the same key and body gets it again instead of enqueueing twice.
+
+    One per (tenant, user, key); written when the request claims the key (``status_code`` and
+    ``body`` empty) and completed in the same transaction, so a concurrent retry waits for the
+    first and then reads its answer. Purged after ``IDEMPOTENCY_KEY_RETENTION_S``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=new_item_id, editable=False)
+    org_id = models.UUIDField()
+    # The signed-in user who sent the request (an actor): keys are theirs, not the tenant's.
+    user_id = models.CharField(max_length=255)
+    key = models.CharField(max_length=200)
+    # sha256 of the method, path and canonical JSON body: a different body under the same key
+    # is refused (422), never answered with another request's response.
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.SmallIntegerField(null=True, blank=True)
+    body = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(db_default=Now(), editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org_id", "user_id", "key"], name="storedresponse_one_per_key"
+            )
+        ]
+        indexes = [models.Index(fields=["created_at"], name="storedresponse_created_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.key} -> {self.status_code}"
+
+
+class Mutex(models.Model):
+    """A named lock only the system login can take: a row, locked ``FOR UPDATE`` for as long
+    as its holder's transaction lasts (one sweeper at a time; a lane's claims in turn while
+    caps are in effect). Not an advisory lock: any login may take any advisory lock, so the
+    everyday login could hold one forever and stall every sweeper; it has no right on this
+    table."""
+
+    name = models.CharField(primary_key=True, max_length=200)
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,269 @@
+"""What the holder of a claim does with the item: complete, fail, defer, release, extend.
+
+Each is one statement conditioned on the item's ``claim_token`` (and status ``claimed``),
+never on ``claimed_by``: one worker can hold one item twice across a requeue. No row changed
+means the caller no longer holds the claim: ``Conflict``, and nothing changes. Refused writes
+are counted here, and only here (``workqueue_stale_writes_refused_total``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from audit.services import APPEND_ENTRIES
+from tenancy.contexts import OpContext
+from workqueue import SQL_DIR
+from workqueue.exceptions import Conflict
+from workqueue.fence import Fence, Fences
+from workqueue.inputs import storable_text
+from workqueue.kinds import get_kind
+from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
+from workqueue.models import WorkItem
+from workqueue.rows import items_of
+from workqueue.rules import is_exhausted, retry_delay
+from wqcore.statements import Statement
+from wqcore.store import Plan, Rows, System, Tenant, arun, run
+
+
+class FenceParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+
+
+class RetryParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    delay_s: float
+    error: str
+
+
+class DeadLetterParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    error: str
+    permanent: bool
+    # Who the audit entry names: the context the work ran under, and its request.
+    actor: str
+    request_id: uuid.UUID
+
+
+class GiveBackParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    delay_s: float
+    note: str
+
+
+class ExtendLeaseParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    lease_s: float
+
+
+class ExtendLeasesParams(NamedTuple):
+    org_ids: list[uuid.UUID]
+    ids: list[uuid.UUID]
+    tokens: list[uuid.UUID]
+    lease_s: float
+
+
+COMPLETE = Statement("complete", FenceParams, SQL_DIR)
+RETRY = Statement("retry", RetryParams, SQL_DIR)
+DEAD_LETTER = Statement("dead_letter", DeadLetterParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR)
+EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
+COMPLETE_MANY = Statement("complete_many", Fences, SQL_DIR)
+EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams, SQL_DIR)
+
+# The longest retry delay a caller may ask ``fail`` for.
+MAX_RETRY_DELAY_S = 86_400.0
+
+
+def count_refused(transition: str, n: int = 1) -> None:
+    """Count writes refused because the writer no longer held the claim token."""
+    if n:
+        STALE_WRITES.labels(transition).inc(n)
+
+
+def _held(transition: str, item: WorkItem, rows: Rows) -> WorkItem:
+    if not rows.rows:
+        count_refused(transition)
+        raise Conflict(
+            f"{transition}: work item {item.id} is no longer held under this claim token"
+        )
+    return items_of(rows)[0]
+
+
+def _fence(item: WorkItem) -> FenceParams:
+    fence = Fence.of(item)
+    return FenceParams(fence.item_id, fence.claim_token)
+
+
+# -- one item, under its tenant -----------------------------------------------------------------
+
+
+def complete_plan(ctx: OpContext, item: WorkItem) -> Plan:
+    rows = yield Tenant(ctx.org_id, COMPLETE, _fence(item))
+    return _held("complete", item, rows)
+
+
+def complete(ctx: OpContext, item: WorkItem) -> WorkItem:
+    """Mark the item done, if ``item.claim_token`` still holds it."""
+    return run(complete_plan(ctx, item))
+
+
+async def acomplete(ctx: OpContext, item: WorkItem) -> WorkItem:
+    """Async version of ``complete``."""
+    return await arun(complete_plan(ctx, item))
+
+
+def fail_plan(
+    ctx: OpContext, item: WorkItem, error: str, permanent: bool, delay_s: float | None = None
+) -> Plan:
+    error = storable_text(error)
+    fence = _fence(item)
+    if not (permanent or is_exhausted(item.attempts, item.max_attempts)):
+        if delay_s is None:
+            delay = retry_delay(item.attempts, get_kind(item.kind).retry)
+        else:
+            delay = _check_delay(delay_s)
+        rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error))
+        return _held("fail", item, rows)
+    params = DeadLetterParams(*fence, error, permanent, ctx.user_id, ctx.request_id)
+    failed = _held("fail", item, (yield Tenant(ctx.org_id, DEAD_LETTER, params)))
+    DEAD_LETTERED.labels(failed.kind).inc()
+    return failed
+
+
+def _check_delay(delay_s: float) -> float:
+    """A caller's retry delay in seconds: finite, 0 to a day (a longer wait is a schedule)."""
+    delay = float(delay_s)
+    if not 0.0 <= delay <= MAX_RETRY_DELAY_S:  # also refuses NaN
+        raise ValueError(f"delay_s: must be 0 to {MAX_RETRY_DELAY_S:g} seconds (got {delay_s})")
+    return delay
+
+
+def fail(
+    ctx: OpContext,
+    item: WorkItem,
+    error: str,
+    *,
+    permanent: bool = False,
+    delay_s: float | None = None,
+) -> WorkItem:
+    """Requeue after ``retry_delay(attempts)`` (or ``delay_s``, when the caller applies its
+    own retry policy), or, when attempts are spent or the error is permanent, fail for good: a
+    dead letter, with an audit entry written by the same statement, and a metric. Conditioned
+    on ``item.claim_token``. ``error`` is stored as storable text (NUL and lone surrogates
+    replaced, at most 10,000 characters): what a handler says never stops a settle.
+    """
+    return run(fail_plan(ctx, item, error, permanent, delay_s))
+
+
+async def afail(
+    ctx: OpContext,
+    item: WorkItem,
+    error: str,
+    *,
+    permanent: bool = False,
+    delay_s: float | None = None,
+) -> WorkItem:
+    """Async version of ``fail``."""
+    return await arun(fail_plan(ctx, item, error, permanent, delay_s))
+
+
+def give_back_plan(
+    transition: str, ctx: OpContext, item: WorkItem, delay_s: float, note: str
+) -> Plan:
+    params = GiveBackParams(*_fence(item), max(float(delay_s), 0.0), storable_text(note))
+    rows = yield Tenant(ctx.org_id, GIVE_BACK, params)
+    return _held(transition, item, rows)
+
+
+def defer(ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred") -> WorkItem:
+    """Hand the item back to run after ``delay_s``, giving back the attempt its claim spent."""
+    return run(give_back_plan("defer", ctx, item, delay_s, note))
+
+
+async def adefer(
+    ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred"
+) -> WorkItem:
+    """Async version of ``defer``."""
+    return await arun(give_back_plan("defer", ctx, item, delay_s, note))
+
+
+def release(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
+    """Hand the item back to run now (shutdown, a kind this worker does not handle), giving
+    back the attempt its claim spent; ``note`` says why."""
+    return run(give_back_plan("release", ctx, item, 0.0, note))
+
+
+async def arelease(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
+    """Async version of ``release``."""
+    return await arun(give_back_plan("release", ctx, item, 0.0, note))
+
+
+def extend_lease_plan(ctx: OpContext, item: WorkItem, lease_s: float) -> Plan:
+    rows = yield Tenant(ctx.org_id, EXTEND_LEASE, ExtendLeaseParams(*_fence(item), float(lease_s)))
+    return _held("extend_lease", item, rows)
+
+
+def extend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
+    """Push the lease to ``now() + lease_s``, if ``item.claim_token`` still holds the item."""
+    return run(extend_lease_plan(ctx, item, lease_s))
+
+
+async def aextend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
+    """Async version of ``extend_lease``."""
+    return await arun(extend_lease_plan(ctx, item, lease_s))
+
+
+# -- many items, across tenants, fenced by (org, id, token) -------------------------------------
+
+
+def complete_many_plan(fences: Iterable[Fence]) -> Plan:
+    held = list(fences)
+    if not held:
+        return set()
+    rows = yield System(COMPLETE_MANY, Fences.of(held))
+    done = set(rows.column(0))
+    count_refused("complete", len({f.item_id for f in held} - done))
+    return done
+
+
+def complete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
+    """Mark done every fence's item still held under its token; returns the ids completed.
+
+    An id missing from the result was refused (a stale holder). Runs on the system login
+    across tenants because the token, with the org and the id, is the fence here: no row of
+    another tenant can match a token minted for this claim.
+    """
+    return run(complete_many_plan(fences))
+
+
+async def acomplete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
+    """Async version of ``complete_many``."""
+    return await arun(complete_many_plan(fences))
+
+
+def extend_leases_plan(fences: Iterable[Fence], lease_s: float) -> Plan:
+    held = list(fences)
+    if not held:
+        return set()
+    rows = yield System(EXTEND_LEASES, ExtendLeasesParams(*Fences.of(held), float(lease_s)))
+    renewed = set(rows.column(0))
+    count_refused("extend_lease", len({f.item_id for f in held} - renewed))
+    return renewed
+
+
+def extend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+    """Renew the lease of every fence's item still held under its token; returns the ids
+    renewed. Across tenants on the system login for the reason ``complete_many`` gives."""
+    return run(extend_leases_plan(fences, lease_s))
+
+
+async def aextend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+    """Async version of ``extend_leases``."""
+    return await arun(extend_leases_plan(fences, lease_s))

@@ -1,0 +1,90 @@
+-- claim: hand out up to limit pending, due items of the lane and kinds, round-robin across the tenants with work (weighted by their share, within their in-flight cap, priority first), locking them with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim.py; each gets a fresh token, a lease, and one attempt spent
+-- Tenants are found by a loose index scan (one index descent per tenant) from a random start, at most limit of them
+-- per claim; each offers its first items in priority then age order (its weighted share of the batch, within its cap),
+-- locked as they are read; the batch takes them by priority, then by turn (item j of a tenant of weight w comes at
+-- j / w), then by age. What the offers leave short (rows other claimers hold, tenants with less than their share) is
+-- filled from the rest of the lane in priority then age order (fallback).
+-- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
+-- lookup, tenancy.modes), so a claim costs one round trip.
+-- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
+WITH RECURSIVE commit_mode AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
+), start AS MATERIALIZED (
+    SELECT gen_random_uuid() AS org_id
+), tenants (org_id, first_org_id, n) AS (
+    SELECT f.org_id, f.org_id, 1
+      FROM (SELECT COALESCE(
+              (SELECT w.org_id FROM workqueue_workitem w
+                WHERE w.status = 'pending' AND w.lane = %(lane)s::text
+                  AND w.org_id >= (SELECT org_id FROM start)
+                ORDER BY w.lane, w.org_id LIMIT 1),
+              (SELECT w.org_id FROM workqueue_workitem w
+                WHERE w.status = 'pending' AND w.lane = %(lane)s::text
+                ORDER BY w.lane, w.org_id LIMIT 1)) AS org_id) AS f
+     WHERE f.org_id IS NOT NULL
+    UNION ALL
+    SELECT nxt.org_id, t.first_org_id, t.n + 1
+      FROM tenants t,
+           LATERAL (SELECT COALESCE(
+              (SELECT w.org_id FROM workqueue_workitem w
+                WHERE w.status = 'pending' AND w.lane = %(lane)s::text AND w.org_id > t.org_id
+                ORDER BY w.lane, w.org_id LIMIT 1),
+              (SELECT w.org_id FROM workqueue_workitem w
+                WHERE w.status = 'pending' AND w.lane = %(lane)s::text
+                ORDER BY w.lane, w.org_id LIMIT 1)) AS org_id) AS nxt
+     WHERE t.n < %(limit)s::integer AND nxt.org_id <> t.first_org_id
+), in_flight AS (
+    SELECT w.org_id, count(*) AS items
+      FROM workqueue_workitem w
+     WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
+     GROUP BY w.org_id
+), shares AS (
+    SELECT t.org_id,
+           COALESCE(s.weight, 1.0)::float8 AS weight,
+           COALESCE(s.max_in_flight, %(default_cap)s::integer) - COALESCE(f.items, 0) AS room
+      FROM tenants t
+      LEFT JOIN workqueue_tenantshare s ON s.org_id = t.org_id
+      LEFT JOIN in_flight f ON f.org_id = t.org_id
+), offers AS (
+    -- each tenant's weighted share of the batch, within the room its cap leaves
+    SELECT org_id, weight,
+           LEAST(ceil(%(limit)s::integer * weight / sum(weight) OVER ())::integer,
+                 COALESCE(room, %(limit)s::integer)) AS items
+      FROM shares
+), offered AS (
+    -- each tenant's first items in priority then age order, locked as they are read (the
+    -- compiled select_for_update(skip_locked=True) queryset, run once per tenant)
+    SELECT o.org_id, o.weight, c.id, c.priority, c.available_at
+      FROM offers AS o, LATERAL ({locking}) AS c
+     WHERE o.items > 0
+), fair AS (
+    SELECT id, priority, available_at
+      FROM offered
+     ORDER BY priority DESC,
+              (row_number() OVER (PARTITION BY org_id ORDER BY priority DESC, available_at))
+                  / weight,
+              available_at
+     LIMIT %(limit)s::integer
+), fallback AS (
+    {fallback}
+), picked AS (
+    -- One array: the update then finds each row by its key, whatever the planner guesses of
+    -- how many the fallback adds (it cannot know, and a big guess means a scan of the table).
+    SELECT array_agg(id ORDER BY n) AS ids
+      FROM (SELECT id, row_number() OVER () AS n FROM fair
+            UNION ALL SELECT id, 1000000 + row_number() OVER () FROM fallback) AS p
+), claimed AS (
+UPDATE workqueue_workitem AS w
+   SET status = 'claimed',
+       claimed_by = %(worker_id)s::text,
+       claim_token = gen_random_uuid(),
+       lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
+       attempts = w.attempts + 1,
+       updated_at = now(),
+       updated_by = {system_actor}
+  FROM commit_mode
+ WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
+RETURNING w.*
+)
+SELECT contexts.*, array_position((SELECT ids FROM picked), contexts.id) AS claim_order
+  FROM ({claim_contexts}) AS contexts

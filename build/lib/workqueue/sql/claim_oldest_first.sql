@@ -1,0 +1,22 @@
+-- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants, skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
+-- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
+-- lookup, tenancy.modes), so a claim costs one round trip.
+-- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
+WITH commit_mode AS MATERIALIZED (
+    SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
+), picked AS (
+    {locking}
+), claimed AS (
+UPDATE workqueue_workitem AS w
+   SET status = 'claimed',
+       claimed_by = %(worker_id)s::text,
+       claim_token = gen_random_uuid(),
+       lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
+       attempts = w.attempts + 1,
+       updated_at = now(),
+       updated_by = {system_actor}
+  FROM commit_mode
+ WHERE w.id = ANY((SELECT array_agg(id) FROM picked)::uuid[])
+RETURNING w.*
+)
+SELECT * FROM ({claim_contexts}) AS contexts

@@ -1,0 +1,19 @@
+-- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it in the same statement
+WITH failed AS (
+    UPDATE workqueue_workitem
+       SET status = 'failed', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
+           last_error = %(error)s::text, updated_at = now(),
+           updated_by = {system_actor}
+     WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
+    RETURNING *
+), entries AS (
+    SELECT f.org_id, 'work.dead_lettered' AS action, 'workqueue.workitem' AS subject_type,
+           f.id::text AS subject_id,
+           jsonb_build_object('kind', f.kind, 'attempts', f.attempts,
+                              'permanent', %(permanent)s::boolean,
+                              'error', left(%(error)s::text, 2000)) AS data
+      FROM failed f
+), audited AS (
+{append_entries}
+)
+SELECT * FROM failed

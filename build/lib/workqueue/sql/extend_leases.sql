@@ -1,0 +1,10 @@
+-- extend_leases: push out the lease of each (org, id, token) still held under that token, across tenants; returns the ids renewed
+-- Each row is checked against its own places in the arrays, not joined to them (complete_many says why).
+UPDATE workqueue_workitem AS w
+   SET lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8), updated_at = now(),
+       updated_by = {system_actor}
+ WHERE w.id = ANY(%(ids)s::uuid[])
+   AND w.status = 'claimed'
+   AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)
+                WHERE (%(org_ids)s::uuid[])[p.i] = w.org_id AND (%(tokens)s::uuid[])[p.i] = w.claim_token)
+RETURNING w.id

@@ -1,0 +1,14 @@
+-- grants (workqueue): the everyday login enqueues and reads its tenant's items, and changes
+-- only the columns the transitions own; never an item's id, tenant, kind, author or key. No
+-- DELETE and no table-wide UPDATE: without them it cannot LOCK the queue table in a mode that
+-- stalls other tenants (LOCK beyond ROW EXCLUSIVE needs table-level UPDATE, DELETE or TRUNCATE).
+GRANT SELECT, INSERT ON workqueue_workitem TO {app};
+GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
+              last_error, payload, updated_at, updated_by)
+   ON workqueue_workitem TO {app};
+-- A tenant reads its own share of the queue; the operator sets shares (system login).
+GRANT SELECT ON workqueue_tenantshare TO {app};
+-- The enqueue API's stored responses: a request claims its Idempotency-Key (insert) and
+-- completes it with its answer (update of the answer only); the sweep purges them.
+GRANT SELECT, INSERT ON workqueue_storedresponse TO {app};
+GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};

@@ -1,0 +1,12 @@
+"""The enqueue API's URLs (with or without a trailing slash: a POST cannot be redirected)."""
+
+from __future__ import annotations
+
+from django.urls import re_path
+
+from workqueue import views
+
+urlpatterns = [
+    re_path(r"^api/work/?$", views.work_collection, name="api-work"),
+    re_path(r"^api/work/(?P<item_id>[^/]+)/?$", views.work_item, name="api-work-item"),
+]

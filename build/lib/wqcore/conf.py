@@ -1,0 +1,281 @@
+"""The product's settings: one ``WORKQUEUE = {...}`` dict in the site's settings, every default
+here, read everywhere through ``wq_settings``.
+
+A site writes only what it changes (``WORKQUEUE = {"LANES": ["default", "emails"]}``); every
+other name keeps the default below. A name this module does not know, or a value of the wrong
+type or out of range, is refused in one line naming the setting and what to change, when the
+settings are first read (``manage.py check`` reads them). ``wq_settings`` follows Django's
+``setting_changed`` signal, so tests change it with ``override_settings(WORKQUEUE=...)``.
+
+Units are in the names (``_S`` seconds, ``_MS`` milliseconds, ``_BYTES``). The reference site
+(``project/settings.py``) fills the dict from the environment; a site of its own writes it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from typing import Any, Literal
+
+import pydantic
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from pydantic import Field
+
+DAY_S = 86_400
+
+
+class Settings(pydantic.BaseModel):
+    """Every setting, its default, and what it is for (``runworker --help`` and ``sweep --help``
+    print these descriptions with the values in effect)."""
+
+    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
+
+    # -- tenancy and databases ------------------------------------------------------------------
+    TENANCY: str = Field(
+        "single",
+        description="who the tenants are: 'single' (one implicit tenant), 'orgs' (the tenancy "
+        "app's orgs and memberships), or the dotted path of a callable giving a request's tenant",
+    )
+    DATABASE_ALIAS: str = Field(
+        "default", description="the everyday login's alias: row-level security applies to it"
+    )
+    SYSTEM_DATABASE_ALIAS: str | None = Field(
+        None,
+        description="the alias of the tenant-less operations (claim, sweep, gauges, relay). "
+        "None: 'system' when DATABASES has it, else DATABASE_ALIAS",
+    )
+    OWNER_DATABASE_ALIAS: str | None = Field(
+        None,
+        description="the alias of the login that owns the tables and grants the others their "
+        "rights. None: 'admin' when DATABASES has it, else DATABASE_ALIAS",
+    )
+    LISTEN_DATABASE_ALIAS: str | None = Field(
+        None,
+        description="the alias the workers LISTEN on, reaching PostgreSQL itself (a transaction "
+        "pooler cannot LISTEN). None: DATABASE_ALIAS, or no LISTEN behind POOLER='transaction'",
+    )
+    POOLER: Literal["none", "transaction"] = Field(
+        "none",
+        description="'transaction' when the aliases reach PostgreSQL through a transaction "
+        "pooler (PgBouncer pool_mode = transaction): nothing is prepared on the server",
+    )
+
+    # -- kinds, lanes, payloads -----------------------------------------------------------------
+    AUTODISCOVER_MODULE: str = Field(
+        "work", description="the module of every installed app that declares kinds and handlers"
+    )
+    HANDLER_MODULES: list[str] = Field(
+        default_factory=list,
+        description="more modules that declare kinds and handlers, outside any installed app",
+    )
+    LANES: list[str] = Field(
+        default_factory=lambda: ["default"],
+        description="lanes besides the kinds' own: the only lanes the API accepts and /metrics "
+        "names",
+    )
+    MAX_PAYLOAD_BYTES: int = Field(256 * 1024, ge=1, description="the largest payload, as JSON")
+
+    # -- the claim --------------------------------------------------------------------------------
+    CLAIM_DURABLE: bool = Field(
+        True, description="a claim commits durably before any handler runs (false: faster)"
+    )
+    FAIR_CLAIM: bool = Field(
+        True, description="a claim shares a lane round-robin between tenants (false: oldest first)"
+    )
+    MAX_IN_FLIGHT: int | None = Field(
+        None, ge=1, description="a tenant's items a lane runs at once, when its share sets none"
+    )
+
+    # -- gauges and the API -----------------------------------------------------------------------
+    GAUGES_CACHE_S: float = Field(5.0, ge=0, description="/metrics reads the gauges this seldom")
+    GAUGES_WORKER_STALE_AFTER_S: float = Field(
+        30.0, gt=0, description="a worker whose heartbeat is older is not counted live"
+    )
+    IDEMPOTENCY_KEY_RETENTION_S: int = Field(
+        DAY_S, ge=0, description="how long the API keeps its answer to an Idempotency-Key"
+    )
+
+    # -- workers (manage.py runworker; its options override these) -----------------------------
+    WORKER_LANE: str = Field("default", description="the lane a worker claims from (--lane)")
+    WORKER_CAPACITY: int | None = Field(
+        None,
+        ge=1,
+        description="items run at once (--capacity). None: 100 for async handlers; for sync "
+        "ones, what WORKER_DB_POOL_SIZE leaves after the worker's own connections",
+    )
+    WORKER_CLAIM_BATCH: int = Field(100, ge=1, description="the most items one claim takes")
+    WORKER_LEASE_S: float = Field(30.0, ge=1, description="how long a claim holds an item")
+    WORKER_RENEW_TIMEOUT_S: float | None = Field(
+        None, gt=0, description="bounds each lease renewal. None: 5, or a third of the lease"
+    )
+    WORKER_LOOP_BLOCKED_WARN_S: float = Field(
+        1.0,
+        ge=0,
+        description="warn when a handler blocks the worker's event loop this long (0: never)",
+    )
+    WORKER_POLL_INTERVAL_MS: int = Field(
+        1000, ge=1, description="the poll when no work_available notice arrives"
+    )
+    WORKER_OUTAGE_BACKOFF_MAX_S: float = Field(
+        10.0, gt=0, description="the longest pause between claims while the database is away"
+    )
+    WORKER_HEARTBEAT_INTERVAL_S: float = Field(5.0, gt=0, description="between heartbeats")
+    WORKER_STALE_AFTER_BEATS: int = Field(
+        3, ge=1, description="/healthz answers 503 once the heartbeat is this many intervals old"
+    )
+    WORKER_SHUTDOWN_GRACE_S: float = Field(
+        30.0, ge=0, description="how long a stopping worker lets running items finish"
+    )
+    WORKER_COMPLETE_FLUSH_MS: int = Field(
+        2, ge=0, description="completions wait at most this long to share one statement"
+    )
+    WORKER_METRICS_HOST: str = Field("0.0.0.0", description="where /healthz and /metrics listen")
+    WORKER_METRICS_PORT: int | None = Field(
+        None,
+        ge=-1,
+        le=65535,
+        description="/healthz and /metrics (--metrics-port). None: 9100, or the next free port; "
+        "0: any free port; -1: none",
+    )
+    WORKER_DB_POOL_SIZE: int = Field(
+        20, ge=1, description="the database connections a worker process may open"
+    )
+    WORKER_SWEEP: bool = Field(True, description="each worker runs the sweep too")
+
+    # -- the sweep (in each runworker unless WORKER_SWEEP is false, or manage.py sweep) --------
+    SWEEP_INTERVAL_S: float = Field(
+        5.0, gt=0, description="between the end of one pass and the next"
+    )
+    SWEEP_TIMEOUT_S: float = Field(120.0, gt=0, description="a longer pass is abandoned")
+    SWEEP_BATCH: int = Field(
+        1000, ge=1, description="the most rows one statement of a step touches"
+    )
+    SWEEP_MAX_BATCHES: int = Field(20, ge=1, description="the most statements per step and pass")
+    ITEM_RETENTION_S: float = Field(7 * DAY_S, ge=0, description="done items are purged after this")
+    DEAD_LETTER_RETENTION_S: float = Field(
+        30 * DAY_S, ge=0, description="dead letters and discarded items are purged after this"
+    )
+    OUTBOX_RETENTION_S: float = Field(DAY_S, ge=0, description="relayed outbox rows, after this")
+
+
+NAMES = tuple(Settings.model_fields)
+
+
+def describe(name: str) -> str:
+    return Settings.model_fields[name].description or ""
+
+
+def load(values: dict[str, Any] | None) -> Settings:
+    """``WORKQUEUE`` as ``Settings``, or one ``ImproperlyConfigured`` line naming every setting
+    to change."""
+    values = dict(values or {})
+    problems = []
+    for name in values:
+        if name not in Settings.model_fields:
+            near = difflib.get_close_matches(name, NAMES, n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            problems.append(f"WORKQUEUE[{name!r}]: no such setting{hint}")
+    if problems:
+        raise ImproperlyConfigured("; ".join(problems))
+    try:
+        return Settings(**values)
+    except pydantic.ValidationError as exc:
+        raise ImproperlyConfigured(
+            "; ".join(
+                f"WORKQUEUE[{'.'.join(map(str, e['loc'])) or 'value'!r}]: {e['msg']}"
+                f" (got {e['input']!r})"
+                for e in exc.errors()
+            )
+        ) from None
+
+
+class _Lazy:
+    """``WORKQUEUE`` read on first use (not at import: settings may not be configured yet),
+    and again after ``override_settings``."""
+
+    def __init__(self) -> None:
+        self._value: Settings | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Settings:
+        value = self._value
+        if value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = load(getattr(settings, "WORKQUEUE", None))
+                value = self._value
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+    def reload(self) -> None:
+        self._value = None
+
+
+wq_settings: Any = _Lazy()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("WORKQUEUE", "DATABASES"):
+        wq_settings.reload()
+
+
+setting_changed.connect(_reload, dispatch_uid="wqcore.conf.reload")
+
+
+# What every login's sessions start with, set on the login (``ALTER ROLE ... SET``), never sent
+# at connect (a pooler refuses startup options): no JIT (PostgreSQL compiled the fair claim over
+# a million waiting items for 30 ms of a 31 ms claim; a queue's statements are short, none
+# gains), and UTC (what Django's connections use).
+LOGIN_SETTINGS = (("jit", "off"), ("timezone", "UTC"))
+
+
+# -- the aliases ----------------------------------------------------------------------------------
+
+
+def tenant_alias() -> str:
+    """The everyday login's alias (row-level security applies to it)."""
+    return str(wq_settings.DATABASE_ALIAS)
+
+
+def system_alias() -> str:
+    """The alias of the tenant-less operations: ``SYSTEM_DATABASE_ALIAS``, else ``system``
+    when DATABASES has it, else the everyday alias (one login for everything)."""
+    return _alias(wq_settings.SYSTEM_DATABASE_ALIAS, "system")
+
+
+def owner_alias() -> str:
+    """The alias of the login that owns the product's tables (migrations, grants)."""
+    return _alias(wq_settings.OWNER_DATABASE_ALIAS, "admin")
+
+
+def listen_alias() -> str | None:
+    """Where workers LISTEN, or None: behind a transaction pooler without a direct alias
+    (LISTEN needs a session of its own; the poll and the sweep find the work then)."""
+    given = wq_settings.LISTEN_DATABASE_ALIAS
+    if given:
+        return str(given)
+    return None if wq_settings.POOLER == "transaction" else tenant_alias()
+
+
+def _alias(given: str | None, conventional: str) -> str:
+    if given:
+        return given
+    return conventional if conventional in settings.DATABASES else tenant_alias()
+
+
+def effective(prefixes: tuple[str, ...]) -> str:
+    """The settings whose names start with ``prefixes``, each with its value in effect and what
+    it is for (for ``--help``); the one-line problem instead when the settings are wrong."""
+    try:
+        values = wq_settings.get()
+    except ImproperlyConfigured as exc:
+        return f"the settings in effect cannot be read: {exc}"
+    lines = []
+    for name in NAMES:
+        if name.startswith(prefixes):
+            lines.append(f"  {name} = {getattr(values, name)!r}\n      {describe(name)}")
+    return "\n".join(lines)
