@@ -195,6 +195,8 @@ def site(request: pytest.FixtureRequest, venv: Path, tmp_path: Path) -> Iterator
 def _set_up(site: Site, tenancy: str) -> None:
     if tenancy == "orgs":
         site.manage("create_logins", "--no-grants")
+    site.manage("makemigrations", "shop", "--verbosity", "0")  # the site's own app
+    if tenancy == "orgs":
         site.manage("migrate", "--database", "owner", "--verbosity", "0")
         # The site grants its login its own tables, as it did before the queue came; then the
         # queue narrows the two logins' rights on its tables to what each needs.

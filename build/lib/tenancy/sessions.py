@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.sessions.models import Session
 from django.db.models.functions import Now
 
 from wqcore.conf import system_alias
@@ -19,6 +18,8 @@ def purge_expired_sessions(batch: int = 1000, max_batches: int = 100) -> int:
 
     Takes no tenant: sessions belong to sign-in, before any tenant is known; system login.
     """
+    from django.contrib.sessions.models import Session
+
     sessions = Session.objects.using(system_alias())
     total = 0
     for _ in range(max_batches):

@@ -158,6 +158,11 @@ class Settings(pydantic.BaseModel):
         30 * DAY_S, ge=0, description="dead letters and discarded items are purged after this"
     )
     OUTBOX_RETENTION_S: float = Field(DAY_S, ge=0, description="relayed outbox rows, after this")
+    SWEEP_PURGE_SESSIONS: bool = Field(
+        False,
+        description="the sweep purges expired Django sessions too, in bounded batches (the "
+        "site's own table: only when the site asks)",
+    )
 
 
 NAMES = tuple(Settings.model_fields)

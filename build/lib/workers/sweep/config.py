@@ -31,6 +31,8 @@ class SweepSettings:
     dead_letter_retention_s: float = 30 * DAY_S
     # Relayed outbox rows are purged after this.
     outbox_retention_s: float = 1 * DAY_S
+    # Expired Django sessions are purged too: the site's own table, so only when it asks.
+    purge_sessions: bool = False
 
     # field -> its WORKQUEUE name (the retentions are named without the SWEEP_ prefix).
     ENV = {
@@ -41,6 +43,7 @@ class SweepSettings:
         "item_retention_s": "ITEM_RETENTION_S",
         "dead_letter_retention_s": "DEAD_LETTER_RETENTION_S",
         "outbox_retention_s": "OUTBOX_RETENTION_S",
+        "purge_sessions": "SWEEP_PURGE_SESSIONS",
     }
 
     @classmethod
