@@ -13,6 +13,7 @@ actor, an outbox row's) holds that text.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -85,6 +86,30 @@ class OpContext:
     @property
     def request_id(self) -> uuid.UUID:
         return self.rctx.request_id
+
+
+def service_context(rctx: RequestContext, org_id: uuid.UUID) -> OpContext:
+    """The tenant's service context: the service role and the system actor."""
+    return OpContext(org_id=org_id, user_id=SYSTEM_ACTOR, role=Role.SERVICE, rctx=rctx)
+
+
+def contexts_from_rows(
+    rctx: RequestContext, rows: Iterable[Sequence[Any]]
+) -> dict[tuple[uuid.UUID, str], OpContext | None]:
+    """Contexts from ``(org_id, actor, live, role)`` rows (what the claim's lookup returns): the
+    author's while they hold a role, else the tenant's service context; None where the tenant
+    is gone."""
+    found: dict[tuple[uuid.UUID, str], OpContext | None] = {}
+    for org_id, actor, live, role in rows:
+        if not live:
+            found[(org_id, actor)] = None
+        elif actor == SYSTEM_ACTOR or role is None:
+            found[(org_id, actor)] = service_context(rctx, org_id)
+        else:
+            found[(org_id, actor)] = OpContext(
+                org_id=org_id, user_id=actor, role=Role(role), rctx=rctx
+            )
+    return found
 
 
 def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:

@@ -11,8 +11,14 @@ from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.http import HttpRequest
 
-from tenancy.contexts import OpContext, RequestContext, Role, actor_of
-from tenancy.modes import contexts_from_rows, service_context
+from tenancy.contexts import (
+    OpContext,
+    RequestContext,
+    Role,
+    actor_of,
+    contexts_from_rows,
+    service_context,
+)
 from wqcore.conf import system_alias
 
 # A member of several orgs names one with this header (or the session's "org_id").

@@ -20,7 +20,7 @@ claim stays one round trip whichever tenancy it is.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from django.utils.module_loading import import_string
 
-from tenancy.contexts import SYSTEM_ACTOR, OpContext, RequestContext, Role, actor_of
+from tenancy.contexts import (
+    OpContext,
+    RequestContext,
+    Role,
+    actor_of,
+    contexts_from_rows,
+    service_context,
+)
 from wqcore.conf import wq_settings
 
 SQL_DIR = Path(__file__).with_name("sql")
@@ -37,30 +44,6 @@ SQL_DIR = Path(__file__).with_name("sql")
 SINGLE_TENANT_ID = uuid.UUID("5e9b4c1e-0000-4000-8000-00000000a11e")
 # Where a site's own tenant keys become the queue's tenant ids (uuid5 of the key's text).
 TENANT_NAMESPACE = uuid.UUID("8c2f6a4e-6d1b-5f3a-9c7e-1b2a3c4d5e6f")
-
-
-def service_context(rctx: RequestContext, org_id: uuid.UUID) -> OpContext:
-    """The tenant's service context: the service role and the system actor."""
-    return OpContext(org_id=org_id, user_id=SYSTEM_ACTOR, role=Role.SERVICE, rctx=rctx)
-
-
-def contexts_from_rows(
-    rctx: RequestContext, rows: Iterable[Sequence[Any]]
-) -> dict[tuple[uuid.UUID, str], OpContext | None]:
-    """Contexts from ``(org_id, actor, live, role)`` rows (what the claim's lookup returns): the
-    author's while they hold a role, else the tenant's service context; None where the tenant
-    is gone."""
-    found: dict[tuple[uuid.UUID, str], OpContext | None] = {}
-    for org_id, actor, live, role in rows:
-        if not live:
-            found[(org_id, actor)] = None
-        elif actor == SYSTEM_ACTOR or role is None:
-            found[(org_id, actor)] = service_context(rctx, org_id)
-        else:
-            found[(org_id, actor)] = OpContext(
-                org_id=org_id, user_id=actor, role=Role(role), rctx=rctx
-            )
-    return found
 
 
 def _user_role(user: Any) -> Role:

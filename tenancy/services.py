@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 
-from tenancy.contexts import OpContext, RequestContext, Role
+from tenancy.contexts import OpContext, RequestContext, Role, service_context
 from tenancy.exceptions import NotFound
-from tenancy.modes import current_tenancy, service_context
+from tenancy.modes import current_tenancy
 
 __all__ = ["claim_context", "operator_context", "service_context", "with_cause"]
 

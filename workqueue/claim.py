@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 from django.db.models.functions import Now
 
-from tenancy.contexts import OpContext, RequestContext
-from tenancy.modes import claim_contexts_sql, contexts_from_rows
+from tenancy.contexts import OpContext, RequestContext, contexts_from_rows
+from tenancy.modes import claim_contexts_sql
 from tenancy.services import with_cause
 from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict

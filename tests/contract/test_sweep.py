@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -197,8 +198,12 @@ def test_expired_sessions_are_purged_in_bounded_batches() -> None:
         expire_date=Session.objects.using("admin").get(session_key=live.session_key).expire_date
         - timedelta(days=30)
     )
-    assert purge_sessions.run_once(None, SETTINGS) == 4  # type: ignore[arg-type]
-    assert purge_sessions.run_once(None, SETTINGS) == 1  # type: ignore[arg-type]
+    # The sessions table is the site's: a site that has not asked keeps its sessions.
+    assert purge_sessions.run_once(None, SETTINGS) == 0  # type: ignore[arg-type]
+    asked = dataclasses.replace(SETTINGS, purge_sessions=True)
+    assert SweepSettings.from_settings().purge_sessions  # the reference site asks
+    assert purge_sessions.run_once(None, asked) == 4  # type: ignore[arg-type]
+    assert purge_sessions.run_once(None, asked) == 1  # type: ignore[arg-type]
     assert list(Session.objects.using("admin").values_list("session_key", flat=True)) == [
         live.session_key
     ]

@@ -40,6 +40,8 @@ APP = "workers.django_tasks"
 class WorkQueueBackend(BaseTaskBackend):
     """Tasks as work items of the ``DJANGO_TASK`` kind, run by ``runworker DJANGO_TASK``."""
 
+    # Are its tasks items of this queue, run by runworker DJANGO_TASK? (loading.queue_backend)
+    runs_on_this_queue = True
     # Does the backend support Tasks to be enqueued with the run_after attribute?
     supports_defer = True
     # Does the backend support coroutines to be enqueued? (They run on the worker's loop.)

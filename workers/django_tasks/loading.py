@@ -38,14 +38,13 @@ def _import(path: str) -> Any:
 
 
 def queue_backend(alias: str) -> Any:
-    """The ``TASKS`` backend ``alias``, if it is this queue's; else ``TaskNotRunnable``."""
-    from workers.django_tasks.backend import WorkQueueBackend
-
+    """The ``TASKS`` backend ``alias``, if it is this queue's (``WorkQueueBackend`` or a
+    subclass: it says so by ``runs_on_this_queue``); else ``TaskNotRunnable``."""
     try:
         backend = task_backends[alias]
     except InvalidTaskBackend as exc:
         raise TaskNotRunnable(f"the TASKS backend {alias!r} is not configured: {exc}") from exc
-    if not isinstance(backend, WorkQueueBackend):
+    if not getattr(type(backend), "runs_on_this_queue", False):
         raise TaskNotRunnable(f"the TASKS backend {alias!r} is not this queue's")
     return backend
 

@@ -7,8 +7,7 @@ spent is dead-lettered instead, with its audit entry.
 
 from __future__ import annotations
 
-from tenancy.contexts import RequestContext
-from tenancy.services import service_context
+from tenancy.contexts import RequestContext, service_context
 from workers.sweep.config import SweepSettings
 from workqueue import api
 
