@@ -2,7 +2,7 @@
 # runtime's requirements go in (requirements-runtime.txt): no test tools, no embedded server.
 #   docker build -t workqueue .
 #   docker run -e DATABASE_URL=... -e ADMIN_DATABASE_URL=... workqueue python manage.py create_logins
-#   docker run -e DATABASE_URL=... -e ADMIN_DATABASE_URL=... workqueue python manage.py migrate
+#   docker run -e DATABASE_URL=... -e ADMIN_DATABASE_URL=... workqueue python manage.py migrate --database admin
 #   docker run -e DATABASE_URL=... -e SECRET_KEY=... -p 8000:8000 workqueue
 #   docker run -e DATABASE_URL=... -e HEALTHCHECK_URL=http://127.0.0.1:9100/healthz workqueue \
 #       python manage.py runworker NOOP,NOTIFY_SHIPMENT

@@ -144,7 +144,7 @@ def prepare(dsn: str) -> Any:
     User = get_user_model()
 
     call_command("create_logins", verbosity=0, stdout=open(os.devnull, "w"))
-    call_command("migrate", verbosity=0)
+    call_command("migrate", database="admin", verbosity=0)
     org = Org.objects.using("admin").create(name="Bench", slug=f"bench-{uuid.uuid4().hex[:8]}")
     user = User.objects.using("admin").create(username=f"bench-{uuid.uuid4().hex[:8]}")
     Membership.objects.using("admin").create(org=org, user=user, role=Role.MEMBER)

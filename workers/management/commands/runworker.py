@@ -19,6 +19,7 @@ from workers import gauges
 from workers.config import WorkerSettings
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
+from workqueue import api
 from workqueue.checks import startup_problem
 from wqcore.conf import effective
 
@@ -73,6 +74,14 @@ class Command(BaseCommand):
             sweep = SweepSettings.from_settings() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
+            if not api.is_declared(settings.lane):
+                # Its items are counted under "(undeclared)" on /metrics, and the API refuses
+                # the lane: most likely a typo.
+                logger.warning(
+                    "lane_undeclared lane=%s declared=%s: declare it in WORKQUEUE['LANES']",
+                    settings.lane,
+                    ",".join(api.declared_lanes()),
+                )
             # The queue's gauges on this worker's /metrics too.
             gauges.register()
             # What is loaded by now (Django, the apps, the handlers) lives as long as the
