@@ -1,7 +1,0 @@
--- mark_relayed: the rows the relay handled: relayed, or failed with the reason it could not relay them
-UPDATE workqueue_outbox_outboxrow AS o
-   SET status = CASE WHEN t.error IS NULL THEN 'relayed' ELSE 'failed' END,
-       last_error = COALESCE(t.error, ''),
-       relayed_at = now()
-  FROM unnest(%(ids)s::uuid[], %(errors)s::text[]) AS t(id, error)
- WHERE o.id = t.id AND o.status = 'pending'

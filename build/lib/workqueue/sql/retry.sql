@@ -1,8 +1,0 @@
--- retry: hand the item back for another attempt after a delay, only for the holder of this claim token
-UPDATE workqueue_workitem
-   SET status = 'pending', available_at = now() + make_interval(secs => %(delay_s)s::float8),
-       claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
-       last_error = %(error)s::text, updated_at = now(),
-       updated_by = {system_actor}
- WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
-RETURNING *
