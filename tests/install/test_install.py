@@ -62,7 +62,16 @@ def _run(
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with the wheel built from this repository, and nothing else of it."""
     work = tmp_path_factory.mktemp("install")
-    _run(sys.executable, "-m", "pip", "wheel", ROOT, "--no-deps", "-q", "-w", work / "dist")
+    # Built from a copy of the tree as it is (its build folders stay out of the repository).
+    source = work / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", ".pgdata*", "bench", "tests", "build", "*.egg-info", "__pycache__"
+        ),
+    )
+    _run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "-q", "-w", work / "dist")
     [wheel] = (work / "dist").glob("*.whl")
     _run(sys.executable, "-m", "venv", work / "venv")
     python = work / "venv" / "bin" / "python"
