@@ -16,6 +16,9 @@ from wqcore.sqlfiles import run_sql_file
 
 SQL_DIR = Path(__file__).with_name("sql")
 POLICY_NAME = "tenant_isolation"
+OWNER_POLICY_NAME = "owner_all_tenants"
+# What the owner's policy says, as pg_policies prints it back.
+OWNER_POLICY_EXPRESSION = "(current_setting('app.all_tenants'::text, true) = 'on'::text)"
 
 
 def policy_expression(column: str = "org_id") -> str:
@@ -49,20 +52,23 @@ def tables_missing_policy(
     connection: BaseDatabaseWrapper, tables: dict[str, str] | list[str]
 ) -> dict[str, str]:
     """Which of ``tables`` (name -> tenant column, ``org_id`` for a plain list) lack ENABLE,
-    FORCE or the exact tenant policy, and what is missing."""
+    FORCE, the exact tenant policy or the owner's all-tenants policy, and what is missing."""
     if not isinstance(tables, dict):
         tables = dict.fromkeys(tables, "org_id")
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, p.qual, p.with_check
+            SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, p.qual, p.with_check,
+                   o.qual
               FROM pg_class c
               JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
               LEFT JOIN pg_policies p
                 ON p.schemaname = n.nspname AND p.tablename = c.relname AND p.policyname = %(name)s
+              LEFT JOIN pg_policies o
+                ON o.schemaname = n.nspname AND o.tablename = c.relname AND o.policyname = %(owner)s
              WHERE c.relname = ANY(%(tables)s)
             """,
-            {"name": POLICY_NAME, "tables": list(tables)},
+            {"name": POLICY_NAME, "owner": OWNER_POLICY_NAME, "tables": list(tables)},
         )
         found = {row[0]: row[1:] for row in cursor.fetchall()}
     missing = {}
@@ -70,7 +76,7 @@ def tables_missing_policy(
         if table not in found:
             missing[table] = "no such table"
             continue
-        enabled, forced, qual, check = found[table]
+        enabled, forced, qual, check, owner_qual = found[table]
         expected = policy_expression(column)
         policy_ok = qual == expected and check == expected
         problems = [
@@ -79,6 +85,7 @@ def tables_missing_policy(
                 ("ENABLE", enabled),
                 ("FORCE", forced),
                 ("policy", policy_ok),
+                ("owner policy", owner_qual == OWNER_POLICY_EXPRESSION),
             )
             if not ok
         ]

@@ -13,7 +13,7 @@ error (``is_failure`` says which exceptions are): a script turned handler that c
 
 Once it calls ``run.mark_side_effect()`` (an e-mail went out, a card was charged), a failure is
 never retried automatically: the item is dead-lettered for a human, who knows whether repeating
-the effect is safe (reference: seed-stream-kernel.md, rule 4).
+the effect is safe: a retry would repeat it.
 
 Handlers may be ``async def handle`` (cancelled for real when the worker loses the lease or
 shuts down) or plain ``def handle`` (run in a thread; cancellation sets ``run.cancelled``,

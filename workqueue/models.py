@@ -79,7 +79,7 @@ class WorkItem(models.Model):
         indexes = [
             # The fair claim: per lane, the tenants with pending work (a loose index scan), then
             # each tenant's items by priority and age. Pending rows only, so done rows never
-            # widen it (DESIGN.md, bloat).
+            # widen it (between autovacuum runs, dead entries slow every claim).
             models.Index(
                 fields=["lane", "org_id", "-priority", "available_at"],
                 condition=models.Q(status="pending"),

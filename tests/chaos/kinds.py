@@ -6,7 +6,7 @@ created by the test as the owner, with row-level security and grants like a prod
 (``tests/chaos/tables.py``), and dropped after it: no product migration carries test tables.
 
 - ``CHAOS_EFFECT`` advances one record per item (``chaos_effect.version`` 0 -> 1) with a
-  compare-and-set, as a real handler advances the record its item is about (DESIGN.md: the
+  compare-and-set, as a real handler advances the record its item is about (the
   claim token fences the queue row, the record's version fences the record). Some items sleep
   past the lease first, so a holder frozen or cut off meanwhile comes back stale.
 - ``CHAOS_POISON`` kills its own process (``os._exit``) on every attempt: it must end as a dead

@@ -34,17 +34,28 @@ def test_the_policy_check_flags_a_table_without_it() -> None:
         cursor.execute("CREATE TABLE probe_bare (org_id uuid)")
         cursor.execute("CREATE TABLE probe_unforced (org_id uuid)")
         cursor.execute("ALTER TABLE probe_unforced ENABLE ROW LEVEL SECURITY")
+        # The tenant policy without the owner's all-tenants one.
+        cursor.execute("CREATE TABLE probe_no_owner (org_id uuid)")
+        cursor.execute("ALTER TABLE probe_no_owner ENABLE ROW LEVEL SECURITY")
+        cursor.execute("ALTER TABLE probe_no_owner FORCE ROW LEVEL SECURITY")
+        cursor.execute(
+            "CREATE POLICY tenant_isolation ON probe_no_owner"
+            " USING (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
+            " WITH CHECK (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
+        )
     try:
         missing = tables_missing_policy(
-            connections["admin"], ["probe_bare", "probe_unforced", "workqueue_tenancy_membership"]
+            connections["admin"],
+            ["probe_bare", "probe_unforced", "probe_no_owner", "workqueue_tenancy_membership"],
         )
         assert missing == {
-            "probe_bare": "missing ENABLE, FORCE, policy",
-            "probe_unforced": "missing FORCE, policy",
+            "probe_bare": "missing ENABLE, FORCE, policy, owner policy",
+            "probe_unforced": "missing FORCE, policy, owner policy",
+            "probe_no_owner": "missing owner policy",
         }
     finally:
         with connections["admin"].cursor() as cursor:
-            cursor.execute("DROP TABLE probe_bare, probe_unforced")
+            cursor.execute("DROP TABLE probe_bare, probe_unforced, probe_no_owner")
 
 
 def test_everyday_login_without_a_tenant_sees_nothing() -> None:

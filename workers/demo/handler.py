@@ -2,7 +2,7 @@
 
 A ``NOTIFY_SHIPMENT`` item names a shipment, the version it announces and a channel. The
 handler sends the notice and advances the shipment's ``notified_version`` in one transaction,
-the advance being a compare-and-set on the shipment's ``version`` (DESIGN.md: the claim token
+the advance being a compare-and-set on the shipment's ``version`` (the claim token
 fences the queue row and row-level security the tenant; neither fences the record).
 """
 

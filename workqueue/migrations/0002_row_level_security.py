@@ -3,7 +3,8 @@ queue table's storage settings. The SQL is frozen as applied: a change is a new 
 
 Autovacuum: a queue table turns over all its rows; vacuum it after 1% of them died instead of
 PostgreSQL's default 20%, so dead entries from claims and completions do not pile up in the
-claim's index between runs (DESIGN.md, bloat).
+claim's index between runs (a claim over dead entries slowed by a third between autovacuum
+runs).
 
 Tenants are many: ``org_id`` has about one distinct value per hundred rows, whatever the last
 ANALYZE sampled. When one tenant holds nearly every waiting item (a bulk import), a sample sees
