@@ -32,3 +32,8 @@ class WorkersConfig(AppConfig):
                     f"WORKQUEUE['HANDLER_MODULES'] names {module!r}, which cannot be imported "
                     f"({exc})"
                 ) from None
+        # Schedules are declared beside their kinds: checked once every module above is loaded,
+        # so a bad one stops the process at start, in one line naming it.
+        from workers.schedules import check_declarations
+
+        check_declarations()
