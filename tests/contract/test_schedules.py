@@ -284,3 +284,38 @@ class _Null:
 
     def flush(self) -> None:
         pass
+
+
+def test_metrics_carry_each_schedules_last_tick_next_tick_skipped_and_paused(
+    site_org, declare
+) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from workers.gauges import CachedGauges, QueueCollector
+
+    s = declare(Schedule("metered", "NOOP", every=HOURLY))
+    declare(Schedule("unswept", "NOOP", every=HOURLY))
+    step()
+    set_state("metered", last_tick=state("metered").last_tick - 3 * HOURLY)
+    step()
+    ScheduleState.objects.using("admin").filter(pk="unswept").delete()
+    registry = CollectorRegistry()
+    registry.register(QueueCollector(CachedGauges(cache_s=0)))
+
+    def sample(name: str, schedule: str) -> float | None:
+        return registry.get_sample_value(name, {"schedule": schedule})
+
+    tick = state("metered").last_tick
+    last = "workqueue_schedule_last_tick_timestamp_seconds"
+    upcoming = "workqueue_schedule_next_tick_timestamp_seconds"
+    assert sample(last, "metered") == tick.timestamp()
+    assert sample("workqueue_schedule_skipped_total", "metered") == 2
+    assert sample("workqueue_schedule_enqueued_total", "metered") == 1
+    assert sample("workqueue_schedule_paused", "metered") == 0
+    next_tick = sample(upcoming, "metered")
+    assert next_tick == (tick + HOURLY).timestamp() or s.latest_tick(db_now()) != tick
+    # Declared, not swept yet: zeros, and no next tick.
+    assert sample(last, "unswept") == 0 and sample(upcoming, "unswept") is None
+    call_command("schedules", "pause", "metered", stdout=_Null())
+    assert sample("workqueue_schedule_paused", "metered") == 1
+    assert sample(upcoming, "metered") is None
