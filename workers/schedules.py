@@ -250,13 +250,19 @@ def declaration_problems() -> list[str]:
     problems = []
     for schedule in all_schedules():
         where = f"schedule {schedule.name!r}"
-        if schedule.build is None:
-            try:
+        try:
+            if schedule.build is not None:
+                # A producer's item (a task's call) is made once now, as a tick would make it.
+                made = schedule.item(datetime.now(UTC))
+                api.validated(api.NewItem(made.kind, made.payload, lane=made.lane))
+            else:
                 kind = api.get_kind(schedule.kind)
                 if isinstance(schedule.payload, dict):
                     api.validated(api.NewItem(kind.name, schedule.payload, lane=schedule.lane))
-            except api.InvalidPayload as exc:
-                problems.append(f"{where}: {exc}")
+        except (api.InvalidPayload, ImproperlyConfigured, TypeError, ValueError) as exc:
+            problems.append(f"{where}: {exc}")
+        except Exception as exc:  # a producer's own refusal (InvalidTask): named, not raised
+            problems.append(f"{where}: {type(exc).__name__}: {exc}")
         if tenancy is None:
             continue
         if schedule.tenant is None and not has_site_tenant:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
 from django.db import connections
 
@@ -319,3 +320,25 @@ def test_metrics_carry_each_schedules_last_tick_next_tick_skipped_and_paused(
     call_command("schedules", "pause", "metered", stdout=_Null())
     assert sample("workqueue_schedule_paused", "metered") == 1
     assert sample(upcoming, "metered") is None
+
+
+def test_a_scheduled_task_enqueues_its_call_with_its_queue_and_policy(site_org) -> None:
+    from tests import tasks
+    from workers.django_tasks.schedules import schedule_task
+
+    s = schedule_task(tasks.add, every=HOURLY, args=[2, 3])
+    try:
+        assert s.name == "tests.tasks.add"
+        step()
+        set_state(s.name, last_tick=state(s.name).last_tick - HOURLY)
+        step()
+        [item] = items(s.name)
+        assert item.kind == "DJANGO_TASK" and item.lane == "default"
+        assert item.payload["path"] == "tests.tasks.add" and item.payload["args"] == [2, 3]
+        assert item.max_attempts == 5 and item.org_id == site_org.id
+    finally:
+        unregister_schedule(s.name)
+    with pytest.raises(ImproperlyConfigured, match=r"'tests\.tasks\.add': args\[0\]"):
+        schedule_task(tasks.add, every=HOURLY, args=[object()])
+    with pytest.raises(ImproperlyConfigured, match="put @scheduled above @task"):
+        schedule_task(tasks.add.func, every=HOURLY)  # type: ignore[arg-type]
