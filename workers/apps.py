@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from django.apps import AppConfig
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules
 
@@ -37,3 +39,10 @@ class WorkersConfig(AppConfig):
         from workers.schedules import check_declarations
 
         check_declarations()
+        checks.register(_schedule_checks)
+
+
+def _schedule_checks(**_: Any) -> list[checks.CheckMessage]:
+    from workers.schedules import too_fine
+
+    return [checks.Warning(line, id="workqueue_workers.W001") for line in too_fine()]

@@ -279,6 +279,20 @@ def declaration_problems() -> list[str]:
     return problems
 
 
+def too_fine() -> list[str]:
+    """Schedules whose ``every`` is shorter than the sweep's interval: the sweep enqueues at
+    most one tick per pass, so every other tick would be skipped (one line each)."""
+    from wqcore.conf import wq_settings
+
+    interval = timedelta(seconds=float(wq_settings.SWEEP_INTERVAL_S))
+    return [
+        f"schedule {s.name!r}: every {s.every} is shorter than SWEEP_INTERVAL_S ({interval}): "
+        "the ticks between the sweep's passes are skipped; lower SWEEP_INTERVAL_S or lengthen it"
+        for s in all_schedules()
+        if s.every is not None and s.every < interval
+    ]
+
+
 def check_declarations() -> None:
     """Refuse to start on a schedule that cannot work (called once every ``work`` module is
     loaded): ``ImproperlyConfigured`` naming each."""

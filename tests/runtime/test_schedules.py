@@ -142,3 +142,29 @@ def test_after_five_ticks_of_downtime_a_restarted_sweeper_enqueues_once_and_coun
     # The catch-up is the latest due tick; the ticks before it are counted, never enqueued.
     assert state.skipped == int((new[0] - last) / every) - 1, out
     assert new[0] == sixth and state.skipped == 5, (new, state.skipped, out)
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ("cron", "error: schedule 'bad-one': cron '61 * * * *': Bad minute"),
+        ("every", "error: schedule 'bad-one': every must be positive (got 0:00:00)"),
+        ("kind", "error: schedule 'bad-one': kind: unknown work kind 'NO_SUCH_KIND'"),
+    ],
+)
+@pytest.mark.parametrize("command", ["sweep", "runworker"])
+def test_a_bad_schedule_stops_the_process_at_start_in_one_line(
+    command: str, bad: str, says: str
+) -> None:
+    args = ["sweep", "--once"] if command == "sweep" else ["runworker", "NOOP", "--once"]
+    proc = subprocess.run(
+        [PYTHON, "manage.py", *args],
+        cwd=ROOT,
+        env=subprocess_env(WORKER_HANDLER_MODULES="tests.runtime.bad_schedules", BAD_SCHEDULE=bad),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(says), proc.stderr

@@ -116,3 +116,19 @@ def test_the_same_name_declared_differently_is_refused() -> None:
             register_schedule(Schedule("twice", "NOOP", every=timedelta(minutes=2)))
     finally:
         unregister_schedule("twice")
+
+
+def test_an_every_shorter_than_the_sweeps_interval_is_warned_about(settings) -> None:
+    from workers.apps import _schedule_checks
+    from workers.schedules import too_fine
+
+    settings.WORKQUEUE = {**settings.WORKQUEUE, "SWEEP_INTERVAL_S": 5}
+    register_schedule(Schedule("fine", "NOOP", every=timedelta(seconds=1)))
+    try:
+        [line] = too_fine()
+        assert line.startswith("schedule 'fine': every 0:00:01 is shorter than SWEEP_INTERVAL_S")
+        [warning] = _schedule_checks()
+        assert warning.id == "workqueue_workers.W001"
+    finally:
+        unregister_schedule("fine")
+    assert too_fine() == []
