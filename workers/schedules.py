@@ -167,7 +167,8 @@ class Schedule:
 
     def key(self, tick: datetime) -> str:
         """The idempotency key of this schedule's item for ``tick``: the same on every host."""
-        return f"schedule:{self.name}:{tick.astimezone(UTC).isoformat().replace('+00:00', 'Z')}"
+        when = tick.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        return f"{api.SCHEDULE_KEY_PREFIX}{self.name}:{when}"
 
     def item(self, tick: datetime) -> ScheduledItem:
         """What ``tick`` enqueues."""
