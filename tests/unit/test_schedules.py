@@ -93,7 +93,6 @@ def test_a_bad_declaration_is_one_line_naming_it(kwargs: dict, says: str) -> Non
     assert says in str(raised.value)
 
 
-@pytest.mark.django_db
 def test_an_unknown_kind_or_a_payload_it_refuses_is_named_once_the_kinds_are_loaded() -> None:
     register_schedule(Schedule("ghost", "NO_SUCH_KIND", every=timedelta(minutes=1)))
     register_schedule(
