@@ -19,6 +19,8 @@ import logging
 from datetime import datetime
 from typing import NamedTuple
 
+from django.db import connections
+
 from tenancy.contexts import RequestContext
 from workers import schedule_state
 from workers.schedules import Schedule, all_schedules, tenants_of
@@ -60,6 +62,9 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Enqueued:
                 _FAILING.add(schedule.name)
                 logger.exception("schedule_failed schedule=%s", schedule.name)
             total = total._replace(failed=total.failed + 1)
+            # A broken connection must not fail every later schedule too.
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()
             continue
         if schedule.name in _FAILING:
             _FAILING.discard(schedule.name)
