@@ -20,7 +20,12 @@ from tenancy.scope import tenant_scope
 from tests.factories import OrgFactory, UserFactory
 from tests.helpers import queue_settings
 from workers.models import ScheduleState
-from workers.schedules import Schedule, register_schedule, unregister_schedule
+from workers.schedules import (
+    Schedule,
+    declaration_problems,
+    register_schedule,
+    unregister_schedule,
+)
 from workers.sweep import enqueue_schedules
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import sweep_once
@@ -329,6 +334,7 @@ def test_a_scheduled_task_enqueues_its_call_with_its_queue_and_policy(site_org) 
     s = schedule_task(tasks.add, every=HOURLY, args=[2, 3])
     try:
         assert s.name == "tests.tasks.add"
+        assert declaration_problems() == []  # its call is made once, as a tick would make it
         step()
         set_state(s.name, last_tick=state(s.name).last_tick - HOURLY)
         step()
@@ -340,5 +346,7 @@ def test_a_scheduled_task_enqueues_its_call_with_its_queue_and_policy(site_org) 
         unregister_schedule(s.name)
     with pytest.raises(ImproperlyConfigured, match=r"'tests\.tasks\.add': args\[0\]"):
         schedule_task(tasks.add, every=HOURLY, args=[object()])
+    with pytest.raises(ImproperlyConfigured, match=r"do not fit tests\.tasks\.add: missing a"):
+        schedule_task(tasks.add, name="add-wrong", every=HOURLY, args=[1])  # add(a, b)
     with pytest.raises(ImproperlyConfigured, match="put @scheduled above @task"):
         schedule_task(tasks.add.func, every=HOURLY)  # type: ignore[arg-type]

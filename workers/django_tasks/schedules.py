@@ -10,12 +10,13 @@
 
 A schedule is found when its module is imported at start, in every process that sweeps: put
 the task in the app's ``work`` module, or import it from there. The declaration is checked where
-it is made (the rule, the arguments as JSON); the task's backend is the work queue's, checked
-once every module is loaded (``workers.schedules.check_declarations``).
+it is made (the rule; the arguments, as JSON and as the function takes them), and the task's
+backend (the work queue's) once every module is loaded (``workers.schedules.check_declarations``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
@@ -50,6 +51,13 @@ def schedule_task(
         json_arguments(args, kwargs or {})
     except (TypeError, ValueError) as exc:
         raise ImproperlyConfigured(f"schedule {label!r}: {exc}") from None
+    try:
+        # Every tick would fail the same way in the worker: refused here, at start, instead.
+        inspect.signature(task.func).bind(*args, **(kwargs or {}))
+    except TypeError as exc:
+        raise ImproperlyConfigured(
+            f"schedule {label!r}: the arguments do not fit {task.module_path}: {exc}"
+        ) from None
     call_args, call_kwargs = list(args), dict(kwargs or {})
 
     def build(tick: datetime) -> ScheduledItem:
