@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from django.apps import AppConfig
+from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import autodiscover_modules
 
@@ -32,3 +34,15 @@ class WorkersConfig(AppConfig):
                     f"WORKQUEUE['HANDLER_MODULES'] names {module!r}, which cannot be imported "
                     f"({exc})"
                 ) from None
+        # Schedules are declared beside their kinds: checked once every module above is loaded,
+        # so a bad one stops the process at start, in one line naming it.
+        from workers.schedules import check_declarations
+
+        check_declarations()
+        checks.register(_schedule_checks)
+
+
+def _schedule_checks(**_: Any) -> list[checks.CheckMessage]:
+    from workers.schedules import too_fine
+
+    return [checks.Warning(line, id="workqueue_workers.W001") for line in too_fine()]

@@ -23,7 +23,9 @@ from django.utils import timezone
 from outbox.relay import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
+from workers import schedule_state
 from workers.models import Worker, WorkerState
+from workers.schedules import all_schedules, site_tenant
 from workqueue import api
 from wqcore.conf import system_alias, wq_settings
 from wqcore.statements import NoParams
@@ -67,6 +69,21 @@ class WorkerRow:
     holds: int
 
 
+@dataclass(frozen=True)
+class ScheduleRow:
+    """One declared schedule as the page shows it."""
+
+    name: str
+    kind: str
+    rule: str
+    tenant: str  # "site" or "each"
+    paused: bool
+    last_tick: datetime | None  # the latest enqueued tick
+    next_tick: datetime | None  # None while paused
+    skipped: int
+    enqueued: int
+
+
 @dataclass
 class Panel:
     scope: str
@@ -82,6 +99,9 @@ class Panel:
     depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
     # The ten deepest tenants of each lane (the operator's page only).
     top_tenants: list[TenantRow] = field(default_factory=list)
+    # The declared schedules: every one for the operator; a tenant's staff see those that
+    # enqueue for their tenant.
+    schedules: list[ScheduleRow] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -159,6 +179,36 @@ def _top_tenants() -> list[TenantRow]:
     return sorted(found, key=lambda r: (r.lane, r.rank))
 
 
+def _schedules(org_id: uuid.UUID | None) -> list[ScheduleRow]:
+    """The declared schedules with their state, next ticks by the database's clock. The state
+    rows belong to no tenant (system login); a tenant's page lists the schedules of every
+    tenant and the site's when the site's tenant is theirs, and nothing else."""
+    declared = all_schedules()
+    if not declared:
+        return []
+    now, states = schedule_state.read_states()
+    rows = []
+    for schedule in declared:
+        if org_id is not None and schedule.tenant is None and site_tenant() != org_id:
+            continue
+        state = states.get(schedule.name)
+        paused = state is not None and state.paused
+        rows.append(
+            ScheduleRow(
+                schedule.name,
+                schedule.kind,
+                schedule.rule,
+                schedule.tenant or "site",
+                paused,
+                state.last_enqueued_tick if state else None,
+                None if paused else schedule.next_tick(now),
+                state.skipped if state else 0,
+                state.enqueued if state else 0,
+            )
+        )
+    return rows
+
+
 def read_panel(org_id: uuid.UUID | None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = api.read_gauges_of(org_id)
@@ -171,6 +221,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
+        schedules=_schedules(org_id),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

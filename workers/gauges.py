@@ -18,14 +18,17 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import REGISTRY, Collector
 
 from outbox.relay import READ_LAG
 from workers.liveness import READ_WORKERS
+from workers.schedule_state import READ_SCHEDULE_GAUGES
+from workers.schedules import all_schedules
 from workqueue import api
 from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
 from wqcore.conf import wq_settings
@@ -46,7 +49,7 @@ QUEUE_GAUGES = Statement(
     "queue_gauges",
     QueueGaugesParams,
     directory=Path(__file__).with_name("sql"),
-    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS),
+    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS, READ_SCHEDULE_GAUGES),
 )
 
 
@@ -61,6 +64,9 @@ class QueueGauges:
     outbox_pending: int = 0
     # state -> live workers
     workers: dict[str, int] = field(default_factory=dict)
+    # One row per schedule state: name, last_tick_s (epoch seconds, None before its first
+    # item), skipped, enqueued, paused, now_s (the database's clock).
+    schedules: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def oldest_age_s(self) -> float:
@@ -81,13 +87,14 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers, schedules = (json.loads(text) for text in rows.rows[0])
     return QueueGauges(
         items=items,
         top_tenants=top,
         outbox_lag_s=float(lag["oldest_s"]),
         outbox_pending=int(lag["pending"]),
         workers={w["state"]: int(w["workers"]) for w in workers},
+        schedules=schedules,
     )
 
 
@@ -123,7 +130,7 @@ class QueueCollector(Collector):
     def describe(self) -> list[Any]:
         return []  # read lazily: registering must not touch the database
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         try:
             families = list(self._families(self.gauges.get()))
         except Exception as exc:  # the scrape still answers; the queue's gauges are absent
@@ -131,7 +138,7 @@ class QueueCollector(Collector):
             return
         yield from families
 
-    def _families(self, g: QueueGauges) -> Iterator[GaugeMetricFamily]:
+    def _families(self, g: QueueGauges) -> Iterator[Metric]:
         yield GaugeMetricFamily(
             "workqueue_queue_oldest_age_seconds",
             "Seconds the oldest due pending item has waited.",
@@ -181,6 +188,49 @@ class QueueCollector(Collector):
         for state in ("running", "draining"):
             workers.add_metric([state], g.workers.get(state, 0))
         yield workers
+        yield from _schedule_families(g)
+
+
+def _schedule_families(g: QueueGauges) -> Iterator[Metric]:
+    """Each declared schedule's last enqueued tick, next tick, skipped and enqueued ticks, and
+    whether it is paused (a schedule declared but not swept yet shows zeros and no next tick)."""
+    rows = {row["name"]: row for row in g.schedules}
+    last = GaugeMetricFamily(
+        "workqueue_schedule_last_tick_timestamp_seconds",
+        "The tick of the schedule's latest enqueued items (Unix time; 0: none yet).",
+        labels=["schedule"],
+    )
+    upcoming = GaugeMetricFamily(
+        "workqueue_schedule_next_tick_timestamp_seconds",
+        "The schedule's next tick (Unix time), unless it is paused.",
+        labels=["schedule"],
+    )
+    skipped = CounterMetricFamily(
+        "workqueue_schedule_skipped",
+        "Ticks that came due while no sweeper ran (or whose item was refused), never enqueued.",
+        labels=["schedule"],
+    )
+    enqueued = CounterMetricFamily(
+        "workqueue_schedule_enqueued",
+        "Ticks enqueued (each for every tenant the schedule serves).",
+        labels=["schedule"],
+    )
+    paused = GaugeMetricFamily(
+        "workqueue_schedule_paused",
+        "1 while an operator has the schedule paused.",
+        labels=["schedule"],
+    )
+    for schedule in all_schedules():
+        row = rows.get(schedule.name, {})
+        labels = [schedule.name]
+        last.add_metric(labels, row.get("last_tick_s") or 0.0)
+        skipped.add_metric(labels, row.get("skipped", 0))
+        enqueued.add_metric(labels, row.get("enqueued", 0))
+        paused.add_metric(labels, 1 if row.get("paused") else 0)
+        if row and not row["paused"]:
+            now = datetime.fromtimestamp(row["now_s"], UTC)
+            upcoming.add_metric(labels, schedule.next_tick(now).timestamp())
+    yield from (last, upcoming, skipped, enqueued, paused)
 
 
 GAUGES = CachedGauges(cache_s=5.0)

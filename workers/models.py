@@ -38,3 +38,31 @@ class QueueGauges(Worker):
     class Meta:
         proxy = True
         verbose_name = verbose_name_plural = "queue gauges"
+
+
+class ScheduleState(models.Model):
+    """Where one declared schedule (``workers.schedules``) stands: the tick it has come to, how
+    many ticks it skipped, and whether an operator paused it. Belongs to no tenant (a schedule
+    of every tenant has one row): the system login only, like the workers' rows."""
+
+    name = models.CharField(primary_key=True, max_length=100)
+    # The latest tick the schedule has claimed (enqueued, or will: ``delivered``). NULL: start
+    # afresh at the next tick (a new schedule, or one just resumed), so nothing fires late.
+    last_tick = models.DateTimeField(null=True)
+    # Whether the claimed tick's items are all enqueued; false only between the claim and the
+    # enqueue (a sweeper that dies there leaves it for the next pass).
+    delivered = models.BooleanField(db_default=True)
+    # The latest tick whose items were enqueued (what the gauges show as its last tick).
+    last_enqueued_tick = models.DateTimeField(null=True)
+    # Ticks that came due while no sweeper ran and were never enqueued (no catch-up burst).
+    skipped = models.BigIntegerField(db_default=0)
+    # Ticks enqueued (each once, for every tenant it serves).
+    enqueued = models.BigIntegerField(db_default=0)
+    paused = models.BooleanField(db_default=False)
+    # Who paused or resumed it last, and when (the audit trail has every change).
+    changed_by = models.CharField(max_length=255, blank=True, db_default="")
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"schedule {self.name}"

@@ -40,6 +40,7 @@ from workqueue.idempotency import (
 )
 from workqueue.inputs import (
     PAYLOAD_DEPTH_MAX,
+    SCHEDULE_KEY_PREFIX,
     check_lane,
     check_max_attempts,
     check_name,
@@ -103,6 +104,7 @@ from workqueue.triage import (
 __all__ = [
     "MAX_BATCH",
     "PAYLOAD_DEPTH_MAX",
+    "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
     "Conflict",
     "DeadLetter",

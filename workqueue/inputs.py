@@ -45,6 +45,21 @@ def check_lane(value: Any, field: str = "lane") -> str:
     return check_name(field, value, LANE_MAX)
 
 
+# Idempotency keys the queue's own producers make: a schedule keys each tick's item
+# ``schedule:<name>:<tick>`` (workers/schedules.py). The API refuses them, so no member can take
+# a tick's key first and so replace or suppress a scheduled item of their tenant.
+SCHEDULE_KEY_PREFIX = "schedule:"
+
+
+def check_caller_key(value: Any, field: str = "idempotency_key") -> Any:
+    """A caller's item key (the API's body), refused when it is one the schedules make."""
+    if isinstance(value, str) and value.startswith(SCHEDULE_KEY_PREFIX):
+        raise InvalidPayload(
+            f"{field}: keys beginning {SCHEDULE_KEY_PREFIX!r} are the schedules' own"
+        )
+    return value
+
+
 def check_text(field: str, value: Any, max_length: int) -> str:
     """A caller's string that will be stored as is: 1 to ``max_length`` characters, no NUL
     (PostgreSQL text cannot hold it), valid Unicode (no lone surrogates)."""

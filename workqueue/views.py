@@ -28,7 +28,7 @@ from django.views.decorators.csrf import csrf_exempt
 from tenancy.contexts import OpContext
 from tenancy.membership import ORG_HEADER
 from workqueue import api
-from workqueue.inputs import check_when
+from workqueue.inputs import check_caller_key, check_when
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
 # or an id in the body would be ignored silently otherwise).
@@ -230,7 +230,7 @@ def work_collection(request: HttpRequest) -> JsonResponse:
                 op,
                 body["kind"],
                 body["payload"],
-                idempotency_key=body.get("idempotency_key"),
+                idempotency_key=check_caller_key(body.get("idempotency_key")),
                 lane=_lane(body.get("lane")),
                 priority=body.get("priority", 0),
                 available_at=_run_at(body.get("run_at")),

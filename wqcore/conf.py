@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import threading
+import uuid
 from typing import Any, Literal
 
 import pydantic
@@ -162,6 +163,11 @@ class Settings(pydantic.BaseModel):
         False,
         description="the sweep purges expired Django sessions too, in bounded batches (the "
         "site's own table: only when the site asks)",
+    )
+    SCHEDULE_TENANT: uuid.UUID | None = Field(
+        None,
+        description="the tenant a site schedule (tenant=None) enqueues for. None: the single "
+        "tenancy's one tenant; under any other tenancy a site schedule then refuses to start",
     )
 
 

@@ -260,6 +260,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
     assert list(result.results) == [
         "requeue_stale",
         "relay_outbox",
+        "enqueue_schedules",
         "purge_outbox",
         "purge_items",
         "purge_sessions",

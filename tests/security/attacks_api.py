@@ -274,6 +274,15 @@ def _body_key_of_b(scene: Scene) -> None:
     nothing_of_b(w, response.content.decode(), sent=w.b.key)
 
 
+@attack("api", "a schedule's key in the body: taking a tick first to replace or suppress it")
+def _body_key_of_a_schedule(scene: Scene) -> None:
+    w = scene.world
+    client = client_of(w)
+    for key in ("schedule:nightly:2030-01-01T03:00:00Z", "schedule:", "schedule:x"):
+        body = {**NOOP, "idempotency_key": key}
+        refused(w, stores_nothing(w, lambda b=body: post(client, b)), 400, "idempotency_key")
+
+
 @attack("api", "SQL and JSON in the Idempotency-Key are stored as text, run as nothing")
 def _key_injection(scene: Scene) -> None:
     w = scene.world

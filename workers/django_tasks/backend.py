@@ -112,26 +112,8 @@ class WorkQueueBackend(BaseTaskBackend):
         are not JSON (``TypeError``/``ValueError`` naming the argument), a misconfigured
         backend (``ImproperlyConfigured``), no current tenant (``tenancy.exceptions.NoContext``).
         """
-        self.validate_task(task)
-        if self.problems:
-            raise ImproperlyConfigured(f"TASKS[{self.alias!r}]: " + "; ".join(self.problems))
-        self._check_path(task)
-        try:
-            policy = task_policy(task, self.policy)
-        except ValueError as exc:
-            raise InvalidTask(f"{task.module_path}: {exc}") from None
+        payload, max_attempts = self.task_item(task, args, kwargs)
         ctx = require_context("enqueueing a task")
-        json_args, json_kwargs = json_arguments(args, kwargs)
-        payload: dict[str, Any] = {
-            "path": task.module_path,
-            "args": json_args,
-            "kwargs": json_kwargs,
-            "backend": self.alias,
-        }
-        if policy.retry != DJANGO_TASK.retry:  # carried only when it is not the kind's
-            payload["retry"] = RetrySpec.of(policy.retry).model_dump()
-        if task.run_after is not None:
-            payload["run_after"] = task.run_after
         item, _ = api.enqueue(
             ctx,
             DJANGO_TASK.name,
@@ -139,8 +121,9 @@ class WorkQueueBackend(BaseTaskBackend):
             lane=task.queue_name,
             priority=task.priority,
             available_at=task.run_after,
-            max_attempts=policy.max_attempts,
+            max_attempts=max_attempts,
         )
+        json_args, json_kwargs = payload["args"], payload["kwargs"]
         result = TaskResult(
             task=task,
             id=str(item.id),
@@ -157,6 +140,33 @@ class WorkQueueBackend(BaseTaskBackend):
         )
         task_enqueued.send(type(self), task_result=result)
         return result
+
+    def task_item(
+        self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        """The ``DJANGO_TASK`` payload of one call of ``task`` and its attempts, after every
+        check ``enqueue`` makes before it writes (the schedules of tasks make theirs here too).
+        """
+        self.validate_task(task)
+        if self.problems:
+            raise ImproperlyConfigured(f"TASKS[{self.alias!r}]: " + "; ".join(self.problems))
+        self._check_path(task)
+        try:
+            policy = task_policy(task, self.policy)
+        except ValueError as exc:
+            raise InvalidTask(f"{task.module_path}: {exc}") from None
+        json_args, json_kwargs = json_arguments(args, kwargs)
+        payload: dict[str, Any] = {
+            "path": task.module_path,
+            "args": json_args,
+            "kwargs": json_kwargs,
+            "backend": self.alias,
+        }
+        if policy.retry != DJANGO_TASK.retry:  # carried only when it is not the kind's
+            payload["retry"] = RetrySpec.of(policy.retry).model_dump()
+        if task.run_after is not None:
+            payload["run_after"] = task.run_after
+        return payload, policy.max_attempts
 
     # aenqueue: Django's default, ``enqueue`` through ``sync_to_async(thread_sensitive=True)``,
     # so it joins the transaction open on Django's connection there, as ``enqueue`` does.

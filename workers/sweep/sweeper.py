@@ -14,6 +14,7 @@ from django.db import connections
 
 from tenancy.contexts import AppType, RequestContext, new_request_context
 from workers.sweep import (
+    enqueue_schedules,
     purge_items,
     purge_outbox,
     purge_request_keys,
@@ -33,11 +34,12 @@ MUTEX = "workers.sweep"
 
 Step = Callable[[RequestContext, SweepSettings], Any]
 
-# The order matters: stale claims back first (work waiting), the outbox relayed, then the
-# purges, and the gauges last, so they show what the pass left.
+# The order matters: stale claims back first (work waiting), the outbox relayed, the schedules'
+# due ticks enqueued, then the purges, and the gauges last, so they show what the pass left.
 STEPS: list[tuple[str, Step]] = [
     ("requeue_stale", requeue_stale.run_once),
     ("relay_outbox", relay_outbox.run_once),
+    ("enqueue_schedules", enqueue_schedules.run_once),
     ("purge_outbox", purge_outbox.run_once),
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),

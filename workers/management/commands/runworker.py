@@ -41,7 +41,8 @@ class Command(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(("WORKER_", "SWEEP"))
+        prefixes = ("WORKER_", "SWEEP", "SCHEDULE_")
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(prefixes)
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -17,6 +17,7 @@ from workers.outage import Outage
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
+from workers.schedules import too_fine
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
 from workqueue.checks import startup_problem
@@ -37,7 +38,8 @@ class Command(BaseCommand):
         "are spent), relay the outbox (also at once on each outbox_pending notice), purge "
         "relayed outbox rows, done items and dead letters (and discarded items) past their "
         "retention, expired sessions and the API's stored Idempotency-Key answers "
-        "(IDEMPOTENCY_KEY_RETENTION_S), and read the gauges. One sweeper acts at a time across "
+        "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
+        "schedules lists them), and read the gauges. One sweeper acts at a time across "
         "hosts (a mutex only the system login may take). Steps: "
         + ", ".join(name for name, _ in STEPS)
         + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
@@ -48,7 +50,7 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
-            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_")
+            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "SCHEDULE_")
         )
         return parser
 
@@ -101,6 +103,8 @@ class Command(BaseCommand):
             on_error="continue",
         )
         self.stdout.write(f"sweeping every {settings.interval_s:g} s; SIGTERM or Ctrl-C stops")
+        for line in too_fine():
+            self.stderr.write(f"warning: {line}")
         try:
             await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
         finally:
