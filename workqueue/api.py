@@ -7,6 +7,21 @@ named statements. Other apps import the queue from here, nothing deeper; the eng
 ``wqcore``'s, not re-exported.
 """
 
+from workqueue.cancel import (
+    BULK_BATCH,
+    CANCELLABLE,
+    BulkCancelled,
+    acancel,
+    acancel_drawn,
+    acancel_held,
+    acancel_matching,
+    cancel,
+    cancel_drawn,
+    cancel_held,
+    cancel_matching,
+    is_cancel_requested,
+    operator_cancel_matching,
+)
 from workqueue.claim import aclaim, claim, fail_orphaned
 from workqueue.enqueue import (
     NewItem,
@@ -72,6 +87,8 @@ from workqueue.maintenance import (
 from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
+    MAX_RETRY_DELAY_S,
+    Renewed,
     acomplete,
     acomplete_many,
     adefer,
@@ -101,9 +118,13 @@ from workqueue.triage import (
 )
 
 __all__ = [
+    "BULK_BATCH",
+    "CANCELLABLE",
     "MAX_BATCH",
+    "MAX_RETRY_DELAY_S",
     "PAYLOAD_DEPTH_MAX",
     "UNDECLARED",
+    "BulkCancelled",
     "Conflict",
     "DeadLetter",
     "Drawn",
@@ -119,6 +140,7 @@ __all__ = [
     "Outcome",
     "Payload",
     "Relayed",
+    "Renewed",
     "Requeued",
     "RetryPolicy",
     "Status",
@@ -128,6 +150,10 @@ __all__ = [
     "Triaged",
     "WorkItem",
     "WorkQueueError",
+    "acancel",
+    "acancel_drawn",
+    "acancel_held",
+    "acancel_matching",
     "aclaim",
     "acomplete",
     "acomplete_many",
@@ -144,6 +170,10 @@ __all__ = [
     "arequeue_edited",
     "arequeue_stale",
     "autovacuum_on",
+    "cancel",
+    "cancel_drawn",
+    "cancel_held",
+    "cancel_matching",
     "check_delay",
     "check_key",
     "check_lane",
@@ -167,10 +197,12 @@ __all__ = [
     "find_unstorable",
     "fingerprint",
     "get_kind",
+    "is_cancel_requested",
     "is_declared",
     "is_exhausted",
     "known_kinds",
     "max_payload_bytes",
+    "operator_cancel_matching",
     "purge_items",
     "purge_request_keys",
     "read_gauges",
