@@ -20,6 +20,7 @@ from workqueue.cancel import (
     cancel_held,
     cancel_matching,
     is_cancel_requested,
+    operator_cancel,
     operator_cancel_matching,
 )
 from workqueue.claim import aclaim, claim, fail_orphaned
@@ -202,6 +203,7 @@ __all__ = [
     "is_exhausted",
     "known_kinds",
     "max_payload_bytes",
+    "operator_cancel",
     "operator_cancel_matching",
     "purge_items",
     "purge_request_keys",

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from audit.services import APPEND_ENTRIES
-from tenancy.contexts import OpContext
+from tenancy.contexts import OpContext, RequestContext
+from tenancy.services import operator_context
 from workqueue import SQL_DIR
 from workqueue.enqueue import READ_ITEMS, ReadItemsParams
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound
@@ -86,6 +87,13 @@ CANCEL_MATCHING = Statement(
 CANCEL_HELD = Statement("cancel_held", CancelHeldParams, SQL_DIR, includes=(APPEND_ENTRIES,))
 
 
+class ItemTenantParams(NamedTuple):
+    id: uuid.UUID
+
+
+ITEM_TENANT = Statement("item_tenant", ItemTenantParams, SQL_DIR)
+
+
 def is_cancel_requested(item: WorkItem) -> bool:
     """Whether someone asked to cancel this claimed item (its holder has not ended it yet)."""
     return item.status == Status.CLAIMED and item.cancel_requested_at is not None
@@ -133,6 +141,24 @@ def cancel(ctx: OpContext, item_id: Any) -> WorkItem:
 async def acancel(ctx: OpContext, item_id: Any) -> WorkItem:
     """Async version of ``cancel``."""
     return await arun(cancel_plan(ctx, item_id))
+
+
+def operator_cancel_plan(rctx: RequestContext, actor: str, item_id: Any) -> Plan:
+    wanted = check_id(item_id, "id")
+    rows: Rows = yield System(ITEM_TENANT, ItemTenantParams(wanted))
+    if not rows.rows:
+        raise NotFound(f"no work item {wanted}")
+    ctx = operator_context(rctx, rows.rows[0][0], actor)
+    return (yield from cancel_plan(ctx, wanted))
+
+
+def operator_cancel(rctx: RequestContext, actor: str, item_id: Any) -> WorkItem:
+    """The operator's cancel of one item by id, whatever its tenant (``manage.py queue
+    cancel ID``): as ``cancel``, in the item's tenant, audited naming ``actor``.
+
+    Finds the item's tenant on the system login (the command line names none); the cancel
+    itself runs under that tenant's row-level security."""
+    return run(operator_cancel_plan(rctx, actor, item_id))
 
 
 # -- as the operator saw them (the admin's action) ----------------------------------------------
