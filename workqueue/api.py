@@ -64,6 +64,7 @@ from workqueue.inputs import (
     too_deep,
 )
 from workqueue.kinds import (
+    MAX_TIMEOUT_S,
     Kind,
     Payload,
     all_kinds,
@@ -123,6 +124,7 @@ __all__ = [
     "CANCELLABLE",
     "MAX_BATCH",
     "MAX_RETRY_DELAY_S",
+    "MAX_TIMEOUT_S",
     "PAYLOAD_DEPTH_MAX",
     "UNDECLARED",
     "BulkCancelled",

@@ -214,3 +214,31 @@ def test_snooze_puts_the_item_back_without_spending_an_attempt(
         _stop(proc)
     assert _events(log, item.id) == [(1, "start"), (1, "snooze"), (1, "start"), (1, "end")]
     assert _stored(item.id).attempts == 1
+
+
+def test_a_django_task_past_its_time_limit_fails_as_timeout_error(ctx: OpContext) -> None:
+    from tenancy.current import using_context
+    from tests.runtime import rogue_tasks
+
+    with using_context(ctx):
+        ids = [rogue_tasks.sleeps_async.enqueue(5).id, rogue_tasks.sleeps.enqueue(3).id]
+        ok = rogue_tasks.adds.enqueue(1, 2)
+    assert all(_stored(i).payload["timeout_s"] == 1.0 for i in ids)
+    proc = subprocess.Popen(
+        [PYTHON, "manage.py", "runworker", "DJANGO_TASK", "--metrics-port", "-1"],
+        cwd=ROOT,
+        env=subprocess_env(WORKER_POLL_INTERVAL_MS="50", WORKER_SWEEP="false", LOG_LEVEL="INFO"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(lambda: all(_stored(i).status == Status.FAILED for i in ids))
+        for item_id in ids:
+            stored = _stored(item_id)
+            assert stored.attempts == 2 and stored.last_error.startswith("TimeoutError:")
+        _wait(lambda: _stored(ok.id).status == Status.DONE)
+        assert proc.poll() is None
+    finally:
+        out = _stop(proc)
+    assert out.count("item_timed_out") == 4 and "Traceback" not in out, out[-3000:]
