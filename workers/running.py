@@ -70,6 +70,8 @@ class Job:
     # While the handler runs (a cancel request arriving after it returned changes nothing:
     # its outcome is being written).
     in_handler: bool = False
+    # A cancel request that came before the handler started: it never starts.
+    cancel_wanted: bool = False
 
     @property
     def fence(self) -> api.Fence:
@@ -198,6 +200,9 @@ class Runner:
             if handler is None:
                 await self._release(job, f"worker {self.worker_id} does not handle {item.kind}")
                 RELEASED.labels(item.kind, "unhandled").inc()
+                return
+            if job.cancel_wanted:
+                await self._end_cancelled(job)
                 return
             with span_for(item) as span:
                 started = time.perf_counter()

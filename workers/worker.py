@@ -375,8 +375,13 @@ class Worker:
     def _cancel_requested(self, item_id: uuid.UUID) -> None:
         """Cancel the item's handler; its task ends the item cancelled (``Runner``)."""
         job = self.jobs.get(item_id)
-        if job is None or job.task is None or not job.in_handler or job.cancel_reason:
-            return  # it ended, or its outcome is being written: that stands
+        if job is None or job.task is None or job.cancel_reason:
+            return  # it ended, or is being cancelled already
+        if not job.in_handler:
+            # Not started yet: it never will. Or its outcome is being written: that stands
+            # (a retry or a hand-back of a cancel-requested item ends it cancelled).
+            job.cancel_wanted = True
+            return
         logger.info("item_cancel_requested item=%s kind=%s", item_id, job.item.kind)
         job.cancel(CANCEL_REQUESTED)
 
