@@ -242,3 +242,33 @@ def test_the_claim_reads_no_cancel_column(committed: None) -> None:
     from workqueue.claim import CLAIM, CLAIM_OLDEST_FIRST
 
     assert "cancel" not in CLAIM.sql and "cancel" not in CLAIM_OLDEST_FIRST.sql
+
+
+def test_the_renewal_reports_requests_in_its_one_statement(ctx: OpContext, worker_rctx) -> None:
+    from tests.helpers import statements
+
+    item, _ = api.enqueue(ctx, "NOOP", {"n": 1})
+    _, held = _claim(worker_rctx, item.id)
+    api.cancel(_operator(ctx), item.id)
+    with statements("system", "default") as seen:
+        renewed = api.extend_leases([api.Fence.of(held)], 30)
+    assert renewed.cancel_requested == {item.id}
+    assert len([s for s in seen if "extend_leases" in s]) == 1 and len(seen) == 1, seen
+
+
+def test_the_async_bulk_and_drawn_cancels(ctx: OpContext) -> None:
+    api.enqueue_many(ctx, [api.NewItem("NOOP", {"n": i}) for i in range(3)])
+    drawn, _ = api.enqueue(ctx, "NOOP", {"n": 9}, lane="other")
+    fence = api.Drawn.of(row(drawn.id))
+
+    async def go():  # type: ignore[no-untyped-def]
+        try:
+            bulk = await api.acancel_matching(ctx, "NOOP", lane="default", batch=2)
+            one = await api.acancel_drawn(ctx, [fence])
+            return bulk, one
+        finally:
+            await aclose_async_store()
+
+    bulk, one = asyncio.run(go())
+    assert (bulk.cancelled, bulk.batches, bulk.finished) == (3, 2, True)
+    assert [i.id for i in one.changed] == [drawn.id] and one.refused == []
