@@ -332,7 +332,7 @@ def operator_cancel_matching(
     actor: str,
     kind: str,
     *,
-    org_id: uuid.UUID | None = None,
+    org_id: uuid.UUID | str | None = None,
     lane: str | None = None,
     statuses: Sequence[str] | None = None,
     batch: int = BULK_BATCH,
@@ -349,9 +349,8 @@ def operator_cancel_matching(
     """
     where = Filter.checked(kind, lane, statuses)
     bounds = _check_bounds(batch, max_batches)
-    if org_id is not None:
-        org_id = check_id(org_id, "tenant")
-    params = {"org_id": org_id, "actor": storable_text(str(actor))[:255], "request_id": request_id}
+    tenant = check_id(org_id, "tenant") if org_id is not None else None
+    params = {"org_id": tenant, "actor": storable_text(str(actor))[:255], "request_id": request_id}
     return run(cancel_matching_plan(lambda p: System(CANCEL_MATCHING, p), where, bounds, params))
 
 

@@ -40,6 +40,10 @@ def test_refusals_name_what_to_change(ctx) -> None:  # type: ignore[no-untyped-d
         _queue("nope")
     with pytest.raises(CommandError, match="batch:"):
         _queue("--kind", "NOOP", "--batch", "0")
+    with pytest.raises(CommandError, match="tenant:"):
+        _queue("--kind", "NOOP", "--tenant", "acme")
+    with pytest.raises(CommandError, match="go with --kind"):
+        _queue(str(uuid.uuid4()), "--lane", "x")
 
 
 def test_a_bulk_cancel_of_10000_by_kind_finishes_resumes_and_is_audited(ctx, make_ctx) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,6 @@ transaction, audited per item) until nothing more matches; stopped midway (Ctrl-
 from __future__ import annotations
 
 import getpass
-import uuid
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
@@ -65,11 +64,10 @@ def run(command: Any, **options: Any) -> None:
             what = "cancelled" if item.status == api.Status.CANCELLED else "cancel requested"
             command.stdout.write(f"{item.id} {what} (tenant {item.org_id})")
             return
-        tenant = options.get("tenant")
         result = api.operator_cancel_matching(
             actor,
             kind,
-            org_id=uuid.UUID(tenant) if tenant else None,
+            org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong
             lane=options.get("lane"),
             statuses=options.get("status"),
             batch=options["batch"],
