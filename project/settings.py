@@ -114,7 +114,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # growing delay until MAX_ATTEMPTS, then dead-lettered; a task may set its own (@retries).
 # OPTIONS come from TASKS_<OPTION> when set (the backend's defaults otherwise: 5 attempts,
 # 2 s doubling to at most 3600 s, 25% jitter); the backend's system check names a bad value.
-_TASKS_OPTIONS = ("MAX_ATTEMPTS", "RETRY_BASE_S", "RETRY_FACTOR", "RETRY_CAP_S", "RETRY_JITTER")
+_TASKS_OPTIONS = (
+    "MAX_ATTEMPTS",
+    "RETRY_BASE_S",
+    "RETRY_FACTOR",
+    "RETRY_CAP_S",
+    "RETRY_JITTER",
+    "TIMEOUT_S",
+)
 TASKS = {
     "default": {
         "BACKEND": "workers.django_tasks.backend.WorkQueueBackend",

@@ -15,13 +15,25 @@ Once it calls ``run.mark_side_effect()`` (an e-mail went out, a card was charged
 never retried automatically: the item is dead-lettered for a human, who knows whether repeating
 the effect is safe: a retry would repeat it.
 
-Handlers may be ``async def handle`` (cancelled for real when the worker loses the lease or
-shuts down) or plain ``def handle`` (run in a thread; cancellation sets ``run.cancelled``,
-which a long handler should check). An async handler that runs some of its work in threads
-(the ``django.tasks`` handler, for sync task functions) says so with ``uses_threads = True``
-and hands that work to ``await run.in_thread(fn, ...)`` (inside ``async with run.thread_turn()``
-when it should not begin before a thread is free): the worker keeps the capacity of an async
-handler and gives it the threads its connection budget leaves. Whatever a cancelled handler
+``run.snooze(seconds)`` is not a failure: the item goes back for later without spending an
+attempt (for "not yet" answers, a rate-limited service's "retry after").
+
+A handler runs at most its kind's ``timeout`` (``Kind.timeout``, else ``WORKQUEUE
+["KIND_TIMEOUT_S"]``; a handler class may narrow it per item with ``timeout_for(item)``): past
+it, it is cancelled and the item fails as ``TimeoutError`` (retried, or a dead letter once its
+attempts are spent or it marked a side effect). Someone may cancel a running item
+(``workqueue.api.cancel``): the worker learns it at its next lease renewal and cancels the
+handler; the item ends ``cancelled`` (a dead letter if it marked a side effect).
+
+Handlers may be ``async def handle`` (cancelled for real when the worker loses the lease, the
+item is cancelled or times out, or the worker shuts down) or plain ``def handle`` (run in a
+thread, which Python cannot stop: cancellation sets ``run.cancelled``, which a long handler
+should check; see ``workers/README.md`` for what happens to a thread that never checks). An
+async handler that runs some of its work in threads (the ``django.tasks`` handler, for sync
+task functions) says so with ``uses_threads = True`` and hands that work to ``await
+run.in_thread(fn, ...)`` (inside ``async with run.thread_turn()`` when it should not begin
+before a thread is free): the worker keeps the capacity of an async handler and gives it the
+threads its connection budget leaves. Whatever a cancelled handler
 writes to the queue later is refused by the claim token.
 """
 
@@ -34,10 +46,10 @@ import functools
 import inspect
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
-from workqueue.api import WorkItem
+from workqueue.api import MAX_RETRY_DELAY_S, WorkItem
 
 
 class HandlerError(Exception):
@@ -60,12 +72,26 @@ class PermanentError(HandlerError):
     """No attempt will succeed (bad input, a refused address): dead-letter at once."""
 
 
+class Snoozed(HandlerError):
+    """Raised by ``run.snooze``: not a failure; the item goes back for later, its attempt
+    given back."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__(f"snoozed for {delay_s:g} s")
+        self.delay_s = delay_s
+
+
 class Run:
     """What a running handler can tell the worker, and learn from it."""
 
     def __init__(self) -> None:
         self._cancelled = threading.Event()
         self.side_effect = False
+        # Set by ``snooze``: the worker defers the item by this much (seconds), whatever the
+        # handler does after (even swallowing ``Snoozed``).
+        self.snoozed_s: float | None = None
+        # Why the worker cancelled this run (``running.CANCEL_REASONS``), once it has.
+        self.cancel_reason: str | None = None
         # Set by the worker for a handler that ``uses_threads``: runs a call in its pool, and
         # the pool's turns (one per thread).
         self.threads: Callable[..., Awaitable[Any]] | None = None
@@ -75,12 +101,28 @@ class Run:
         """From here on, a failure is dead-lettered, never retried automatically."""
         self.side_effect = True
 
+    def snooze(self, seconds: float) -> NoReturn:
+        """Not yet (a rate-limited service said "later"): put the item back to run after
+        ``seconds`` (0 to a day) without spending an attempt, and stop this run here (raises
+        ``Snoozed``; the worker defers the item under its claim token). A value out of range
+        raises ``ValueError`` naming ``seconds``, and the run goes on."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+            raise ValueError(f"seconds: must be a number, not {type(seconds).__name__}")
+        delay = float(seconds)
+        if not 0.0 <= delay <= MAX_RETRY_DELAY_S:  # also refuses NaN
+            raise ValueError(f"seconds: must be 0 to {MAX_RETRY_DELAY_S:g} (got {seconds})")
+        self.snoozed_s = delay
+        raise Snoozed(delay)
+
     @property
     def cancelled(self) -> bool:
-        """True once the worker lost the item (lease) or is stopping: stop and return."""
+        """True once the worker lost the item (lease), someone cancelled it, its time limit
+        passed, or the worker is stopping: stop and return."""
         return self._cancelled.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str | None = None) -> None:
+        if reason is not None and self.cancel_reason is None:
+            self.cancel_reason = reason
         self._cancelled.set()
 
     @contextlib.asynccontextmanager

@@ -5,7 +5,9 @@ renews all held leases in one statement, each renewal bounded by ``timeout_s`` (
 failure). An item the statement did not renew is held by someone
 else now (``Conflict``): its task is cancelled at once. Any other failure is retried sooner; an
 item whose lease has not been renewed for half the lease, by the wall-clock time since its last
-success, is cancelled by the worker itself, before another worker could take it over.
+success, is cancelled by the worker itself, before another worker could take it over. The
+same statement reports which renewed items someone asked to cancel (``workqueue/cancel.py``):
+each is reported once to ``on_cancel`` and still renewed until its holder ends it.
 
 The renewals run on a thread of their own with its own event loop and connection
 (``workers/offloop.py``), not on the loop the handlers run on: an async handler that blocks its
@@ -33,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 Renew = Callable[[list[Fence], float], Awaitable[set[uuid.UUID]]]
 OnLost = Callable[[uuid.UUID, str], None]
+OnCancel = Callable[[uuid.UUID], None]
 
 CONFLICT = "conflict"
 SELF_FENCED = "renewal_failing"
@@ -42,6 +45,8 @@ SELF_FENCED = "renewal_failing"
 class _Lease:
     fence: Fence
     last_success: float
+    # Whether a renewal reported a cancel request for it (reported once to ``on_cancel``).
+    cancel_reported: bool = False
 
 
 class LeaseKeeper:
@@ -50,6 +55,7 @@ class LeaseKeeper:
         renew: Renew,
         on_lost: OnLost,
         *,
+        on_cancel: OnCancel | None = None,
         lease_s: float,
         timeout_s: float,
         outage: Outage | None = None,
@@ -57,6 +63,7 @@ class LeaseKeeper:
     ) -> None:
         self._renew = renew
         self._on_lost = on_lost
+        self._on_cancel = on_cancel
         self._outage = outage or Outage(clock)
         self.lease_s = lease_s
         self.timeout_s = timeout_s
@@ -118,7 +125,24 @@ class LeaseKeeper:
             if lease.fence.item_id in renewed:
                 lease.last_success = now
         self._lose([lease for lease in snapshot if lease.fence.item_id not in renewed], CONFLICT)
+        asked = getattr(renewed, "cancel_requested", ())
+        if asked:
+            self._report_cancels([lease for lease in snapshot if lease.fence.item_id in asked])
         return True
+
+    def _report_cancels(self, leases: list[_Lease]) -> None:
+        """Tell the worker, once per lease still held, that someone asked to cancel it; the
+        lease is still kept (renewed) until the holder's fenced cancel ends it."""
+        if self._on_cancel is None:
+            return
+        asked = []
+        with self._lock:
+            for lease in leases:
+                if self._leases.get(lease.fence.item_id) is lease and not lease.cancel_reported:
+                    lease.cancel_reported = True
+                    asked.append(lease.fence.item_id)
+        for item_id in asked:
+            self._on_cancel(item_id)
 
     def _lose(self, leases: list[_Lease], reason: str) -> None:
         """Stop keeping these leases and report each lost, unless it ended meanwhile: an item

@@ -12,6 +12,16 @@ RELEASED = Counter("workqueue_worker_released_total", "Items handed back.", ["ki
 CANCELLED = Counter(
     "workqueue_worker_cancelled_total", "Running items cancelled.", ["kind", "reason"]
 )
+TIMED_OUT = Counter(
+    "workqueue_worker_timed_out_total",
+    "Handlers cancelled past their kind's time limit (the item failed as TimeoutError).",
+    ["kind"],
+)
+ABANDONED_THREADS = Gauge(
+    "workqueue_worker_abandoned_threads",
+    "Handler threads still running after their item was cancelled (a thread cannot be "
+    "stopped): each keeps its slot of the capacity until it returns.",
+)
 HANDLER_SECONDS = Histogram(
     "workqueue_worker_handler_seconds",
     "Time a handler ran.",

@@ -6,7 +6,18 @@ is queued for batched completion. It raises: the failure is classified (a ``Perm
 or any error after ``run.mark_side_effect()``, dead-letters at once; anything else retries,
 ``SystemExit`` and ``KeyboardInterrupt`` included: ``handlers.is_failure``).
 It is cancelled: on shutdown the item is released with a note; when the lease was lost there
-is nothing to write (another holder has it, or soon will).
+is nothing to write (another holder has it, or soon will); when someone asked to cancel it (the
+lease renewal reported the request) it ends ``cancelled`` under its claim token, or a dead
+letter if it had marked a side effect. It runs past its time limit (``Kind.time_limit_s``, or
+the handler's ``timeout_for(item)``): it is cancelled and fails as ``TimeoutError``, through
+the retry path like any failure. It snoozes (``run.snooze``): the item is deferred, its attempt
+given back.
+
+A sync handler's thread cannot be stopped: cancelled, it is *abandoned*. Its item is settled
+and no longer held (its late writes to the queue are refused by the claim token), its run's
+``cancelled`` flag is set, and the thread runs on to its end, keeping its slot of the worker's
+capacity until it returns (``abandoned``, ``workqueue_worker_abandoned_threads``), so the
+worker never runs more threads than its connection budget has room for.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from tenancy.contexts import OpContext
 from workers.completing import Completer
 from workers.handlers import Handler, PermanentError, Run, is_async, is_failure
 from workers.lease import LeaseKeeper
-from workers.metrics import CANCELLED, RELEASED, for_kind
+from workers.metrics import ABANDONED_THREADS, CANCELLED, RELEASED, TIMED_OUT, for_kind
 from workers.outage import Outage
 from workqueue import api
 from wqcore.tracing import exporting
@@ -40,6 +51,10 @@ logger = logging.getLogger(__name__)
 tracer = trace.get_tracer("workqueue.worker")
 
 SHUTDOWN = "shutdown"
+# Someone asked to cancel the item (its lease renewal said so).
+CANCEL_REQUESTED = "cancel_requested"
+# The handler ran past its time limit.
+TIMEOUT = "timeout"
 _NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
 
 
@@ -49,8 +64,14 @@ class Job:
     item: api.WorkItem
     run: Run = field(default_factory=Run)
     task: asyncio.Task[None] | None = None
-    # Why the task was cancelled: lost to another holder, self-fenced, or shutdown.
+    # Why the task was cancelled: lost to another holder, self-fenced, cancel requested, or
+    # shutdown.
     cancel_reason: str | None = None
+    # While the handler runs (a cancel request arriving after it returned changes nothing:
+    # its outcome is being written).
+    in_handler: bool = False
+    # A cancel request that came before the handler started: it never starts.
+    cancel_wanted: bool = False
 
     @property
     def fence(self) -> api.Fence:
@@ -58,7 +79,7 @@ class Job:
 
     def cancel(self, reason: str) -> None:
         self.cancel_reason = reason
-        self.run.cancel()
+        self.run.cancel(reason)
         if self.task is not None:
             self.task.cancel()
 
@@ -107,6 +128,18 @@ def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
+def time_limit(handler: Handler, item: api.WorkItem) -> float | None:
+    """How long ``handler`` may run ``item``, in seconds (None: no limit): the handler's own
+    ``timeout_for(item)`` when it has one and it names a limit (the ``django.tasks`` handler:
+    a task's own), else the kind's (``Kind.time_limit_s``)."""
+    own = getattr(handler, "timeout_for", None)
+    if own is not None:
+        limit = own(item)
+        if limit is not None:
+            return float(limit) if limit > 0 else None
+    return api.get_kind(item.kind).time_limit_s()
+
+
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
     """The error to store and whether it is permanent: a ``PermanentError``, or any failure
     after the handler marked a side effect (a human decides whether repeating it is safe)."""
@@ -128,6 +161,9 @@ class Runner:
         outage: Outage,
         handler_pool: ThreadPoolExecutor | None,
         on_done: Callable[[uuid.UUID], None],
+        *,
+        threads_hold_slots: bool = False,
+        on_thread_free: Callable[[], None] | None = None,
     ) -> None:
         self.worker_id = worker_id
         self.handlers = handlers
@@ -139,6 +175,17 @@ class Runner:
         # One turn per handler thread (Run.thread_turn), for handlers that use_threads
         # (_max_workers: the size ThreadPoolExecutor was made with).
         self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
+        # Handler threads still running after their item was cancelled (they cannot be
+        # stopped). With one thread per slot (``threads_hold_slots``: a sync handler runs
+        # here) each keeps its slot until it returns (``abandoned_slots``).
+        self.abandoned = 0
+        self.threads_hold_slots = threads_hold_slots
+        self.on_thread_free = on_thread_free
+
+    @property
+    def abandoned_slots(self) -> int:
+        """Slots of the capacity that abandoned threads still hold."""
+        return self.abandoned if self.threads_hold_slots else 0
 
     def start(self, job: Job) -> None:
         self.lease_keeper.hold(job.fence)
@@ -154,10 +201,14 @@ class Runner:
                 await self._release(job, f"worker {self.worker_id} does not handle {item.kind}")
                 RELEASED.labels(item.kind, "unhandled").inc()
                 return
+            if job.cancel_wanted:
+                await self._end_cancelled(job)
+                return
             with span_for(item) as span:
                 started = time.perf_counter()
                 try:
-                    await self._handle(handler, job)
+                    job.in_handler = True
+                    await self._handle_within(handler, job, time_limit(handler, item))
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
@@ -167,14 +218,21 @@ class Runner:
                     # the item still claimed (handlers.is_failure says why none is a signal).
                     if not is_failure(exc, job.task):
                         raise
+                    self.lease_keeper.drop(item.id)
+                    if job.run.snoozed_s is not None:
+                        await self._snooze(job)
+                        return
                     span.record_exception(exc)
                     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-                    self.lease_keeper.drop(item.id)
                     await self._fail(job, exc)
                     return
                 finally:
+                    job.in_handler = False
                     for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
             self.lease_keeper.drop(item.id)
+            if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
+                await self._snooze(job)
+                return
             self.completer.add(job.fence, item.kind)
         except asyncio.CancelledError:
             reason = job.cancel_reason or SHUTDOWN
@@ -182,6 +240,8 @@ class Runner:
             if reason == SHUTDOWN:
                 await self._release(job, f"worker {self.worker_id} shut down before it finished")
                 RELEASED.labels(item.kind, SHUTDOWN).inc()
+            elif reason == CANCEL_REQUESTED:
+                await self._end_cancelled(job)
         except Exception as exc:
             # A settle that failed (the database is away): the lease runs out and the sweep
             # hands the item back, its attempt counted.
@@ -191,23 +251,117 @@ class Runner:
             self.lease_keeper.drop(item.id)
             self.on_done(item.id)
 
-    def _in_pool(self, call: Callable[[], Any]) -> asyncio.Future[Any]:
+    async def _in_pool(self, call: Callable[[], Any]) -> Any:
         """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
-        return asyncio.get_running_loop().run_in_executor(self.handler_pool, _in_thread(call))
+        assert self.handler_pool is not None
+        future = self.handler_pool.submit(_in_thread(call))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            self._abandon(future, "in_thread")
+            raise
+
+    async def _handle_within(self, handler: Handler, job: Job, limit_s: float | None) -> None:
+        """Run the handler, cancelled past ``limit_s``: then ``TimeoutError`` (the item's
+        failure, retried like any other). A ``TimeoutError`` the handler raises itself, before
+        its limit, is its own failure, passed on as it is."""
+        if limit_s is None:
+            await self._handle(handler, job)
+            return
+        scope = asyncio.timeout(limit_s)
+        try:
+            async with scope:
+                await self._handle(handler, job)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            job.run.cancel(TIMEOUT)
+            TIMED_OUT.labels(job.item.kind).inc()
+            logger.warning(
+                "item_timed_out item=%s kind=%s limit_s=%g attempt=%d",
+                job.item.id,
+                job.item.kind,
+                limit_s,
+                job.item.attempts,
+            )
+            raise TimeoutError(
+                f"the handler ran past its time limit of {limit_s:g} s and was cancelled"
+            ) from None
 
     async def _handle(self, handler: Handler, job: Job) -> None:
         if is_async(handler):
             await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
             return
-        loop = asyncio.get_running_loop()
         assert self.handler_pool is not None
+        future = self.handler_pool.submit(_in_thread(handler.handle), job.ctx, job.item, job.run)
         try:
-            await loop.run_in_executor(
-                self.handler_pool, _in_thread(handler.handle), job.ctx, job.item, job.run
-            )
+            await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
+            self._abandon(future, f"item={job.item.id} kind={job.item.kind}")
             raise
+
+    def _abandon(self, future: Any, what: str) -> None:
+        """A cancelled run's thread that is still running: count it until it returns (it
+        cannot be stopped; whatever it writes to the queue later is refused by the token)."""
+        if future.done() or future.cancel():  # it ended, or never started: nothing runs on
+            return
+        self.abandoned += 1
+        ABANDONED_THREADS.set(self.abandoned)
+        logger.warning("handler_thread_abandoned %s abandoned=%d", what, self.abandoned)
+        loop = asyncio.get_running_loop()
+
+        def returned(_: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(self._thread_returned, what)
+            except RuntimeError:  # the worker's loop has ended
+                pass
+
+        future.add_done_callback(returned)
+
+    def _thread_returned(self, what: str) -> None:
+        self.abandoned -= 1
+        ABANDONED_THREADS.set(self.abandoned)
+        logger.info("handler_thread_returned %s abandoned=%d", what, self.abandoned)
+        if self.on_thread_free is not None:
+            self.on_thread_free()
+
+    async def _snooze(self, job: Job) -> None:
+        """Defer the item by what the handler asked (``run.snooze``), its attempt given back."""
+        item, delay_s = job.item, job.run.snoozed_s or 0.0
+        try:
+            await api.adefer(job.ctx, item, delay_s, note=f"snoozed for {delay_s:g} s")
+        except api.Conflict:
+            logger.warning("stale_snooze_refused item=%s", item.id)
+            return
+        RELEASED.labels(item.kind, "snoozed").inc()
+        logger.info("item_snoozed item=%s kind=%s delay_s=%g", item.id, item.kind, delay_s)
+
+    async def _end_cancelled(self, job: Job) -> None:
+        """End the item as its cancel request asked, under its claim token: ``cancelled``, or
+        a dead letter when the handler had marked a side effect (a human decides)."""
+        item = job.item
+        try:
+            if job.run.side_effect:
+                await api.afail(
+                    job.ctx,
+                    item,
+                    "cancelled as asked after a side effect, not retried automatically",
+                    permanent=True,
+                )
+                outcome = "dead_lettered"
+            else:
+                await api.acancel_held(job.ctx, item, "cancelled as asked while it ran")
+                outcome = "cancelled"
+        except api.Conflict:
+            logger.warning("stale_cancel_refused item=%s", item.id)
+            return
+        except Exception as exc:
+            # The database is away: the lease runs out and the sweep ends it cancelled.
+            if not self.outage.failed("cancel", exc):
+                logger.exception("item_cancel_failed item=%s", item.id)
+            return
+        logger.info("item_cancelled item=%s kind=%s outcome=%s", item.id, item.kind, outcome)
 
     async def _fail(self, job: Job, exc: BaseException) -> None:
         item = job.item

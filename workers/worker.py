@@ -45,7 +45,7 @@ from workers.outage import Outage
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
-from workers.running import SHUTDOWN, Job, Runner
+from workers.running import CANCEL_REQUESTED, SHUTDOWN, Job, Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
 from workers.watchdog import LoopWatchdog
@@ -93,6 +93,7 @@ class Worker:
         self.lease_keeper = LeaseKeeper(
             api.aextend_leases,
             self._lost_threadsafe,
+            on_cancel=self._cancel_threadsafe,
             lease_s=settings.lease_s,
             timeout_s=settings.renew_timeout_s,
             outage=self.outage,
@@ -108,6 +109,8 @@ class Worker:
             self.outage,
             self._handler_pool,
             self._done,
+            threads_hold_slots=settings.runs_sync_handlers,
+            on_thread_free=self.slot_freed.set,
         )
         self.relayer = Relayer(self._in_maintenance_thread, self.outage)
         self.listener = Listener(
@@ -121,7 +124,8 @@ class Worker:
             settings,
             self.worker_id,
             self.outage,
-            in_flight=lambda: len(self.jobs),
+            # An abandoned handler thread keeps its slot until it returns (running.py).
+            in_flight=lambda: len(self.jobs) + self.runner.abandoned_slots,
             start=self._start,
             wake=self.wake,
             slot_freed=self.slot_freed,
@@ -352,6 +356,34 @@ class Worker:
         job = self.jobs.get(item_id)
         if job is not None:
             job.run.cancel()
+
+    def _cancel_threadsafe(self, item_id: uuid.UUID) -> None:
+        """The lease renewal reported that someone asked to cancel this item (called on the
+        keeper's thread): cancel its handler on this loop, as ``_lost_threadsafe`` does (the
+        flag only after the cancellation is queued)."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._cancel_requested, item_id)
+        except RuntimeError:  # the loop has ended: so has every item
+            return
+        job = self.jobs.get(item_id)
+        if job is not None and job.in_handler:
+            job.run.cancel(CANCEL_REQUESTED)
+
+    def _cancel_requested(self, item_id: uuid.UUID) -> None:
+        """Cancel the item's handler; its task ends the item cancelled (``Runner``)."""
+        job = self.jobs.get(item_id)
+        if job is None or job.task is None or job.cancel_reason:
+            return  # it ended, or is being cancelled already
+        if not job.in_handler:
+            # Not started yet: it never will. Or its outcome is being written: that stands
+            # (a retry or a hand-back of a cancel-requested item ends it cancelled).
+            job.cancel_wanted = True
+            return
+        logger.info("item_cancel_requested item=%s kind=%s", item_id, job.item.kind)
+        job.cancel(CANCEL_REQUESTED)
 
     def _running_on_loop(self) -> str:
         """For the watchdog, on its thread while this loop is blocked: the item whose task the

@@ -9,7 +9,8 @@ than from ``DISTINCT`` over the table, search by exact id or key, and an order e
 indexes serve: items newest first by their time-ordered id (the primary key), dead letters by
 when they failed (``workitem_triage_idx``).
 
-Every triage action (requeue now, requeue later, discard, edit the payload then requeue) shows
+Every triage action (requeue now, requeue later, discard, edit the payload then requeue,
+cancel) shows
 a confirmation page first, acts on at most ``api.MAX_BATCH`` items, runs as one of the store's
 triage statements under the items' tenant (``workqueue/triage.py``: fenced on the status and
 ``updated_at`` the confirmation page drew, audited in the same statement with the operator as
@@ -224,11 +225,25 @@ class EditPayload(TriageAction):
         return api.Triaged([item], [])
 
 
+class Cancel(TriageAction):
+    """A pending item is cancelled at once; a claimed one's holder is asked (it ends the item
+    cancelled at its next lease renewal). Fenced like the others, except that a claimed item's
+    ``updated_at`` moves at every renewal: its fence is that it is still claimed."""
+
+    name, verb = "cancel", "Cancel"
+    acts_on = frozenset({Status.PENDING.value, Status.CLAIMED.value})
+
+    def act(
+        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
+    ) -> api.Triaged:
+        return api.cancel_drawn(ctx, fences)
+
+
 def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-TRIAGE = {a.name: a for a in (RequeueNow(), RequeueLater(), Discard(), EditPayload())}
+TRIAGE = {a.name: a for a in (RequeueNow(), RequeueLater(), Discard(), EditPayload(), Cancel())}
 
 
 # -- the admin ----------------------------------------------------------------------------------
@@ -255,7 +270,7 @@ class WorkItemAdmin(TenantAdmin):
     ordering = ("-id",)
     sortable_by = ()
     list_per_page = 50
-    actions = ("requeue_now", "requeue_later", "discard", "edit_payload")
+    actions = ("requeue_now", "requeue_later", "discard", "edit_payload", "cancel")
     change_form_template = "admin/workqueue/workitem/change_form.html"
     fieldsets = (
         (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
@@ -263,7 +278,17 @@ class WorkItemAdmin(TenantAdmin):
             "Attempts",
             {"fields": ("attempts", "max_attempts", "available_at", "idempotency_key")},
         ),
-        ("Claim and lease", {"fields": ("claimed_by", "claim_token", "lease_expires_at")}),
+        (
+            "Claim and lease",
+            {
+                "fields": (
+                    "claimed_by",
+                    "claim_token",
+                    "lease_expires_at",
+                    "cancel_requested_at",
+                )
+            },
+        ),
         (
             "Origin",
             {
@@ -392,6 +417,12 @@ class WorkItemAdmin(TenantAdmin):
     @admin.action(permissions=["triage"], description="Edit the payload, then requeue")
     def edit_payload(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
         return self.triage(request, queryset, TRIAGE["edit_payload"])
+
+    @admin.action(
+        permissions=["triage"], description="Cancel (pending now; running: its worker is asked)"
+    )
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Any]) -> HttpResponse | None:
+        return self.triage(request, queryset, TRIAGE["cancel"])
 
     def triage(
         self, request: HttpRequest, queryset: QuerySet[Any], action: TriageAction
@@ -530,6 +561,8 @@ class DeadLetterAdmin(WorkItemAdmin):
     list_display = ("short_id", "tenant", "kind", "tries", "error", "failed", "created")
     list_filter = (TenantFilter, KindFilter, LaneFilter)
     ordering = ("-updated_at",)
+    # A dead letter is final: nothing to cancel.
+    actions = ("requeue_now", "requeue_later", "discard", "edit_payload")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).filter(status=Status.FAILED)

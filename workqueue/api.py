@@ -7,6 +7,22 @@ named statements. Other apps import the queue from here, nothing deeper; the eng
 ``wqcore``'s, not re-exported.
 """
 
+from workqueue.cancel import (
+    BULK_BATCH,
+    CANCELLABLE,
+    BulkCancelled,
+    acancel,
+    acancel_drawn,
+    acancel_held,
+    acancel_matching,
+    cancel,
+    cancel_drawn,
+    cancel_held,
+    cancel_matching,
+    is_cancel_requested,
+    operator_cancel,
+    operator_cancel_matching,
+)
 from workqueue.claim import aclaim, claim, fail_orphaned
 from workqueue.enqueue import (
     NewItem,
@@ -49,6 +65,7 @@ from workqueue.inputs import (
     too_deep,
 )
 from workqueue.kinds import (
+    MAX_TIMEOUT_S,
     Kind,
     Payload,
     all_kinds,
@@ -73,6 +90,8 @@ from workqueue.maintenance import (
 from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
+    MAX_RETRY_DELAY_S,
+    Renewed,
     acomplete,
     acomplete_many,
     adefer,
@@ -102,10 +121,15 @@ from workqueue.triage import (
 )
 
 __all__ = [
+    "BULK_BATCH",
+    "CANCELLABLE",
     "MAX_BATCH",
+    "MAX_RETRY_DELAY_S",
+    "MAX_TIMEOUT_S",
     "PAYLOAD_DEPTH_MAX",
     "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
+    "BulkCancelled",
     "Conflict",
     "DeadLetter",
     "Drawn",
@@ -121,6 +145,7 @@ __all__ = [
     "Outcome",
     "Payload",
     "Relayed",
+    "Renewed",
     "Requeued",
     "RetryPolicy",
     "Status",
@@ -130,6 +155,10 @@ __all__ = [
     "Triaged",
     "WorkItem",
     "WorkQueueError",
+    "acancel",
+    "acancel_drawn",
+    "acancel_held",
+    "acancel_matching",
     "aclaim",
     "acomplete",
     "acomplete_many",
@@ -146,6 +175,10 @@ __all__ = [
     "arequeue_edited",
     "arequeue_stale",
     "autovacuum_on",
+    "cancel",
+    "cancel_drawn",
+    "cancel_held",
+    "cancel_matching",
     "check_delay",
     "check_key",
     "check_lane",
@@ -169,10 +202,13 @@ __all__ = [
     "find_unstorable",
     "fingerprint",
     "get_kind",
+    "is_cancel_requested",
     "is_declared",
     "is_exhausted",
     "known_kinds",
     "max_payload_bytes",
+    "operator_cancel",
+    "operator_cancel_matching",
     "purge_items",
     "purge_request_keys",
     "read_gauges",

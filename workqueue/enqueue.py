@@ -216,6 +216,7 @@ def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
         "updated_by": author.created_by,
         "request_id": author.request_id,
         "traceparent": author.traceparent,
+        "cancel_requested_at": None,
         "created_at": created_at,
         "updated_at": created_at,
     }

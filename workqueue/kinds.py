@@ -1,4 +1,4 @@
-"""Kinds of work: each declares its payload schema, lane, attempts and retry policy.
+"""Kinds of work: each declares its payload schema, lane, attempts, retry policy and time limit.
 
 The queue registers and validates kinds but names none: a worker package declares its kind
 beside its handler (``workers/<worker>/kind.py``). An enqueue of an unknown kind, or of a
@@ -26,6 +26,9 @@ from workqueue.inputs import (
 from workqueue.rules import DEFAULT_RETRY, RetryPolicy
 from wqcore.conf import wq_settings
 
+# The longest time limit a kind may declare (a week): longer work is a schedule of shorter runs.
+MAX_TIMEOUT_S = 7 * 86_400
+
 
 class Payload(pydantic.BaseModel):
     """Base of payload schemas: unknown fields are refused, so a typo never enqueues.
@@ -48,6 +51,10 @@ class Kind:
     max_attempts: int = 5
     retry: RetryPolicy = field(default=DEFAULT_RETRY)
     description: str = ""
+    # The longest a handler of this kind runs, in seconds: past it, it is cancelled and the
+    # item fails as TimeoutError. None: the site's default (WORKQUEUE["KIND_TIMEOUT_S"]); 0: no
+    # limit.
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         # Refused where it is declared, not at every enqueue: a name the column cannot hold
@@ -61,6 +68,21 @@ class Kind:
             raise ValueError(f"work kind {self.name!r}: max_attempts must be 1 to 1000")
         if not (isinstance(self.schema, type) and issubclass(self.schema, Payload)):
             raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool)
+            or not isinstance(self.timeout, int | float)
+            or not 0 <= self.timeout <= MAX_TIMEOUT_S
+        ):
+            raise ValueError(
+                f"work kind {self.name!r}: timeout must be 0 (no limit) to {MAX_TIMEOUT_S} "
+                f"seconds, or None for WORKQUEUE['KIND_TIMEOUT_S'] (got {self.timeout!r})"
+            )
+
+    def time_limit_s(self) -> float | None:
+        """The seconds a handler of this kind may run (None: no limit): its own ``timeout``,
+        else the site's ``KIND_TIMEOUT_S``; 0 means no limit."""
+        limit = self.timeout if self.timeout is not None else wq_settings.KIND_TIMEOUT_S
+        return float(limit) if limit else None
 
 
 _KINDS: dict[str, Kind] = {}

@@ -100,6 +100,8 @@ READ_AUTOVACUUM = Statement("read_autovacuum", NoParams, SQL_DIR)
 class Requeued:
     requeued: int
     dead_lettered: int
+    # Items someone asked to cancel whose holder died: ended cancelled, not handed back.
+    cancelled: int = 0
 
 
 def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
@@ -109,13 +111,15 @@ def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> P
     dead = [item for item in moved if item.status == Status.FAILED]
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
-    result = Requeued(requeued=len(moved) - len(dead), dead_lettered=len(dead))
+    cancelled = sum(1 for item in moved if item.status == Status.CANCELLED)
+    result = Requeued(len(moved) - len(dead) - cancelled, len(dead), cancelled)
     if moved:
         logger.info(
-            "stale_requeued org=%s requeued=%d dead_lettered=%d",
+            "stale_requeued org=%s requeued=%d dead_lettered=%d cancelled=%d",
             ctx.org_id,
             result.requeued,
             result.dead_lettered,
+            result.cancelled,
         )
     return result
 
@@ -124,7 +128,7 @@ def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1
     """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
     database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
     instead, with an audit entry written by the same statement, so a poison item that crashes
-    its worker every time ends.
+    its worker every time ends; one someone asked to cancel ends cancelled.
     """
     return run(requeue_stale_plan(ctx, before, limit))
 

@@ -21,6 +21,9 @@ class Status(models.TextChoices):
     # Set aside by an operator in the admin (triage): never run; the audit entry keeps its
     # payload and error. Purged like finished items.
     DISCARDED = "discarded", "Discarded"
+    # Cancelled (workqueue/cancel.py): a pending item at once, a claimed one by its holder once
+    # its lease renewal reported the request. Never run again; purged like discarded items.
+    CANCELLED = "cancelled", "Cancelled"
 
 
 def new_item_id() -> uuid.UUID:
@@ -61,6 +64,9 @@ class WorkItem(models.Model):
     updated_by = models.CharField(max_length=255)
     request_id = models.UUIDField(null=True, blank=True)
     traceparent = models.CharField(max_length=55, null=True, blank=True)
+    # When someone asked to cancel it (workqueue/cancel.py). A claimed item stays claimed until
+    # its holder learns of the request at its next lease renewal and ends it cancelled.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 
@@ -104,11 +110,12 @@ class WorkItem(models.Model):
                 condition=models.Q(status__in=["done", "failed"]),
                 name="workitem_finished_idx",
             ),
-            # Triage: dead letters (and discarded items) by when they got there, so the admin's
-            # dead-letter list never walks the done rows, and discarded rows can be purged.
+            # Triage: dead letters (and discarded and cancelled items) by when they got there, so
+            # the admin's dead-letter list never walks the done rows, and the set-aside rows can
+            # be purged.
             models.Index(
                 fields=["updated_at"],
-                condition=models.Q(status__in=["failed", "discarded"]),
+                condition=models.Q(status__in=["failed", "discarded", "cancelled"]),
                 name="workitem_triage_idx",
             ),
         ]

@@ -1,4 +1,5 @@
-"""What the holder of a claim does with the item: complete, fail, defer, release, extend.
+"""What the holder of a claim does with the item: complete, fail, defer, release, extend (and,
+asked to, cancel: ``workqueue/cancel.py``).
 
 Each is one statement conditioned on the item's ``claim_token`` (and status ``claimed``),
 never on ``claimed_by``: one worker can hold one item twice across a requeue. No row changed
@@ -248,22 +249,35 @@ async def acomplete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
     return await arun(complete_many_plan(fences))
 
 
+class Renewed(set[uuid.UUID]):
+    """The ids a renewal renewed; ``cancel_requested``: those of them someone asked to cancel
+    (``workqueue/cancel.py``), reported by the renewal itself, so the holder learns it without
+    a round trip of its own."""
+
+    def __init__(
+        self, ids: Iterable[uuid.UUID] = (), cancel_requested: Iterable[uuid.UUID] = ()
+    ) -> None:
+        super().__init__(ids)
+        self.cancel_requested = frozenset(cancel_requested)
+
+
 def extend_leases_plan(fences: Iterable[Fence], lease_s: float) -> Plan:
     held = list(fences)
     if not held:
-        return set()
+        return Renewed()
     rows = yield System(EXTEND_LEASES, ExtendLeasesParams(*Fences.of(held), float(lease_s)))
-    renewed = set(rows.column(0))
+    renewed = Renewed(rows.column(0), [row[0] for row in rows.rows if row[1]])
     count_refused("extend_lease", len({f.item_id for f in held} - renewed))
     return renewed
 
 
-def extend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+def extend_leases(fences: Iterable[Fence], lease_s: float) -> Renewed:
     """Renew the lease of every fence's item still held under its token; returns the ids
-    renewed. Across tenants on the system login for the reason ``complete_many`` gives."""
+    renewed, with those someone asked to cancel (``Renewed.cancel_requested``). Across tenants
+    on the system login for the reason ``complete_many`` gives."""
     return run(extend_leases_plan(fences, lease_s))
 
 
-async def aextend_leases(fences: Iterable[Fence], lease_s: float) -> set[uuid.UUID]:
+async def aextend_leases(fences: Iterable[Fence], lease_s: float) -> Renewed:
     """Async version of ``extend_leases``."""
     return await arun(extend_leases_plan(fences, lease_s))

@@ -9,4 +9,5 @@ from workqueue import views
 urlpatterns = [
     re_path(r"^api/work/?$", views.work_collection, name="api-work"),
     re_path(r"^api/work/(?P<item_id>[^/]+)/?$", views.work_item, name="api-work-item"),
+    re_path(r"^api/work/(?P<item_id>[^/]+)/cancel/?$", views.cancel_item, name="api-work-cancel"),
 ]

@@ -1,4 +1,5 @@
-"""The enqueue API: ``POST /api/work/`` puts work on the queue, ``GET /api/work/<id>`` reads it.
+"""The enqueue API: ``POST /api/work/`` puts work on the queue, ``GET /api/work/<id>`` reads it,
+``POST /api/work/<id>/cancel`` cancels it.
 
 For signed-in users (Django's session): the tenant is the user's membership (a member of
 several names one with ``X-Org-ID``; naming one they do not belong to is refused by the tenancy
@@ -25,7 +26,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
-from tenancy.contexts import OpContext
+from tenancy.contexts import OpContext, Role
 from tenancy.membership import ORG_HEADER
 from workqueue import api
 from workqueue.inputs import check_caller_key, check_when
@@ -72,6 +73,7 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
         "created_at": when(item.created_at),
         "updated_at": when(item.updated_at),
         "traceparent": item.traceparent,
+        "cancel_requested_at": when(item.cancel_requested_at),
     }
 
 
@@ -261,12 +263,64 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
     refused = _no_query(request)
     if refused is not None:
         return refused
-    try:
-        wanted = uuid.UUID(item_id) if len(item_id) <= 64 else None
-    except ValueError:
-        wanted = None
+    wanted = _item_id(item_id)
     # The view runs in the member's tenant scope: the everyday login sees this tenant's rows only.
     item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
     if item is None:
         return error(404, "no such work item in your tenant", "")
     return JsonResponse({"item": item_json(item)})
+
+
+# Who may cancel any item of the tenant; a member cancels the items they enqueued.
+CANCEL_ANY = frozenset({Role.OWNER, Role.ADMIN})
+
+
+def _item_id(item_id: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(item_id) if len(item_id) <= 64 else None
+    except ValueError:
+        return None
+
+
+@csrf_exempt  # checked in _member once the user is known, as Django checks session requests
+def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
+    """POST: cancel the item, in the member's tenant, by the member (``api.cancel``, audited
+    with them as actor). 200 with the item ``cancelled`` (now, or before: ``outcome``); 202
+    with the item still ``claimed`` and ``cancel_requested_at`` set: its worker ends it at its
+    next lease renewal; 404 for an id of another tenant, as for one that does not exist; 403
+    for a member cancelling another member's item (owners and admins cancel any); 409 when it
+    is done, failed or discarded already. The body is empty (or ``{}``)."""
+    if request.method != "POST":
+        return _not_allowed("POST")
+    op = _member(request)
+    if isinstance(op, JsonResponse):
+        return op
+    refused = _no_query(request)
+    if refused is not None:
+        return refused
+    try:
+        if request.body.strip() not in (b"", b"{}"):
+            return error(400, "body: cancel takes no body (send none, or {})")
+    except RequestDataTooBig:
+        return error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
+    wanted = _item_id(item_id)
+    # Read under the member's tenant (row-level security): another tenant's id is not found.
+    item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
+    if item is None:
+        return error(404, "no such work item in your tenant", "")
+    if op.role not in CANCEL_ANY and item.created_by != op.user_id:
+        return error(
+            403, "role: a member cancels the items they enqueued; owners and admins cancel any"
+        )
+    was_cancelled = item.status == api.Status.CANCELLED
+    try:
+        with transaction.atomic():
+            item = api.cancel(op, item.id)
+    except api.NotFound:
+        return error(404, "no such work item in your tenant", "")
+    except api.Conflict as exc:
+        return error(409, f"status: {exc}")
+    if item.status == api.Status.CANCELLED:
+        outcome = "already_cancelled" if was_cancelled else "cancelled"
+        return JsonResponse({"item": item_json(item), "outcome": outcome}, status=200)
+    return JsonResponse({"item": item_json(item), "outcome": "cancel_requested"}, status=202)

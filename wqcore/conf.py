@@ -77,6 +77,13 @@ class Settings(pydantic.BaseModel):
         "names",
     )
     MAX_PAYLOAD_BYTES: int = Field(256 * 1024, ge=1, description="the largest payload, as JSON")
+    KIND_TIMEOUT_S: float = Field(
+        3600.0,
+        ge=0,
+        le=7 * DAY_S,
+        description="the longest a handler runs, for every kind that declares no timeout of "
+        "its own: past it, it is cancelled and its item fails as TimeoutError (0: no limit)",
+    )
 
     # -- the claim --------------------------------------------------------------------------------
     CLAIM_DURABLE: bool = Field(
@@ -156,7 +163,9 @@ class Settings(pydantic.BaseModel):
     SWEEP_MAX_BATCHES: int = Field(20, ge=1, description="the most statements per step and pass")
     ITEM_RETENTION_S: float = Field(7 * DAY_S, ge=0, description="done items are purged after this")
     DEAD_LETTER_RETENTION_S: float = Field(
-        30 * DAY_S, ge=0, description="dead letters and discarded items are purged after this"
+        30 * DAY_S,
+        ge=0,
+        description="dead letters, discarded and cancelled items are purged after this",
     )
     OUTBOX_RETENTION_S: float = Field(DAY_S, ge=0, description="relayed outbox rows, after this")
     SWEEP_PURGE_SESSIONS: bool = Field(

@@ -291,7 +291,8 @@ def test_sweep_once_by_call_command(ctx, worker_rctx, capsys) -> None:
     [item] = _claimed(ctx, worker_rctx, 1)
     back_date(item.id, lease_expires_at=90)
     call_command("sweep", once=True)
-    assert "requeue_stale=Requeued(requeued=1, dead_lettered=0)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "requeue_stale=Requeued(requeued=1, dead_lettered=0, cancelled=0)" in out
     assert row(item.id).status == Status.PENDING
 
 

@@ -6,11 +6,13 @@ second a second after the first, so a ``--once`` run ends after the first.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 
 from django.tasks import task
 
-from workers.django_tasks.policy import retries
+from workers.django_tasks.policy import retries, time_limit
 
 
 @task
@@ -40,3 +42,17 @@ async def interrupted_async() -> None:
 @task
 def adds(a: int, b: int) -> int:
     return a + b
+
+
+@task
+@retries(max_attempts=2, base_s=1, factor=1, jitter=0)
+@time_limit(1)
+async def sleeps_async(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+@task
+@retries(max_attempts=2, base_s=1, factor=1, jitter=0)
+@time_limit(1)
+def sleeps(seconds: float) -> None:
+    time.sleep(seconds)  # a thread: abandoned past its limit, and runs on to its end

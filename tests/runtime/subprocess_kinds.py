@@ -7,12 +7,14 @@ A subprocess loads them through ``WORKER_HANDLER_MODULES=tests.runtime.subproces
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pydantic
 
 from tenancy.contexts import OpContext
 from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, WorkItem, register
+from workqueue import api
+from workqueue.api import Kind, Payload, RetryPolicy, WorkItem, register
 
 
 class SlowOncePayload(Payload):
@@ -29,3 +31,98 @@ class SlowOnceHandler:
     async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
         if item.attempts == 1:
             await asyncio.sleep(item.payload.get("first_attempt_s", 60.0))
+
+
+# -- time limits, cancel, snooze (issue 20) -------------------------------------------------------
+#
+# Each run appends ``<item id> <attempt> <what>`` to the file its payload names (``log``):
+# start, end, cancelled (the async handler saw its cancellation), late_write_refused /
+# late_write_accepted (a sync handler that slept on past its cancellation tried to complete
+# its item itself), snooze.
+
+
+class LimitPayload(Payload):
+    # sleep: sleep ``seconds`` (async: asyncio.sleep; sync: time.sleep, never looking at
+    # run.cancelled); side_effect: mark a side effect, then sleep; snooze_once: snooze
+    # ``seconds`` on the first run, return on the next; ok: return.
+    action: str = "ok"
+    seconds: float = pydantic.Field(default=0.0, ge=0, le=600)
+    log: str = ""
+
+
+# Two attempts, the second a second after the first.
+FAST_RETRY = RetryPolicy(base_s=1.0, factor=1.0, cap_s=1.0, jitter=0)
+# A one-second time limit: a handler that sleeps longer is cancelled.
+TIMED = register(Kind("TEST_TIMED", LimitPayload, max_attempts=2, retry=FAST_RETRY, timeout=1))
+TIMED_SYNC = register(
+    Kind("TEST_TIMED_SYNC", LimitPayload, max_attempts=2, retry=FAST_RETRY, timeout=1)
+)
+# No time limit of their own beyond the site's default: for cancel and snooze.
+LONG = register(Kind("TEST_LONG", LimitPayload, max_attempts=1, retry=FAST_RETRY))
+LONG_SYNC = register(Kind("TEST_LONG_SYNC", LimitPayload, max_attempts=1, retry=FAST_RETRY))
+LIMIT_KINDS = ",".join(k.name for k in (TIMED, TIMED_SYNC, LONG, LONG_SYNC))
+
+
+def note(item: WorkItem, what: str) -> None:
+    path = item.payload.get("log")
+    if path:
+        with open(path, "a") as log:
+            log.write(f"{item.id} {item.attempts} {what}\n")
+
+
+def noted(path: str) -> list[tuple[str, int, str]]:
+    """The lines the handlers wrote: (item id, attempt, what)."""
+    try:
+        with open(path) as log:
+            lines = log.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(i, int(a), what) for i, a, what in (line.split() for line in lines)]
+
+
+class LimitedAsync:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        note(item, "start")
+        action = item.payload.get("action", "ok")
+        try:
+            if action == "snooze_once":
+                if not any(i == str(item.id) and w == "snooze" for i, _, w in noted(_log(item))):
+                    note(item, "snooze")
+                    run.snooze(item.payload.get("seconds", 1.0))
+            elif action in ("sleep", "side_effect"):
+                if action == "side_effect":
+                    run.mark_side_effect()
+                await asyncio.sleep(item.payload.get("seconds", 0.0))
+        except asyncio.CancelledError:
+            note(item, "cancelled")
+            raise
+        note(item, "end")
+
+
+class LimitedSync:
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        note(item, "start")
+        action = item.payload.get("action", "ok")
+        if action in ("sleep", "side_effect"):
+            if action == "side_effect":
+                run.mark_side_effect()
+            time.sleep(item.payload.get("seconds", 0.0))  # never looks at run.cancelled
+            # Abandoned meanwhile: a late write of its own is refused by the claim token.
+            try:
+                api.complete(ctx, item)
+            except api.Conflict:
+                note(item, "late_write_refused")
+                return
+            note(item, "late_write_accepted")
+            return
+        note(item, "end")
+
+
+def _log(item: WorkItem) -> str:
+    return str(item.payload.get("log", ""))
+
+
+handles(TIMED.name)(type("TimedHandler", (LimitedAsync,), {}))
+handles(LONG.name)(type("LongHandler", (LimitedAsync,), {}))
+handles(TIMED_SYNC.name)(type("TimedSyncHandler", (LimitedSync,), {}))
+handles(LONG_SYNC.name)(type("LongSyncHandler", (LimitedSync,), {}))

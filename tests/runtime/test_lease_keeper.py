@@ -221,3 +221,20 @@ def test_a_keeper_thread_that_cannot_start_stops_the_worker_from_starting() -> N
 
     with pytest.raises(RuntimeError, match="test-lease thread did not start"):
         OffLoop("test-lease", tasks, _lease_store).start()
+
+
+def test_a_cancel_request_the_renewal_reports_is_passed_on_once_and_the_lease_kept() -> None:
+    held, other = _held(), _held()
+    asked: list = []
+
+    async def renew(fences, lease_s):
+        return api.Renewed({f.item_id for f in fences}, [held.item_id])
+
+    keeper = LeaseKeeper(
+        renew, lambda i, why: None, on_cancel=asked.append, lease_s=30, timeout_s=1, clock=Clock()
+    )
+    keeper.hold(held)
+    keeper.hold(other)
+    assert asyncio.run(keeper.renew_once()) and asyncio.run(keeper.renew_once())
+    assert asked == [held.item_id], "reported once"
+    assert len(keeper) == 2, "still renewed until its holder ends it"

@@ -44,6 +44,7 @@ ACTIONS: dict[str, dict[str, str]] = {
     "requeue_later": {"delay_minutes": "1"},
     "discard": {},
     "edit_payload": {"payload": '{"note": "edited"}'},
+    "cancel": {},
 }
 
 
@@ -306,6 +307,22 @@ for _action in ACTIONS:
     _triage_row(_action)
 
 
+@attack("admin", "A's staff cancel B's pending and running items with forged fences")
+def _cancel_b_items(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for target in (w.b.parked, w.b.held):
+        never = copy.copy(target)
+        never.id = uuid.uuid4()
+        answers = []
+        for item in (target, never):
+            response = client.post(ITEMS, forged("cancel", [item], [item]), follow=True)
+            assert response.status_code == 200
+            nothing_of_b(w, response, echoed=str(target.id))
+            answers.append(messages_of(response).replace(str(item.id), "<id>"))
+        assert answers[0] == answers[1], answers
+
+
 @attack("admin", "A's staff select B's item beside A's own and confirm")
 def _mixed_selection(scene: Scene) -> None:
     w = scene.world
@@ -482,12 +499,14 @@ def _audit_row(action: str) -> None:
             "org_id": str(w.b.org_id),
             "request_id": str(uuid.uuid4()),
         }
-        response = client.post(DEAD, forged(action, [w.a.dead], [w.a.dead], **claims))
+        # Cancel acts on a pending item (A's parked one), the others on A's dead letter.
+        mine, url = (w.a.parked, ITEMS) if action == "cancel" else (w.a.dead, DEAD)
+        response = client.post(url, forged(action, [mine], [mine], **claims))
         assert response.status_code == 302, response.status_code  # done: A's own item
-        assert row(w.a.dead.id).status != Status.FAILED
+        assert row(mine.id).status != mine.status
         [entry] = (
             AuditEntry.objects.using("admin")
-            .filter(subject_id=str(w.a.dead.id))
+            .filter(subject_id=str(mine.id))
             .exclude(action="work.dead_lettered")
         )
         assert (entry.actor, entry.org_id) == (w.a.staff.user_id, w.a.org_id), entry.__dict__

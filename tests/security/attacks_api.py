@@ -148,6 +148,53 @@ def _write_b(scene: Scene) -> None:
     refused(w, post(client, NOOP, path=url), 405)
 
 
+def cancel(client: Client, item_id: Any, **headers: Any) -> HttpResponse:
+    return client.post(
+        f"{API_PATH}{item_id}/cancel", "", content_type="application/json", **headers
+    )
+
+
+@attack("api", "cancel B's items by their ids: 404, the same answer as an id that never was")
+def _cancel_b(scene: Scene) -> None:
+    w = scene.world
+    client = client_of(w)
+    never = cancel(client, uuid.uuid4())
+    for item_id in (w.b.parked.id, w.b.held.id, w.b.dead.id, w.b.answer_item):
+        theirs = stores_nothing(w, lambda i=item_id: cancel(client, i))
+        refused(w, theirs, 404)
+        assert (theirs.status_code, theirs.content) == (never.status_code, never.content)
+
+
+@attack("api", "cancel with a forged id (SQL, B's id with a tail, a path of B's)")
+def _cancel_forged(scene: Scene) -> None:
+    w = scene.world
+    client = client_of(w)
+    for forged_id in (
+        "' OR '1'='1",
+        f"{w.b.parked.id}' OR '1'='1",
+        f"{w.b.parked.id}%20OR%201=1",
+        "00000000-0000-0000-0000-000000000000",
+        f"{w.b.held.id}x",
+    ):
+        refused(w, stores_nothing(w, lambda f=forged_id: cancel(client, f)), 404, echoed=forged_id)
+
+
+@attack("api", "cancel B's item naming B with X-Org-ID, or in the query string")
+def _cancel_b_naming_b(scene: Scene) -> None:
+    w = scene.world
+    client = client_of(w)
+    same_as_for_none(
+        w,
+        lambda org: cancel(client, w.b.parked.id, HTTP_X_ORG_ID=org),
+        str(w.b.org_id),
+        403,
+        "X-Org-ID",
+    )
+    query = f"{API_PATH}{w.b.parked.id}/cancel?org_id={w.b.org_id}"
+    response = stores_nothing(w, lambda: client.post(query, "", content_type="application/json"))
+    refused(w, response, 400, "org_id", echoed=str(w.b.org_id))
+
+
 # -- naming B's tenant or B's user ----------------------------------------------------------------
 
 

@@ -166,3 +166,27 @@ def test_the_worker_keeps_capacity_and_gives_the_threads_its_pool_leaves() -> No
     cramped = WorkerSettings(kinds=("DJANGO_TASK",), db_pool_size=own)
     with pytest.raises(Exception, match=f"need WORKER_DB_POOL_SIZE {own + 1} or more"):
         cramped.validate()
+
+
+def test_a_time_limit_from_the_options_or_the_task() -> None:
+    from workers.django_tasks.policy import TIME_LIMIT_ATTRIBUTE, task_policy, time_limit
+
+    policy, problems = parse_options({"TIMEOUT_S": "30"})
+    assert problems == [] and policy.timeout_s == 30.0
+    assert parse_options({})[0].timeout_s is None  # the kind's limit
+    _, problems = parse_options({"TIMEOUT_S": -1})
+    assert problems and "OPTIONS['TIMEOUT_S'] must be 0 (no limit)" in problems[0]
+    with pytest.raises(ValueError, match="@time_limit: seconds must be"):
+        time_limit(-1)
+    with pytest.raises(ValueError, match="@time_limit: seconds must be"):
+        time_limit(True)  # type: ignore[arg-type]
+
+    @time_limit(5)
+    def f() -> None: ...
+
+    assert getattr(f, TIME_LIMIT_ATTRIBUTE) == 5.0
+
+    class FakeTask:
+        func = f
+
+    assert task_policy(FakeTask, policy).timeout_s == 5.0  # type: ignore[arg-type]

@@ -184,12 +184,16 @@ def test_the_detail_page_shows_payload_full_error_claim_fields_and_history(world
         assert label in text
     assert "work.dead_lettered" in text  # the history, from the audit trail
     assert 'value="requeue_now"' in text and 'value="edit_payload"' in text
-    # A pending item may be discarded only; a claimed one has no action (its holder's).
+    # A pending item may be discarded or cancelled; a claimed one only cancelled (a request
+    # to its holder: the item is its holder's).
     pending = a.client.get(f"{ITEMS}{rows['a_pending'].id}/change/").text
     assert 'value="discard"' in pending and 'value="requeue_now"' not in pending
+    assert 'value="cancel"' in pending
     api.claim(a.ctx.rctx, "default", ["NOOP"], "w9", 30, 10)
     claimed = a.client.get(f"{ITEMS}{rows['a_pending'].id}/change/").text
-    assert "No triage action applies to a claimed item" in claimed
+    assert 'value="cancel"' in claimed and 'value="discard"' not in claimed
+    assert 'value="requeue_now"' not in claimed
+    assert "Cancel requested at" in claimed  # the request's field, empty until one is made
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from tenancy.contexts import OpContext
 from workers.demo.models import Channel, Shipment, ShipmentNotice
 from workqueue.api import Status, WorkItem
 
-FINAL = {Status.DONE, Status.FAILED, Status.DISCARDED}
+FINAL = {Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED}
 
 
 class ShipmentForm(forms.Form):

@@ -7,7 +7,8 @@ takes it back) for the current tenant (``tenancy.current``: the signed-in member
 or one named with ``using_context``); ``manage.py runworker DJANGO_TASK`` runs it with the
 queue's leases, fencing, retries and dead letters; ``get_result()`` reads it back, for its
 tenant only. A queue is a lane, ``priority`` and ``run_after`` are the item's, and the retry
-policy comes from ``OPTIONS`` or the task's ``@retries`` (``policy.py``).
+policy and the time limit come from ``OPTIONS`` or the task's ``@retries`` and ``@time_limit``
+(``policy.py``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ from django.utils.module_loading import import_string
 from tenancy.current import require_context
 from workers.django_tasks import records
 from workers.django_tasks.kind import ALIAS_PATTERN, DJANGO_TASK, RetrySpec
-from workers.django_tasks.policy import RETRIES_ATTRIBUTE, Retries, parse_options, task_policy
+from workers.django_tasks.policy import (
+    RETRIES_ATTRIBUTE,
+    TIME_LIMIT_ATTRIBUTE,
+    Retries,
+    parse_options,
+    task_policy,
+)
 from workers.django_tasks.results import task_result
 from workers.django_tasks.values import json_arguments
 from workqueue import api
@@ -85,6 +92,9 @@ class WorkQueueBackend(BaseTaskBackend):
         spec = getattr(task.func, RETRIES_ATTRIBUTE, None)
         if spec is not None and not isinstance(spec, Retries):
             raise InvalidTask(f"{RETRIES_ATTRIBUTE} must be set by @retries, not by hand")
+        limit = getattr(task.func, TIME_LIMIT_ATTRIBUTE, None)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, float)):
+            raise InvalidTask(f"{TIME_LIMIT_ATTRIBUTE} must be set by @time_limit, not by hand")
 
     def _check_path(self, task: Task) -> None:
         """A worker imports the task by ``module_path``: it must lead back to this task (not
@@ -164,6 +174,8 @@ class WorkQueueBackend(BaseTaskBackend):
         }
         if policy.retry != DJANGO_TASK.retry:  # carried only when it is not the kind's
             payload["retry"] = RetrySpec.of(policy.retry).model_dump()
+        if policy.timeout_s is not None:  # carried only when the backend or task sets one
+            payload["timeout_s"] = policy.timeout_s
         if task.run_after is not None:
             payload["run_after"] = task.run_after
         return payload, policy.max_attempts

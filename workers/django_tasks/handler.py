@@ -238,6 +238,12 @@ class DjangoTaskHandler:
     # its connection budget leaves (workers/config.py, threads).
     uses_threads = True
 
+    def timeout_for(self, item: api.WorkItem) -> float | None:
+        """The task's own time limit (``OPTIONS["TIMEOUT_S"]`` or ``@time_limit``, carried by
+        the item); None: the DJANGO_TASK kind's."""
+        value = item.payload.get("timeout_s") if isinstance(item.payload, dict) else None
+        return float(value) if isinstance(value, int | float) else None
+
     async def handle(self, ctx: OpContext, item: api.WorkItem, run: Run) -> None:
         fence = api.Fence.of(item)
         notes = recorder()

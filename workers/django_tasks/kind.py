@@ -48,6 +48,9 @@ class DjangoTaskPayload(Payload):
     backend: str = pydantic.Field(default="default", pattern=f"^{ALIAS_PATTERN}$")
     # None: the kind's retry policy.
     retry: RetrySpec | None = None
+    # Seconds one try may run (OPTIONS["TIMEOUT_S"] or @time_limit). None: the kind's limit;
+    # 0: no limit.
+    timeout_s: float | None = pydantic.Field(default=None, ge=0, le=7 * 86_400)
     # The task's run_after, when its caller set one (the item's available_at is the moment it
     # may run, which a retry moves): the result reads it back as Django's backends do.
     run_after: AwareDatetime | None = None

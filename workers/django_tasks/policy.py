@@ -1,18 +1,21 @@
-"""How often a task is tried and how long it waits between tries: the backend's ``OPTIONS``,
-overridable per task with ``@retries``.
+"""How often a task is tried, how long it waits between tries, and how long one try may run:
+the backend's ``OPTIONS``, overridable per task with ``@retries`` and ``@time_limit``.
 
     from django.tasks import task
-    from workers.django_tasks.policy import retries
+    from workers.django_tasks.policy import retries, time_limit
 
     @task
-    @retries(max_attempts=10, base_s=30)   # below @task: it marks the function
+    @retries(max_attempts=10, base_s=30)   # below @task: they mark the function
+    @time_limit(120)                       # cancelled past 2 minutes: fails as TimeoutError
     def charge_card(order_id: int) -> None: ...
 
 The options (each with its unit; the project's settings fill them from ``TASKS_<OPTION>``):
 ``MAX_ATTEMPTS`` (5: how many times a task is claimed before it is dead-lettered),
 ``RETRY_BASE_S`` (2: the delay after the first failure), ``RETRY_FACTOR`` (2: the growth per
 failure), ``RETRY_CAP_S`` (3600: the longest delay), ``RETRY_JITTER`` (0.25: up to this share
-is taken off each delay, so a burst of failures does not retry in step).
+is taken off each delay, so a burst of failures does not retry in step), ``TIMEOUT_S`` (unset:
+the DJANGO_TASK kind's limit, ``WORKQUEUE["KIND_TIMEOUT_S"]``; 0: no limit; past it a try is
+cancelled and fails as ``TimeoutError``, retried like any failure).
 """
 
 from __future__ import annotations
@@ -20,21 +23,28 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.tasks import Task
 
+from workqueue.api import MAX_TIMEOUT_S as MAX_KIND_TIMEOUT_S
 from workqueue.api import RetryPolicy, check_max_attempts
 
 # The attribute @retries sets on a task function.
 RETRIES_ATTRIBUTE = "workqueue_retries"
+# The attribute @time_limit sets on a task function.
+TIME_LIMIT_ATTRIBUTE = "workqueue_time_limit"
+# The longest time limit a task may name (the kinds' own bound).
+MAX_TIMEOUT_S = float(MAX_KIND_TIMEOUT_S)
 
 
 @dataclass(frozen=True)
 class TaskPolicy:
     max_attempts: int = 5
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Seconds one try may run. None: the DJANGO_TASK kind's limit; 0: no limit.
+    timeout_s: float | None = None
 
 
 DEFAULT_POLICY = TaskPolicy()
@@ -46,6 +56,7 @@ OPTIONS: dict[str, tuple[str, type, float]] = {
     "RETRY_FACTOR": ("factor", float, DEFAULT_POLICY.retry.factor),
     "RETRY_CAP_S": ("cap_s", float, DEFAULT_POLICY.retry.cap_s),
     "RETRY_JITTER": ("jitter", float, DEFAULT_POLICY.retry.jitter),
+    "TIMEOUT_S": ("timeout_s", float, 0.0),
 }
 
 
@@ -113,9 +124,18 @@ def parse_options(options: Any) -> tuple[TaskPolicy, list[str]]:
     if problems:
         return DEFAULT_POLICY, problems
     max_attempts = values.pop("max_attempts", DEFAULT_POLICY.max_attempts)
+    timeout_s = values.pop("timeout_s", None)
+    if timeout_s is not None and not 0 <= timeout_s <= MAX_TIMEOUT_S:
+        problem = (
+            f"OPTIONS['TIMEOUT_S'] must be 0 (no limit) to {MAX_TIMEOUT_S:g} seconds "
+            f"(got {timeout_s!r}; environment: TASKS_TIMEOUT_S)"
+        )
+        return DEFAULT_POLICY, [problem]
     retry = {f: getattr(DEFAULT_POLICY.retry, f) for f in ("base_s", "factor", "cap_s", "jitter")}
     retry.update(values)
     policy, problem = _policy(max_attempts, retry)
+    if timeout_s is not None and not problem:
+        policy = replace(policy, timeout_s=timeout_s)
     return policy, [f"OPTIONS: {problem}"] if problem else []
 
 
@@ -177,12 +197,45 @@ def retries(
     return mark
 
 
+def time_limit(seconds: float) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give one task its own time limit (put it below ``@task``): a try that runs longer is
+    cancelled and fails as ``TimeoutError`` (retried like any failure; an async task is
+    cancelled for real, a sync one's thread is abandoned: ``workers/README.md``). 0: no limit.
+    A value out of range is refused here, at import."""
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds <= MAX_TIMEOUT_S
+    ):
+        raise ValueError(
+            f"@time_limit: seconds must be 0 (no limit) to {MAX_TIMEOUT_S:g} (got {seconds!r})"
+        )
+    limit = float(seconds)
+
+    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
+        if isinstance(func, Task):
+            raise TypeError(
+                "@time_limit(...) goes below @task: it marks the function, and a Task cannot change"
+            )
+        if not callable(func):
+            raise TypeError(f"@time_limit(...) marks a function, not a {type(func).__name__}")
+        setattr(func, TIME_LIMIT_ATTRIBUTE, limit)
+        return func
+
+    return mark
+
+
 def task_policy(task: Task, policy: TaskPolicy) -> TaskPolicy:
-    """The policy ``task`` runs under: the backend's, with the task's ``@retries`` applied
-    (ValueError when they make no policy together)."""
+    """The policy ``task`` runs under: the backend's, with the task's ``@retries`` and
+    ``@time_limit`` applied (ValueError when they make no policy together)."""
     spec = getattr(task.func, RETRIES_ATTRIBUTE, None)
-    if spec is None:
-        return policy
-    if not isinstance(spec, Retries):
-        raise ValueError(f"{RETRIES_ATTRIBUTE} must be set by @retries, not by hand")
-    return spec.applied_to(policy)
+    if spec is not None:
+        if not isinstance(spec, Retries):
+            raise ValueError(f"{RETRIES_ATTRIBUTE} must be set by @retries, not by hand")
+        policy = replace(spec.applied_to(policy), timeout_s=policy.timeout_s)
+    limit = getattr(task.func, TIME_LIMIT_ATTRIBUTE, None)
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, float):
+            raise ValueError(f"{TIME_LIMIT_ATTRIBUTE} must be set by @time_limit, not by hand")
+        policy = replace(policy, timeout_s=limit)
+    return policy

@@ -1,6 +1,6 @@
-"""Sweep step: delete done items older than ``ITEM_RETENTION_S``, and dead letters and items an
-operator discarded older than ``DEAD_LETTER_RETENTION_S`` (kept longer, so triage has time and
-the audit trail's subject still exists while someone may look). The first purge that deletes
+"""Sweep step: delete done items older than ``ITEM_RETENTION_S``, and dead letters and items
+discarded or cancelled older than ``DEAD_LETTER_RETENTION_S`` (kept longer, so triage has time
+and the audit trail's subject still exists while someone may look). The first purge that deletes
 anything with autovacuum off logs a warning: the deleted rows' space and index entries then
 stay until someone runs VACUUM, and every claim walks over them."""
 
@@ -34,7 +34,7 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Purged:
     failed = api.purge_items(
         rctx,
         db_now_minus(settings.dead_letter_retention_s),
-        statuses=(api.Status.FAILED, api.Status.DISCARDED),
+        statuses=(api.Status.FAILED, api.Status.DISCARDED, api.Status.CANCELLED),
         **bounds,
     )
     if (done or failed) and not _autovacuum["checked"]:

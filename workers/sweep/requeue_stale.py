@@ -2,7 +2,8 @@
 
 Finds the tenants holding stale claims in one read across tenants, then requeues each tenant's
 under that tenant's service context (row-level security applies); an item whose attempts are
-spent is dead-lettered instead, with its audit entry.
+spent is dead-lettered instead, and one someone asked to cancel ends cancelled, each with its
+audit entry.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from workqueue import api
 
 
 def run_once(rctx: RequestContext, settings: SweepSettings) -> api.Requeued:
-    requeued = dead = 0
+    requeued = dead = cancelled = 0
     for org_id in api.stale_tenants(limit=settings.batch):
         ctx = service_context(rctx, org_id)
         for _ in range(settings.max_batches):
             moved = api.requeue_stale(ctx, limit=settings.batch)
             requeued, dead = requeued + moved.requeued, dead + moved.dead_lettered
-            if moved.requeued + moved.dead_lettered < settings.batch:
+            cancelled += moved.cancelled
+            if moved.requeued + moved.dead_lettered + moved.cancelled < settings.batch:
                 break  # a short batch: this tenant has no more stale claims
-    return api.Requeued(requeued=requeued, dead_lettered=dead)
+    return api.Requeued(requeued=requeued, dead_lettered=dead, cancelled=cancelled)

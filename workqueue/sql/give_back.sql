@@ -1,6 +1,7 @@
--- give_back: hand the item back without spending an attempt (defer, release), only for the holder of this claim token
+-- give_back: hand the item back without spending an attempt (defer, release, snooze), only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again)
 UPDATE workqueue_workitem
-   SET status = 'pending', available_at = now() + make_interval(secs => %(delay_s)s::float8),
+   SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+       available_at = now() + make_interval(secs => %(delay_s)s::float8),
        attempts = GREATEST(attempts - 1, 0),
        claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
        last_error = %(note)s::text, updated_at = now(),

@@ -1,13 +1,16 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, with its audit entry in the same statement
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
 WITH stale AS (
     {locking}
 ), moved AS (
 UPDATE workqueue_workitem AS w
-   SET status = CASE WHEN w.attempts >= w.max_attempts THEN 'failed' ELSE 'pending' END,
+   SET status = CASE WHEN w.cancel_requested_at IS NOT NULL THEN 'cancelled'
+                     WHEN w.attempts >= w.max_attempts THEN 'failed' ELSE 'pending' END,
        available_at = now(),
        claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
-       last_error = CASE WHEN w.attempts >= w.max_attempts
+       last_error = CASE WHEN w.cancel_requested_at IS NOT NULL
+                         THEN 'lease expired; cancelled as asked'
+                         WHEN w.attempts >= w.max_attempts
                          THEN 'lease expired; attempts spent' ELSE 'lease expired' END,
        updated_at = now(),
        updated_by = {system_actor}
@@ -15,12 +18,14 @@ UPDATE workqueue_workitem AS w
  WHERE w.id = stale.id
 RETURNING w.*
 ), entries AS (
-    SELECT m.org_id, 'work.dead_lettered' AS action, 'workqueue.workitem' AS subject_type,
-           m.id::text AS subject_id,
+    SELECT m.org_id,
+           CASE WHEN m.status = 'failed' THEN 'work.dead_lettered' ELSE 'work.cancelled' END
+               AS action,
+           'workqueue.workitem' AS subject_type, m.id::text AS subject_id,
            jsonb_build_object('kind', m.kind, 'attempts', m.attempts, 'permanent', false,
                               'error', m.last_error) AS data
       FROM moved m
-     WHERE m.status = 'failed'
+     WHERE m.status IN ('failed', 'cancelled')
 ), audited AS (
 {append_entries}
 )

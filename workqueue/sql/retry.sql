@@ -1,6 +1,7 @@
--- retry: hand the item back for another attempt after a delay, only for the holder of this claim token
+-- retry: hand the item back for another attempt after a delay, only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again)
 UPDATE workqueue_workitem
-   SET status = 'pending', available_at = now() + make_interval(secs => %(delay_s)s::float8),
+   SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
+       available_at = now() + make_interval(secs => %(delay_s)s::float8),
        claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
        last_error = %(error)s::text, updated_at = now(),
        updated_by = {system_actor}

@@ -36,8 +36,8 @@ class Command(BaseCommand):
     help = (
         "Run the queue's maintenance: requeue stale items (dead-lettering those whose attempts "
         "are spent), relay the outbox (also at once on each outbox_pending notice), purge "
-        "relayed outbox rows, done items and dead letters (and discarded items) past their "
-        "retention, expired sessions and the API's stored Idempotency-Key answers "
+        "relayed outbox rows, done items and dead letters (and discarded and cancelled items) "
+        "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
         "schedules lists them), and read the gauges. One sweeper acts at a time across "
         "hosts (a mutex only the system login may take). Steps: "

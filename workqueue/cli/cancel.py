@@ -1,0 +1,83 @@
+"""``manage.py queue cancel``: cancel one item by id, or every item of a kind (and lane,
+status, tenant), as the site's operator.
+
+    manage.py queue cancel 0193...                         # one item, whatever its tenant
+    manage.py queue cancel --kind SEND_RECEIPT [--lane L] [--tenant T] [--status pending]
+
+A pending item is cancelled at once; a running one's worker is asked and ends it at its next
+lease renewal. The bulk cancel runs in statements of ``--batch`` items (each its own short
+transaction, audited per item) until nothing more matches; stopped midway (Ctrl-C,
+``--max-batches``), running it again goes on with the rest. The audit entries name
+``--actor`` (default ``(cli:<login name>)``).
+"""
+
+from __future__ import annotations
+
+import getpass
+from typing import Any
+
+from django.core.management.base import CommandError, CommandParser
+
+from tenancy.contexts import AppType, new_request_context
+from workqueue import api
+
+HELP = "cancel an item by id, or every item of a kind (--kind, with --lane, --status, --tenant)"
+
+
+def _default_actor() -> str:
+    try:
+        name = getpass.getuser()
+    except Exception:  # no login name (a container): still say it was the command line
+        name = "unknown"
+    return f"(cli:{name})"
+
+
+def add_arguments(parser: CommandParser) -> None:
+    parser.add_argument("item_id", nargs="?", help="the item to cancel (its id)")
+    parser.add_argument("--kind", help="cancel every item of this kind (bulk)")
+    parser.add_argument("--lane", help="bulk: only items of this lane")
+    parser.add_argument("--tenant", help="bulk: only items of this tenant (its id)")
+    parser.add_argument(
+        "--status",
+        action="append",
+        choices=sorted(api.CANCELLABLE),
+        help="bulk: only items of this status (repeat for both; default pending and claimed)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=api.BULK_BATCH, help="bulk: items per statement"
+    )
+    parser.add_argument("--max-batches", type=int, help="bulk: stop after this many statements")
+    parser.add_argument("--actor", help="who the audit entries name (default: (cli:<login>))")
+
+
+def run(command: Any, **options: Any) -> None:
+    item_id, kind = options.get("item_id"), options.get("kind")
+    if bool(item_id) == bool(kind):
+        raise CommandError("name an item id, or --kind for a bulk cancel (not both)")
+    actor = options.get("actor") or _default_actor()
+    try:
+        if item_id:
+            if options.get("lane") or options.get("tenant") or options.get("status"):
+                raise CommandError("--lane, --tenant and --status go with --kind")
+            rctx = new_request_context(AppType.CLI)
+            item = api.operator_cancel(rctx, actor, item_id)
+            what = "cancelled" if item.status == api.Status.CANCELLED else "cancel requested"
+            command.stdout.write(f"{item.id} {what} (tenant {item.org_id})")
+            return
+        result = api.operator_cancel_matching(
+            actor,
+            kind,
+            org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong
+            lane=options.get("lane"),
+            statuses=options.get("status"),
+            batch=options["batch"],
+            max_batches=options.get("max_batches"),
+        )
+    except ValueError as exc:  # InvalidPayload too: one line naming the field
+        raise CommandError(str(exc)) from None
+    except (api.NotFound, api.Conflict) as exc:
+        raise CommandError(str(exc)) from None
+    command.stdout.write(
+        f"cancelled={result.cancelled} requested={result.requested} batches={result.batches} "
+        + ("finished" if result.finished else "stopped early: run it again to go on")
+    )
