@@ -23,6 +23,7 @@ from django.utils import timezone
 from outbox.relay import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
+from workers.liveness import read_live_lanes
 from workers.models import Worker, WorkerState
 from workqueue import api
 from wqcore.conf import system_alias, wq_settings
@@ -78,10 +79,12 @@ class Panel:
     by_status: dict[str, int] = field(default_factory=dict)
     by_lane: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, int] = field(default_factory=dict)
-    # (lane, kind, [count per status, in ``statuses`` order])
-    depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
+    # (lane, kind, [(status, count) per status, in ``statuses`` order])
+    depth: list[tuple[str, str, list[tuple[str, int]]]] = field(default_factory=list)
     # The ten deepest tenants of each lane (the operator's page only).
     top_tenants: list[TenantRow] = field(default_factory=list)
+    # The lanes with due work and no live worker serving them (``unserved``).
+    unserved: list[api.DueLane] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -90,6 +93,11 @@ class Panel:
     @property
     def status_counts(self) -> list[int]:
         return [self.by_status.get(status, 0) for status in self.statuses]
+
+    @property
+    def status_pairs(self) -> list[tuple[str, int]]:
+        """(status, count) in ``statuses`` order: each count links to its filtered list."""
+        return list(zip(self.statuses, self.status_counts, strict=True))
 
     @property
     def bars(self) -> list[Bar]:
@@ -159,6 +167,18 @@ def _top_tenants() -> list[TenantRow]:
     return sorted(found, key=lambda r: (r.lane, r.rank))
 
 
+def unserved(org_id: uuid.UUID | None) -> list[api.DueLane]:
+    """The lanes with due pending items (every tenant's, or ``org_id``'s under its row-level
+    security) that no live worker serves: a worker row not offline, beating within
+    ``GAUGES_WORKER_STALE_AFTER_S``, of that lane (read on the system login: the workers table
+    belongs to no tenant and says nothing of one)."""
+    due = api.read_due_lanes(org_id)
+    if not due:
+        return []
+    live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
+    return [lane for lane in due if lane.lane not in live]
+
+
 def read_panel(org_id: uuid.UUID | None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = api.read_gauges_of(org_id)
@@ -171,6 +191,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
+        unserved=unserved(org_id),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):
@@ -179,7 +200,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         panel.by_kind[kind] = panel.by_kind.get(kind, 0) + n
         depth.setdefault((lane, kind), {})[status] = n
     panel.depth = [
-        (lane, kind, [counts.get(status, 0) for status in panel.statuses])
+        (lane, kind, [(status, counts.get(status, 0)) for status in panel.statuses])
         for (lane, kind), counts in depth.items()
     ]
     return panel
@@ -205,5 +226,7 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "read_at": timezone.now(),
         "minutes": THROUGHPUT_MINUTES,
         "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
+        "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,
+        "undeclared": api.UNDECLARED,
     }
     return TemplateResponse(request, "admin/workqueue_workers/gauges.html", context)
