@@ -36,7 +36,6 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
 from audit.models import AuditEntry
@@ -48,7 +47,7 @@ from tenancy.services import operator_context
 from workqueue import api
 from workqueue.claim import forget_caps
 from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
-from workqueue.triage import ERROR_CONTAINS_MAX
+from workqueue.triage import ERROR_CONTAINS_MAX, parse_since
 from wqcore.conf import system_alias, wq_settings
 
 # The longest delay the "requeue later" page offers, in minutes (30 days).
@@ -149,22 +148,6 @@ class LaneFilter(admin.SimpleListFilter):
 
 # The "failed" filter's windows, by when a dead letter failed (its updated_at).
 FAILED_WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
-
-
-def parse_since(text: str, name: str = "failed_since") -> datetime:
-    """A "failed since" moment from a query string or a command line (ISO 8601, with a time
-    zone; a date alone is midnight UTC), or ``api.InvalidPayload`` naming ``name``."""
-    text = text.strip()
-    try:
-        when = parse_datetime(text) or parse_datetime(f"{text}T00:00:00+00:00")
-    except ValueError:
-        when = None
-    if when is None or when.tzinfo is None:
-        raise api.InvalidPayload(
-            f"{name}: must be a timestamp with a time zone (2026-12-01T09:30:00+00:00) or a "
-            f"date, got {text[:40]!r}"
-        )
-    return when
 
 
 class FailedFilter(admin.SimpleListFilter):

@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from audit.services import APPEND_ENTRIES
@@ -319,6 +321,30 @@ class DeadFilter:
             "tenant": str(self.org_id) if self.org_id else None,
         }
         return {name: value for name, value in values.items() if value is not None}
+
+
+_AGO = re.compile(r"^(\d{1,6})([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(text: str, name: str = "failed_since") -> datetime:
+    """A moment from a query string or a command line: ISO 8601 with a time zone, a date
+    alone (midnight UTC), or a while ago (``90s``, ``30m``, ``6h``, ``2d``); else
+    ``InvalidPayload`` naming ``name``."""
+    text = (text or "").strip()
+    ago = _AGO.match(text)
+    if ago:
+        return timezone.now() - timedelta(seconds=int(ago.group(1)) * _UNIT_S[ago.group(2)])
+    try:
+        when = parse_datetime(text) or parse_datetime(f"{text}T00:00:00+00:00")
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise InvalidPayload(
+            f"{name}: must be a timestamp with a time zone (2026-12-01T09:30:00+00:00), a date, "
+            f"or a while ago (30m, 6h, 2d), got {text[:40]!r}"
+        )
+    return when
 
 
 def _like(text: str | None) -> str | None:
