@@ -829,7 +829,10 @@ class DeadLetterAdmin(WorkItemAdmin):
                     f"{verb} by filter: done for {done_so_far} item(s).",
                     messages.SUCCESS,
                 )
-                return HttpResponseRedirect(f"{changelist}?{request.GET.urlencode()}")
+                back = request.GET.copy()
+                if scope is not None:
+                    back.pop("org", None)  # not a filter of a tenant's staff's list
+                return HttpResponseRedirect(f"{changelist}?{back.urlencode()}")
             counted = api.count_dead(dead, scope, until)
         else:
             counted = api.count_dead(dead, scope)
