@@ -171,3 +171,13 @@ def test_a_trace_id_links_through_the_url_template(staff: Person, worker_rctx) -
     assert f'<a href="https://tempo.example/trace/{trace}" id="trace-link"' in linked.text
     # The author is shown by name.
     assert staff.user.get_username() in linked.text.split("Created by")[1][:400]
+
+
+def test_the_audit_trail_names_its_actors(operator: Person, staff: Person) -> None:
+    from audit.services import append
+
+    append(staff.ctx, "work.requeued", ("workqueue.workitem", "x1"), {"n": 1})
+    listing = operator.client.get("/admin/workqueue_audit/auditentry/").text
+    rows = re.search(r'<table id="result_list">.*?</table>', listing, re.S).group(0)
+    assert staff.user.get_username() in rows
+    assert f">{staff.user.pk}<" not in rows
