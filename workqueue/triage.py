@@ -336,7 +336,9 @@ def parse_since(text: str, name: str = "failed_since") -> datetime:
     if ago:
         return timezone.now() - timedelta(seconds=int(ago.group(1)) * _UNIT_S[ago.group(2)])
     try:
-        when = parse_datetime(text) or parse_datetime(f"{text}T00:00:00+00:00")
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            text = f"{text}T00:00:00+00:00"  # a date alone: its midnight, UTC
+        when = parse_datetime(text)
     except ValueError:
         when = None
     if when is None or when.tzinfo is None:

@@ -113,8 +113,8 @@ class Settings(pydantic.BaseModel):
     TRIAGE_MAX_BATCHES: int = Field(
         40,
         ge=1,
-        description="the most statements one triage by filter runs per request or command; the "
-        "rest is resumed by the same action again (fenced on the same moment)",
+        description="the most statements one triage by filter runs per request (the admin; "
+        "its page resumes the rest, fenced on the same moment) or per round (the command)",
     )
     TRACE_URL_TEMPLATE: str = Field(
         "",

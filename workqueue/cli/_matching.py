@@ -4,6 +4,7 @@ fenced on the moment the command started, audited per item, in bounded batches).
 
 from __future__ import annotations
 
+import argparse
 import json
 import uuid
 from typing import Any
@@ -16,9 +17,12 @@ from tenancy.services import operator_context
 from workqueue import api
 from workqueue.triage import parse_since
 from wqcore.actor import SYSTEM_ACTOR
+from wqcore.conf import effective
 
 
 def add_arguments(parser: CommandParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(("TRIAGE_",))
     parser.add_argument("--kind", help="only dead letters of this kind")
     parser.add_argument(
         "--error-contains",
