@@ -211,11 +211,28 @@ def failed_since(window: str | None, since_text: str | None) -> datetime | None:
     return None
 
 
+def _count_field(request: HttpRequest, name: str) -> int:
+    """A count the confirmation page carries (0 when absent or not a count)."""
+    text = request.POST.get(name, "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else 0
+
+
+# The query string a dead-letter filter reads (the list's filters and search), and the list's
+# own page, order and error markers.
+DEAD_FILTER_PARAMETERS = frozenset(
+    {"org", "kind", "lane", "failed", "failed_since", "q", "p", "o", "e", "_changelist_filters"}
+)
+
+
 def dead_filter_of(request: HttpRequest, query: Any = None) -> api.DeadFilter:
     """The dead-letter list's filters (``query``: its query string, else the request's) as the
     ``api.DeadFilter`` a grouping, a count or a triage by filter reads: the same rows the list
     shows. A tenant's staff name no tenant: their readings are their tenant's anyway."""
     query = request.GET if query is None else query
+    unknown = set(query) - DEAD_FILTER_PARAMETERS
+    if unknown:
+        # A filter this reading does not know would make it match more than the list shows.
+        raise api.InvalidPayload(f"{sorted(unknown)[0]}: not a filter of the dead letters")
     org = None
     if is_operator(request) and query.get("org"):
         try:
@@ -225,9 +242,11 @@ def dead_filter_of(request: HttpRequest, query: Any = None) -> api.DeadFilter:
     term = (query.get("q") or "").strip()
     try:
         uuid.UUID(term)
-        term = ""  # an id: the list shows that item; a filter of everything else
     except ValueError:
         pass
+    else:
+        # The list shows that one item: triage it from its page, not by a filter.
+        raise api.InvalidPayload("q: an item's id; triage that item from its own page")
     return api.DeadFilter(
         kind=query.get("kind") or None,
         lane=query.get("lane") or None,
@@ -815,12 +834,14 @@ class DeadLetterAdmin(WorkItemAdmin):
             swept = api.act_on_every_match(
                 action, dead, until, lambda org_id: _actor(request, org_id), scope
             )
-            done_so_far = int(request.POST.get("done_so_far", "0") or 0) + swept.changed
-            if swept.left_alone:
+            done_so_far = _count_field(request, "done_so_far") + swept.changed
+            # What the page counted, less what changed: the items changed meanwhile (requeued,
+            # retried, failed again or purged since the moment confirmed), left as they are.
+            left_alone = max(_count_field(request, "shown") - done_so_far, swept.left_alone)
+            if swept.done and left_alone:
                 self.message_user(
                     request,
-                    f"{swept.left_alone} item(s) changed since you confirmed and were left as "
-                    "they are.",
+                    f"{left_alone} item(s) changed since you confirmed and were left as they are.",
                     messages.WARNING,
                 )
             if swept.done:
@@ -843,9 +864,11 @@ class DeadLetterAdmin(WorkItemAdmin):
         if dead.failed_since is not None:
             frozen.pop("failed", None)
             frozen[FailedFilter.since_parameter] = dead.failed_since.isoformat()
+        shown = _count_field(request, "shown") if done_so_far else counted.items
         context = {
             **self.admin_site.each_context(request),
             "title": f"{verb} every dead letter this filter matches: confirm",
+            "shown": shown,
             "frozen_query": frozen.urlencode(),
             "opts": self.opts,
             "action": action,

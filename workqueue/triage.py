@@ -684,8 +684,7 @@ def read_lanes(scope: uuid.UUID | None = None, with_live: bool = True) -> list[s
     table: the admin's lane filter lists every lane it can find work in, declared or not.
     Across tenants (``scope`` None, system login) or one tenant's, under its row-level
     security."""
-    rows = run(_lanes_plan(scope, with_live))
-    return rows
+    return run(_lanes_plan(scope, with_live))
 
 
 def _lanes_plan(scope: uuid.UUID | None, with_live: bool) -> Plan:

@@ -77,6 +77,7 @@ def test_five_thousand_dead_letters_group_into_one_row_and_requeue_in_one_action
     assert done.status_code == 302, done.content[:500]
     said = _messages(done)
     assert "Requeue by filter: done for 4999 item(s)." in said
+    assert "1 item(s) changed since you confirmed and were left as they are." in said
     assert _statuses(ids) == {"pending": 4999, "failed": 1}
     assert row(ids[7]).status == Status.FAILED
     assert _statuses(others) == {"failed": 2}
@@ -181,3 +182,19 @@ def test_the_audit_trail_names_its_actors(operator: Person, staff: Person) -> No
     rows = re.search(r'<table id="result_list">.*?</table>', listing, re.S).group(0)
     assert staff.user.get_username() in rows
     assert f">{staff.user.pk}<" not in rows
+
+
+def test_a_filter_action_never_matches_more_than_the_list_shows(operator: Person, staff) -> None:  # type: ignore[no-untyped-def]
+    ids = many_dead(staff.org_id, 5)
+    for query, says in (
+        (f"?q={ids[0]}", "q: an item's id"),
+        ("?payload__n=1", "payload__n: not a filter of the dead letters"),
+        ("?failed=fortnight", "failed: must be one of hour, day, week"),
+    ):
+        response = operator.client.post(
+            DEAD + "matching/requeue/" + query,
+            {"confirm": "yes", "until": "2999-01-01T00:00:00+00:00"},
+        )
+        assert response.status_code == 302, query
+        assert any(says in m for m in _messages(response)), (query, _messages(response))
+    assert _statuses(ids) == {"failed": 5}

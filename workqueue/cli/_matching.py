@@ -134,6 +134,8 @@ def run(action: str, command: BaseCommand, **options: Any) -> None:
         # A round that changed nothing and read nothing new cannot get further.
         if swept.done or (swept.changed == 0 and swept.left_alone == 0):
             break
+    # What matched as of the fence, less what changed: changed since, left as they are.
+    left = max(left, counted.items - changed) if swept.done and not counted.capped else left
     outcome.update(changed=changed, left_alone=left, done=swept.done)
     _say(command, options, outcome)
 

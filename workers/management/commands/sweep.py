@@ -80,7 +80,10 @@ def human(result: PassResult | None) -> list[str]:
     lines = []
     for name, value in result.results.items():
         values = step_values(value)
-        said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in values.items())
+        if list(values) == ["count"]:
+            said = str(values["count"])
+        else:
+            said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in values.items())
         lines.append(f"{name}: {STEP_WORDS.get(name, 'done')}: {said}")
     for name in result.failed:
         lines.append(f"{name}: FAILED (the log says why; the other steps ran)")
