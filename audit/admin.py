@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from audit.models import AuditEntry
+from audit.names import actor_names
 from tenancy.admin_fence import TenantAdmin, is_operator
 
 # The actions the product appends (a filter over a fixed list: DISTINCT over the whole trail
@@ -33,9 +35,19 @@ class ActionFilter(admin.SimpleListFilter):
         return queryset.filter(action=self.value()) if self.value() else queryset
 
 
+class NamedActors(ChangeList):
+    """The list's page of entries, each actor named (one read of the users for the page)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        names = actor_names(entry.actor for entry in self.result_list)
+        for entry in self.result_list:
+            entry.actor_name = names.get(entry.actor, entry.actor)
+
+
 @admin.register(AuditEntry)
 class AuditEntryAdmin(TenantAdmin):
-    list_display = ("created_at", "action", "subject", "actor", "org_id")
+    list_display = ("created_at", "action", "subject", "who", "org_id")
     list_filter = (ActionFilter,)
     search_fields = ("subject_id",)
     search_help_text = "A subject's id (a work item's id), or an actor's user id: exact."
@@ -48,9 +60,22 @@ class AuditEntryAdmin(TenantAdmin):
         "subject_type",
         "subject_id",
         "actor",
+        "actor_by_name",
         "request_id",
         "data",
     )
+    readonly_fields = ("actor_by_name",)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return NamedActors
+
+    @admin.display(description="actor")
+    def who(self, entry: AuditEntry) -> str:
+        return getattr(entry, "actor_name", entry.actor)
+
+    @admin.display(description="actor's name")
+    def actor_by_name(self, entry: AuditEntry) -> str:
+        return actor_names([entry.actor]).get(entry.actor, entry.actor)
 
     def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
         # A tenant's staff see one tenant: its id on every row says nothing.

@@ -48,7 +48,7 @@ SELECT ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
        5,
        CASE WHEN s.status = 'failed'
             THEN 'RetryableError: gateway timeout' || chr(10) || 'Traceback ...' ELSE '' END,
-       %(user)s::uuid, '(system)', NULL, NULL,
+       %(user)s::text, '(system)', NULL, NULL,
        now() - make_interval(secs => (%(n)s - g) * 0.08),
        now() - make_interval(secs => (%(n)s - g) * 0.08 - 1)
   FROM generate_series(1, %(n)s) AS g,
@@ -79,12 +79,15 @@ def main() -> None:
 
     from django.core.management import call_command
     from django.db import connections
-    from project.logins import connect_admin, ensure_logins
 
-    from project.database import DatabaseUrls, url_for
+    from tenancy.logins import connect_owner, ensure_logins
 
-    urls = DatabaseUrls(*(url_for(settings.DATABASES[a]) for a in ("default", "system", "admin")))
-    ensure_logins(urls)
+    owner = settings.DATABASES["admin"]
+    ensure_logins(settings.DATABASES["default"], settings.DATABASES["system"], owner)
+    with connect_owner(owner, "postgres") as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE]).fetchone():
+            conn.execute(f"CREATE DATABASE {DATABASE}")
+    ensure_logins(settings.DATABASES["default"], settings.DATABASES["system"], owner, (DATABASE,))
     try:
         call_command("migrate", database="admin", verbosity=0)
         staff, operator, first_item = _fill(args.items)
@@ -92,7 +95,7 @@ def main() -> None:
     finally:
         connections.close_all()
         if not args.keep:
-            with connect_admin(urls.admin, "postgres") as conn:
+            with connect_owner(owner, "postgres") as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
     width = max(len(r[0]) for r in rows)
     print(f"\n{args.items:,} work items; median of {args.runs} fetches after one warm-up\n")
@@ -147,6 +150,15 @@ def _measure(
         ("items ?q=<id>", f"/admin/workqueue/workitem/?q={item_id}"),
         ("items ?q=<key>", "/admin/workqueue/workitem/?q=key-500"),
         ("dead letters", "/admin/workqueue/deadletter/"),
+        ("dead letters ?failed=day", "/admin/workqueue/deadletter/?failed=day"),
+        ("dead letters ?q=<error text>", "/admin/workqueue/deadletter/?q=gateway+timeout"),
+        ("dead letters ?q=<no such text>", "/admin/workqueue/deadletter/?q=no+such+text"),
+        ("dead letters grouped", "/admin/workqueue/deadletter/groups/"),
+        ("dead letters grouped ?q=<error text>", "/admin/workqueue/deadletter/groups/?q=gateway"),
+        (
+            "requeue all matching: confirm ?q=<error text>",
+            "/admin/workqueue/deadletter/matching/requeue/?q=gateway",
+        ),
         ("dead letter detail", f"/admin/workqueue/deadletter/{item_id}/change/"),
         ("gauges", "/admin/workqueue_workers/queuegauges/"),
     ]
@@ -156,7 +168,7 @@ def _measure(
         client.force_login(user)
         wanted = list(pages)
         if who == "operator":
-            org = staff.memberships.using("admin").get().org_id
+            org = staff.workqueue_memberships.using("admin").get().org_id
             wanted.insert(1, ("items ?org=<tenant>", f"/admin/workqueue/workitem/?org={org}"))
         for name, url in wanted:
             client.get(url)  # warm-up: connections, plans, templates

@@ -79,3 +79,32 @@ def queue_settings(**changes: object):  # type: ignore[no-untyped-def]
     from django.test import override_settings
 
     return override_settings(WORKQUEUE={**settings.WORKQUEUE, **changes})
+
+
+def many_dead(
+    org_id: uuid.UUID,
+    n: int,
+    kind: str = "NOOP",
+    error: str = "PermanentError: shipment not found",
+    lane: str = "default",
+    failed_s_ago: float = 60.0,
+) -> list[uuid.UUID]:
+    """``n`` dead letters of one tenant in one statement, as the owner (a bad deploy's worth,
+    too many to make one by one): failed ``failed_s_ago`` seconds ago, a second apart from the
+    newest down to the oldest, each with ``error`` (and a traceback under its first line)."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO workqueue_workitem (
+                id, org_id, kind, lane, status, payload, priority, available_at, attempts,
+                max_attempts, last_error, created_by, updated_by, created_at, updated_at)
+            SELECT gen_random_uuid(), %s, %s, %s, 'failed', jsonb_build_object('n', g), 0,
+                   now(), 5, 5, %s || chr(10) || 'Traceback (most recent call last): ...',
+                   '(system)', '(system)', now() - interval '1 hour',
+                   now() - make_interval(secs => %s + g * 0.001)
+              FROM generate_series(1, %s) AS g
+            RETURNING id
+            """,
+            [org_id, kind, lane, error, failed_s_ago, n],
+        )
+        return [r[0] for r in cursor.fetchall()]

@@ -24,6 +24,7 @@ from outbox.relay import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
 from workers import schedule_state
+from workers.liveness import read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
 from workqueue import api
@@ -95,13 +96,15 @@ class Panel:
     by_status: dict[str, int] = field(default_factory=dict)
     by_lane: dict[str, int] = field(default_factory=dict)
     by_kind: dict[str, int] = field(default_factory=dict)
-    # (lane, kind, [count per status, in ``statuses`` order])
-    depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
+    # (lane, kind, [(status, count) per status, in ``statuses`` order])
+    depth: list[tuple[str, str, list[tuple[str, int]]]] = field(default_factory=list)
     # The ten deepest tenants of each lane (the operator's page only).
     top_tenants: list[TenantRow] = field(default_factory=list)
     # The declared schedules: every one for the operator; a tenant's staff see those that
     # enqueue for their tenant.
     schedules: list[ScheduleRow] = field(default_factory=list)
+    # The lanes with due work and no live worker serving them (``unserved``).
+    unserved: list[api.DueLane] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -110,6 +113,11 @@ class Panel:
     @property
     def status_counts(self) -> list[int]:
         return [self.by_status.get(status, 0) for status in self.statuses]
+
+    @property
+    def status_pairs(self) -> list[tuple[str, int]]:
+        """(status, count) in ``statuses`` order: each count links to its filtered list."""
+        return list(zip(self.statuses, self.status_counts, strict=True))
 
     @property
     def bars(self) -> list[Bar]:
@@ -209,6 +217,18 @@ def _schedules(org_id: uuid.UUID | None) -> list[ScheduleRow]:
     return rows
 
 
+def unserved(org_id: uuid.UUID | None) -> list[api.DueLane]:
+    """The lanes with due pending items (every tenant's, or ``org_id``'s under its row-level
+    security) that no live worker serves: a worker row not offline, beating within
+    ``GAUGES_WORKER_STALE_AFTER_S``, of that lane (read on the system login: the workers table
+    belongs to no tenant and says nothing of one)."""
+    due = api.read_due_lanes(org_id)
+    if not due:
+        return []
+    live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
+    return [lane for lane in due if lane.lane not in live]
+
+
 def read_panel(org_id: uuid.UUID | None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = api.read_gauges_of(org_id)
@@ -222,6 +242,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
         schedules=_schedules(org_id),
+        unserved=unserved(org_id),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):
@@ -230,7 +251,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         panel.by_kind[kind] = panel.by_kind.get(kind, 0) + n
         depth.setdefault((lane, kind), {})[status] = n
     panel.depth = [
-        (lane, kind, [counts.get(status, 0) for status in panel.statuses])
+        (lane, kind, [(status, counts.get(status, 0)) for status in panel.statuses])
         for (lane, kind), counts in depth.items()
     ]
     return panel
@@ -256,5 +277,7 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "read_at": timezone.now(),
         "minutes": THROUGHPUT_MINUTES,
         "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
+        "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,
+        "undeclared": api.UNDECLARED,
     }
     return TemplateResponse(request, "admin/workqueue_workers/gauges.html", context)

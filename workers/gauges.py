@@ -26,7 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import REGISTRY, Collector
 
 from outbox.relay import READ_LAG
-from workers.liveness import READ_WORKERS
+from workers.liveness import READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
 from workqueue import api
@@ -49,7 +49,14 @@ QUEUE_GAUGES = Statement(
     "queue_gauges",
     QueueGaugesParams,
     directory=Path(__file__).with_name("sql"),
-    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS, READ_SCHEDULE_GAUGES),
+    includes=(
+        READ_GAUGES,
+        READ_TOP_TENANTS,
+        READ_LAG,
+        READ_WORKERS,
+        READ_SCHEDULE_GAUGES,
+        READ_LIVE_LANES,
+    ),
 )
 
 
@@ -67,6 +74,20 @@ class QueueGauges:
     # One row per schedule state: name, last_tick_s (epoch seconds, None before its first
     # item), skipped, enqueued, paused, now_s (the database's clock).
     schedules: list[dict[str, Any]] = field(default_factory=list)
+    # The lanes live workers serve (an undeclared one as ``api.UNDECLARED``, as items count).
+    served_lanes: set[str] = field(default_factory=set)
+
+    @property
+    def unserved_lanes(self) -> dict[str, bool]:
+        """Every declared lane, and any other lane with due work: whether it has due pending
+        items and no live worker serving it."""
+        due = {
+            r["lane"]
+            for r in self.items
+            if r["status"] == "pending" and r["oldest_age_s"] is not None
+        }
+        lanes = set(api.declared_lanes()) | due
+        return {lane: lane in due and lane not in self.served_lanes for lane in sorted(lanes)}
 
     @property
     def oldest_age_s(self) -> float:
@@ -87,7 +108,8 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers, schedules = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers, schedules, lanes = (json.loads(text) for text in rows.rows[0])
+    declared = set(params.lanes)
     return QueueGauges(
         items=items,
         top_tenants=top,
@@ -95,6 +117,7 @@ def read_queue_gauges() -> QueueGauges:
         outbox_pending=int(lag["pending"]),
         workers={w["state"]: int(w["workers"]) for w in workers},
         schedules=schedules,
+        served_lanes={lane if lane in declared else api.UNDECLARED for lane in lanes},
     )
 
 
@@ -188,6 +211,14 @@ class QueueCollector(Collector):
         for state in ("running", "draining"):
             workers.add_metric([state], g.workers.get(state, 0))
         yield workers
+        unserved = GaugeMetricFamily(
+            "workqueue_lane_unserved",
+            "1 when a lane has due pending items and no live worker serves it, else 0.",
+            labels=["lane"],
+        )
+        for lane, flagged in g.unserved_lanes.items():
+            unserved.add_metric([lane], 1 if flagged else 0)
+        yield unserved
         yield from _schedule_families(g)
 
 

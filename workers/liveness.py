@@ -94,3 +94,18 @@ class ReadWorkersParams(NamedTuple):
 READ_WORKERS = Statement(
     "read_workers", ReadWorkersParams, directory=Path(__file__).with_name("sql")
 )
+
+# The lanes live workers serve: a lane with due work and none of them is unserved (the gauges
+# page flags it; /metrics says it as workqueue_lane_unserved).
+READ_LIVE_LANES = Statement(
+    "read_live_lanes", ReadWorkersParams, directory=Path(__file__).with_name("sql")
+)
+
+
+def read_live_lanes(stale_after_s: float) -> set[str]:
+    """The lanes the live workers serve (rows not offline, beating within ``stale_after_s``).
+    The workers table belongs to no tenant: read on the system login."""
+    from wqcore.store import System, execute
+
+    rows = execute(System(READ_LIVE_LANES, ReadWorkersParams(float(stale_after_s))))
+    return {lane for (lane,) in rows.rows}

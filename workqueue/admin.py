@@ -20,21 +20,27 @@ actor), and says which items changed meanwhile and were left alone.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Model, OuterRef, QuerySet, Subquery
-from django.http import HttpRequest, HttpResponse
+from django.db.models import DateTimeField, ExpressionWrapper, Model, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Now
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import AuditEntry
+from audit.names import actor_names
 from tenancy.admin_fence import OperatorWrites, TenantAdmin, admin_alias, is_operator, tenant_staff
 from tenancy.contexts import OpContext
 from tenancy.modes import current_tenancy
@@ -42,6 +48,7 @@ from tenancy.services import operator_context
 from workqueue import api
 from workqueue.claim import forget_caps
 from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from workqueue.triage import ERROR_CONTAINS_MAX, parse_since
 from wqcore.conf import system_alias, wq_settings
 
 # The longest delay the "requeue later" page offers, in minutes (30 days).
@@ -109,16 +116,145 @@ class KindFilter(admin.SimpleListFilter):
         return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
+def scope_of(request: HttpRequest) -> uuid.UUID | None:
+    """Whose rows a reading of the admin covers: every tenant's for the operator (``None``: on
+    the system login), else the staff member's tenant (under its row-level security)."""
+    if is_operator(request):
+        return None
+    staff = tenant_staff(request)
+    if staff is None:
+        raise PermissionDenied("the queue's admin is for the site's operator and tenant staff")
+    return staff.org_id
+
+
 class LaneFilter(admin.SimpleListFilter):
+    """Every lane that holds items (found without a scan: ``api.read_lanes``), declared or
+    not, with the declared ones on the items list; the dead-letter list lists its own lanes."""
+
     title = "lane"
     parameter_name = "lane"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        lanes = {"default", *(api.get_kind(k).lane for k in api.known_kinds())}
+        dead_only = isinstance(model_admin, DeadLetterAdmin)
+        lanes = set(api.read_lanes(scope_of(request), with_live=not dead_only))
+        if not dead_only:
+            lanes.update(api.declared_lanes())
+        if self.value():
+            lanes.add(self.value())
         return [(lane, lane) for lane in sorted(lanes)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(lane=self.value()) if self.value() else queryset
+
+
+# The "failed" filter's windows, by when a dead letter failed (its updated_at).
+FAILED_WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
+
+
+class FailedFilter(admin.SimpleListFilter):
+    """When a dead letter failed: the last hour, day or week, or since a given moment
+    (``?failed_since=<ISO 8601>``). Read through ``workitem_triage_idx``."""
+
+    title = "failed"
+    parameter_name = "failed"
+    since_parameter = "failed_since"
+
+    def __init__(self, request: HttpRequest, params: dict[str, Any], *args: Any) -> None:
+        given = params.pop(self.since_parameter, None)
+        self.since_text = (given[-1] if isinstance(given, list) else given) or None
+        super().__init__(request, params, *args)
+        if self.since_text is not None:
+            self.used_parameters[self.since_parameter] = self.since_text
+
+    def expected_parameters(self) -> list[str]:
+        return [self.parameter_name, self.since_parameter]
+
+    def has_output(self) -> bool:
+        return True
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        choices = [
+            ("hour", "in the last hour"),
+            ("day", "in the last day"),
+            ("week", "in the last week"),
+        ]
+        return choices
+
+    def since(self) -> datetime | None:
+        return failed_since(self.value(), self.since_text)
+
+    def choices(self, changelist: Any) -> Any:
+        yield from super().choices(changelist)
+        if self.since_text:
+            yield {
+                "selected": True,
+                "query_string": changelist.get_query_string(remove=[self.parameter_name]),
+                "display": f"since {self.since_text}",
+            }
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        try:
+            since = self.since()
+        except api.InvalidPayload as exc:
+            raise IncorrectLookupParameters(str(exc)) from None
+        return queryset if since is None else queryset.filter(updated_at__gte=since)
+
+
+def failed_since(window: str | None, since_text: str | None) -> datetime | None:
+    """The moment a "failed" choice stands for: an explicit ``failed_since`` (it wins), or now
+    less the window; None for neither."""
+    if since_text:
+        return parse_since(since_text)
+    if window in FAILED_WINDOWS:
+        return timezone.now() - FAILED_WINDOWS[window]
+    if window:
+        raise api.InvalidPayload(f"failed: must be one of {', '.join(FAILED_WINDOWS)}")
+    return None
+
+
+def _count_field(request: HttpRequest, name: str) -> int:
+    """A count the confirmation page carries (0 when absent or not a count)."""
+    text = request.POST.get(name, "")
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else 0
+
+
+# The query string a dead-letter filter reads (the list's filters and search), and the list's
+# own page, order and error markers.
+DEAD_FILTER_PARAMETERS = frozenset(
+    {"org", "kind", "lane", "failed", "failed_since", "q", "p", "o", "e", "_changelist_filters"}
+)
+
+
+def dead_filter_of(request: HttpRequest, query: Any = None) -> api.DeadFilter:
+    """The dead-letter list's filters (``query``: its query string, else the request's) as the
+    ``api.DeadFilter`` a grouping, a count or a triage by filter reads: the same rows the list
+    shows. A tenant's staff name no tenant: their readings are their tenant's anyway."""
+    query = request.GET if query is None else query
+    unknown = set(query) - DEAD_FILTER_PARAMETERS
+    if unknown:
+        # A filter this reading does not know would make it match more than the list shows.
+        raise api.InvalidPayload(f"{sorted(unknown)[0]}: not a filter of the dead letters")
+    org = None
+    if is_operator(request) and query.get("org"):
+        try:
+            org = uuid.UUID(query["org"])
+        except ValueError:
+            raise api.InvalidPayload("org: must be a tenant's id") from None
+    term = (query.get("q") or "").strip()
+    try:
+        uuid.UUID(term)
+    except ValueError:
+        pass
+    else:
+        # The list shows that one item: triage it from its page, not by a filter.
+        raise api.InvalidPayload("q: an item's id; triage that item from its own page")
+    return api.DeadFilter(
+        kind=query.get("kind") or None,
+        lane=query.get("lane") or None,
+        error_contains=term[:ERROR_CONTAINS_MAX] if term else None,
+        failed_since=failed_since(query.get("failed"), query.get("failed_since")),
+        org_id=org,
+    ).checked()
 
 
 # -- triage -------------------------------------------------------------------------------------
@@ -134,7 +270,7 @@ def _actor(request: HttpRequest, org_id: uuid.UUID) -> OpContext:
     staff = tenant_staff(request)
     if staff is not None and not is_operator(request):
         return staff
-    return operator_context(request.rctx, org_id, request.user.pk)  # type: ignore[attr-defined]
+    return operator_context(request.rctx, org_id, str(request.user.pk))  # type: ignore[attr-defined]
 
 
 class TriageAction:
@@ -246,6 +382,25 @@ def _refuse_constant(name: str) -> None:
 TRIAGE = {a.name: a for a in (RequeueNow(), RequeueLater(), Discard(), EditPayload(), Cancel())}
 
 
+# The triage actions a "select all" of the dead-letter list hands to its triage by filter.
+BY_FILTER = {"requeue_now": "requeue", "discard": "discard"}
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+
+
+def trace_link(traceparent: str | None) -> str:
+    """An item's trace id, linked to the tracing UI by ``WORKQUEUE["TRACE_URL_TEMPLATE"]``
+    (plain text when that is empty)."""
+    match = _TRACEPARENT.match((traceparent or "").strip().lower())
+    if match is None:
+        return traceparent or "-"
+    trace_id = match.group(1)
+    template = wq_settings.TRACE_URL_TEMPLATE
+    if not template:
+        return trace_id
+    url = template.replace("{trace_id}", trace_id)
+    return format_html('<a href="{}" id="trace-link" rel="noopener">{}</a>', url, trace_id)
+
+
 # -- the admin ----------------------------------------------------------------------------------
 
 
@@ -272,6 +427,7 @@ class WorkItemAdmin(TenantAdmin):
     list_per_page = 50
     actions = ("requeue_now", "requeue_later", "discard", "edit_payload", "cancel")
     change_form_template = "admin/workqueue/workitem/change_form.html"
+    readonly_fields = ("author", "trace", "last_signed_by")
     fieldsets = (
         (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
         (
@@ -293,12 +449,12 @@ class WorkItemAdmin(TenantAdmin):
             "Origin",
             {
                 "fields": (
-                    "created_by",
+                    "author",
                     "request_id",
-                    "traceparent",
+                    "trace",
                     "created_at",
                     "updated_at",
-                    "updated_by",
+                    "last_signed_by",
                 )
             },
         ),
@@ -367,6 +523,18 @@ class WorkItemAdmin(TenantAdmin):
     def updated(self, item: WorkItem) -> str:
         return age(item.updated_at)
 
+    @admin.display(description="created by")
+    def author(self, item: WorkItem) -> str:
+        return actor_names([item.created_by]).get(item.created_by, item.created_by)
+
+    @admin.display(description="updated by")
+    def last_signed_by(self, item: WorkItem) -> str:
+        return actor_names([item.updated_by]).get(item.updated_by, item.updated_by)
+
+    @admin.display(description="trace")
+    def trace(self, item: WorkItem) -> str:
+        return trace_link(item.traceparent)
+
     # -- the detail page --
 
     def render_change_form(
@@ -387,6 +555,10 @@ class WorkItemAdmin(TenantAdmin):
                 )
                 .order_by("created_at")[:200]
             )
+            history = list(history)
+            names = actor_names(e.actor for e in history)
+            for entry in history:
+                entry.actor_name = names.get(entry.actor, entry.actor)  # type: ignore[attr-defined]
             context.update(
                 item=obj,
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
@@ -427,7 +599,16 @@ class WorkItemAdmin(TenantAdmin):
     def triage(
         self, request: HttpRequest, queryset: QuerySet[Any], action: TriageAction
     ) -> HttpResponse | None:
-        """Show the confirmation page; on its confirmation, act on what it drew."""
+        """Show the confirmation page; on its confirmation, act on what it drew. Every dead
+        letter of the list ("select all"): the triage by filter of what the list shows."""
+        by_filter = BY_FILTER.get(action.name)
+        if (
+            request.POST.get("select_across") == "1"
+            and by_filter is not None
+            and isinstance(self, DeadLetterAdmin)
+        ):
+            url = reverse("admin:workqueue_deadletter_matching", args=[by_filter])
+            return HttpResponseRedirect(f"{url}?{request.GET.urlencode()}")
         selected = list(queryset.order_by("-id")[: api.MAX_BATCH + 1])
         if len(selected) > api.MAX_BATCH:
             self.message_user(
@@ -556,16 +737,185 @@ class WorkItemAdmin(TenantAdmin):
 
 @admin.register(DeadLetter)
 class DeadLetterAdmin(WorkItemAdmin):
-    """Failed items, most recently failed first (``workitem_triage_idx``)."""
+    """Failed items, most recently failed first (``workitem_triage_idx``); filtered by when
+    they failed, searched by error text (within a window: ``dead_filter_of``), grouped by kind
+    and error (``groups/``), and triaged by filter (``matching/<action>/``): every dead letter
+    the list's filters match, server-side, in bounded batches."""
 
-    list_display = ("short_id", "tenant", "kind", "tries", "error", "failed", "created")
-    list_filter = (TenantFilter, KindFilter, LaneFilter)
+    list_display = ("short_id", "tenant", "kind", "lane", "tries", "error", "failed", "created")
+    list_filter = (TenantFilter, KindFilter, LaneFilter, FailedFilter)
     ordering = ("-updated_at",)
     # A dead letter is final: nothing to cancel.
     actions = ("requeue_now", "requeue_later", "discard", "edit_payload")
+    search_help_text = (
+        "An item's id (exact), or text in its error (any case; within the 'failed' filter, "
+        "else the last TRIAGE_SEARCH_WINDOW_S)."
+    )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).filter(status=Status.FAILED)
+
+    def lookup_allowed(self, lookup: str, value: str, request: HttpRequest) -> bool:
+        return lookup == FailedFilter.since_parameter or super().lookup_allowed(
+            lookup, value, request
+        )
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        """An id, or text in the error: read by when the items failed, so a search without a
+        "failed" filter looks at the last ``TRIAGE_SEARCH_WINDOW_S`` only (the same rows
+        ``api.DeadFilter`` matches)."""
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            return queryset.filter(pk=uuid.UUID(term)), False
+        except ValueError:
+            pass
+        found = queryset.filter(last_error__icontains=term[:ERROR_CONTAINS_MAX])
+        if not (request.GET.get("failed") or request.GET.get(FailedFilter.since_parameter)):
+            window = timedelta(seconds=float(wq_settings.TRIAGE_SEARCH_WINDOW_S))
+            floor = ExpressionWrapper(Now() - window, output_field=DateTimeField())
+            found = found.filter(updated_at__gte=floor)
+        return found, False
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        query = request.GET.copy()
+        for ignored in ("p", "o", "e", "_changelist_filters"):
+            query.pop(ignored, None)
+        extra = {"filter_query": query.urlencode(), **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
+    # -- grouped, and triage by filter --
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view
+        return [
+            path("groups/", view(self.groups_view), name="workqueue_deadletter_groups"),
+            path(
+                "matching/<str:action>/",
+                view(self.matching_view),
+                name="workqueue_deadletter_matching",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _filter_or_refuse(self, request: HttpRequest) -> api.DeadFilter | None:
+        try:
+            return dead_filter_of(request)
+        except api.InvalidPayload as exc:
+            self.message_user(request, f"{exc}; nothing was changed.", messages.ERROR)
+            return None
+
+    def groups_view(self, request: HttpRequest) -> HttpResponse:
+        """The dead letters the list's filters match, grouped by kind and their error's first
+        line, most first: how many, first and last failed; each group one click to its items."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        dead = self._filter_or_refuse(request)
+        if dead is None:
+            return HttpResponseRedirect(reverse("admin:workqueue_deadletter_changelist"))
+        grouped = api.group_dead(dead, scope_of(request))
+        keep = request.GET.copy()
+        for name in ("q", "kind", "p", "o", "e"):
+            keep.pop(name, None)
+        rows = []
+        for group in grouped.groups:
+            query = keep.copy()
+            query["kind"] = group.kind
+            if group.error:
+                query["q"] = group.error[:ERROR_CONTAINS_MAX]
+            rows.append((group, query.urlencode()))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Dead letters by kind and error",
+            "opts": self.opts,
+            "grouped": grouped,
+            "rows": rows,
+            "scan_max": api.SCAN_MAX,
+            "filter": dead.described(),
+            "filter_query": request.GET.urlencode(),
+            "triage": self.has_triage_permission(request),
+        }
+        return TemplateResponse(request, "admin/workqueue/deadletter/groups.html", context)
+
+    def matching_view(self, request: HttpRequest, action: str) -> HttpResponse:
+        """Requeue or discard every dead letter the list's filters match: a confirmation page
+        (how many, as of the database's now()), then, on its confirmation, the triage by filter
+        fenced on that moment, in bounded batches; a page to resume when a run stops at its
+        budget (``TRIAGE_MAX_BATCHES``)."""
+        if not self.has_triage_permission(request):
+            raise PermissionDenied
+        if action not in ("requeue", "discard"):
+            raise PermissionDenied("action: requeue or discard")
+        changelist = reverse("admin:workqueue_deadletter_changelist")
+        dead = self._filter_or_refuse(request)
+        if dead is None:
+            return HttpResponseRedirect(changelist)
+        scope = scope_of(request)
+        verb = {"requeue": "Requeue", "discard": "Discard"}[action]
+        done_so_far = 0
+        if request.method == "POST" and request.POST.get("confirm") == "yes":
+            try:
+                until = parse_since(request.POST.get("until", ""), "until")
+            except api.InvalidPayload as exc:
+                self.message_user(request, f"{exc}; nothing was changed.", messages.ERROR)
+                return HttpResponseRedirect(changelist)
+            swept = api.act_on_every_match(
+                action, dead, until, lambda org_id: _actor(request, org_id), scope
+            )
+            done_so_far = _count_field(request, "done_so_far") + swept.changed
+            # What the page counted, less what changed: the items changed meanwhile (requeued,
+            # retried, failed again or purged since the moment confirmed), left as they are.
+            left_alone = max(_count_field(request, "shown") - done_so_far, swept.left_alone)
+            if swept.done and left_alone:
+                self.message_user(
+                    request,
+                    f"{left_alone} item(s) changed since you confirmed and were left as they are.",
+                    messages.WARNING,
+                )
+            if swept.done:
+                self.message_user(
+                    request,
+                    f"{verb} by filter: done for {done_so_far} item(s).",
+                    messages.SUCCESS,
+                )
+                back = request.GET.copy()
+                if scope is not None:
+                    back.pop("org", None)  # not a filter of a tenant's staff's list
+                return HttpResponseRedirect(f"{changelist}?{back.urlencode()}")
+            counted = api.count_dead(dead, scope, until)
+        else:
+            counted = api.count_dead(dead, scope)
+            until = counted.read_at
+        # The form posts the filter as shown: a window ("the last hour") as the moment it
+        # stood for, so the run acts on the rows this page counted.
+        frozen = request.GET.copy()
+        if dead.failed_since is not None:
+            frozen.pop("failed", None)
+            frozen[FailedFilter.since_parameter] = dead.failed_since.isoformat()
+        shown = _count_field(request, "shown") if done_so_far else counted.items
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"{verb} every dead letter this filter matches: confirm",
+            "shown": shown,
+            "frozen_query": frozen.urlencode(),
+            "opts": self.opts,
+            "action": action,
+            "verb": verb,
+            "counted": counted,
+            "until": until.isoformat(),
+            "done_so_far": done_so_far,
+            "filter": dead.described(),
+            "filter_query": request.GET.urlencode(),
+            "batch": wq_settings.TRIAGE_BATCH,
+            "budget": wq_settings.TRIAGE_BATCH * wq_settings.TRIAGE_MAX_BATCHES,
+            "scan_max": api.SCAN_MAX,
+        }
+        return TemplateResponse(request, "admin/workqueue/deadletter/matching.html", context)
 
     @admin.display(description="failed")
     def failed(self, item: WorkItem) -> str:

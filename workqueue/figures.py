@@ -80,3 +80,28 @@ def read_holders_plan(limit: int) -> Plan:
 def read_holders(limit: int = 50, org_id: uuid.UUID | None = None) -> list[Holder]:
     """Who holds claimed items (the ``claimed_by`` worker ids), how many each, most first."""
     return run(under_tenant(read_holders_plan(limit), org_id))
+
+
+class NoFigureParams(NamedTuple):
+    """``read_due_lanes`` takes none."""
+
+
+READ_DUE_LANES = Statement("read_due_lanes", NoFigureParams, SQL_DIR)
+
+
+@dataclass(frozen=True)
+class DueLane:
+    lane: str
+    due: int
+    oldest_age_s: float
+
+
+def read_due_lanes_plan() -> Plan:
+    rows: Rows = yield System(READ_DUE_LANES, NoFigureParams())
+    return [DueLane(lane, int(n), float(age or 0.0)) for lane, n, age in rows.rows]
+
+
+def read_due_lanes(org_id: uuid.UUID | None = None) -> list[DueLane]:
+    """Per lane, the pending items already due and the oldest one's wait (at most 200 lanes):
+    every tenant's (system login) or, with ``org_id``, that tenant's only."""
+    return run(under_tenant(read_due_lanes_plan(), org_id))

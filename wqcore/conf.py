@@ -105,6 +105,31 @@ class Settings(pydantic.BaseModel):
         DAY_S, ge=0, description="how long the API keeps its answer to an Idempotency-Key"
     )
 
+    # -- triage (the admin's dead letters, manage.py queue requeue/discard) ----------------------
+    TRIAGE_SEARCH_WINDOW_S: float = Field(
+        7 * DAY_S,
+        gt=0,
+        description="a search in error text without a 'failed since' looks at the dead letters "
+        "of this last while only (it reads them by when they failed, never the whole table)",
+    )
+    TRIAGE_BATCH: int = Field(
+        500,
+        ge=1,
+        le=10_000,
+        description="the most items one statement of a triage by filter changes",
+    )
+    TRIAGE_MAX_BATCHES: int = Field(
+        40,
+        ge=1,
+        description="the most statements one triage by filter runs per request (the admin; "
+        "its page resumes the rest, fenced on the same moment) or per round (the command)",
+    )
+    TRACE_URL_TEMPLATE: str = Field(
+        "",
+        description="a trace's page in the tracing UI, with {trace_id} where its 32 hex digits "
+        "go (Jaeger: 'http://jaeger:16686/trace/{trace_id}'); empty: trace ids are not linked",
+    )
+
     # -- workers (manage.py runworker; its options override these) -----------------------------
     WORKER_LANE: str = Field("default", description="the lane a worker claims from (--lane)")
     WORKER_CAPACITY: int | None = Field(
@@ -178,6 +203,15 @@ class Settings(pydantic.BaseModel):
         description="the tenant a site schedule (tenant=None) enqueues for. None: the single "
         "tenancy's one tenant; under any other tenancy a site schedule then refuses to start",
     )
+
+    @pydantic.field_validator("TRACE_URL_TEMPLATE")
+    @classmethod
+    def _trace_url(cls, value: str) -> str:
+        if value and "{trace_id}" not in value:
+            raise ValueError("must contain {trace_id} where the trace's id goes (or be empty)")
+        if value and not value.startswith(("http://", "https://", "/")):
+            raise ValueError("must be an http(s) URL or a path")
+        return value
 
 
 NAMES = tuple(Settings.model_fields)

@@ -3,8 +3,10 @@
 
 A tenant's staff member signs in, opens the dead letters, requeues one and sees it pending,
 opens the gauges and finds their numbers, then books a shipment on the demo page and watches
-its notice's work get done. Each page is saved as a screenshot in ``tests/e2e/screenshots/``
-(git-ignored).
+its notice's work get done. Then a bad deploy: 250 dead letters of one kind and error are one
+row of the grouped dead letters, requeued by one filter action, and the lane they wait in (no
+worker serves it) is flagged on the gauges page. Each page is saved as a screenshot in
+``tests/e2e/screenshots/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytest
 from outbox.relay import relay_pending
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tests.factories import MembershipFactory, UserFactory
-from tests.helpers import dead_letter, row
+from tests.helpers import dead_letter, many_dead, row
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workers.demo.models import Shipment, ShipmentNotice
 from workqueue.models import Status
@@ -37,6 +39,7 @@ PASSWORD = "correct horse battery staple"
 # pending (the worker would run a NOOP in the default lane within milliseconds).
 PARKED_LANE = "e2e-parked"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+BAD_DEPLOY = "PermanentError: shipment not found"
 
 
 def _free_port() -> int:
@@ -198,6 +201,35 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
         expect(page.locator("#work-status")).to_have_text("done", timeout=30_000)
         expect(page.locator("#notices")).to_contain_text("email, version 1")
         page.screenshot(path=SHOTS / "09-demo-done.png", full_page=True)
+
+        # A bad deploy: 250 dead letters of one kind and error (and 3 of another), grouped.
+        bad = many_dead(ctx.org_id, 250, error=BAD_DEPLOY, lane=PARKED_LANE)
+        many_dead(ctx.org_id, 3, error="RetryableError: gateway timeout", lane=PARKED_LANE)
+        connections.close_all()
+        page.goto(f"{servers}/admin/workqueue/deadletter/")
+        page.click("#grouped-link")
+        groups = page.locator("#groups tr.group")
+        expect(groups).to_have_count(2)
+        expect(groups.first).to_contain_text("250")
+        expect(groups.first).to_contain_text(BAD_DEPLOY)
+        page.screenshot(path=SHOTS / "10-grouped.png", full_page=True)
+
+        # One click from the group to requeue them all: a confirmation page first.
+        groups.first.locator("a.group-requeue").click()
+        expect(page.locator("#matching-count")).to_contain_text("250")
+        page.screenshot(path=SHOTS / "11-confirm-by-filter.png", full_page=True)
+        page.click("#confirm-matching")
+        expect(page.locator(".messagelist")).to_contain_text(
+            "Requeue by filter: done for 250 item(s)."
+        )
+        page.screenshot(path=SHOTS / "12-requeued-by-filter.png", full_page=True)
+
+        # They wait in a lane no live worker serves: the gauges page says so.
+        page.goto(f"{servers}/admin/workqueue_workers/queuegauges/")
+        flag = page.locator(f"#unserved li[data-lane='{PARKED_LANE}']")
+        expect(flag).to_contain_text("251 items due")
+        expect(page.locator("#card-unserved .n")).to_have_text("1")
+        page.screenshot(path=SHOTS / "13-unserved-lane.png", full_page=True)
         browser.close()
 
     assert row(dead.id).status == Status.PENDING and row(dead.id).attempts == 0
@@ -205,4 +237,5 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
     assert shipment.notified_version == 1
     assert ShipmentNotice.objects.using("admin").filter(shipment=shipment).count() == 1
     shots = sorted(SHOTS.glob("*.png"))
-    assert len(shots) == 9 and all(shot.stat().st_size > 10_000 for shot in shots)
+    assert len(shots) == 13 and all(shot.stat().st_size > 10_000 for shot in shots)
+    assert {row(i).status for i in bad} == {Status.PENDING}

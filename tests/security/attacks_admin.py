@@ -546,3 +546,80 @@ def _edit_names_b(scene: Scene) -> None:
         assert response.status_code == 200
         assert "payload." in html.unescape(response.content.decode())
     unchanged_dead(w.a.dead)
+
+
+# -- triage by filter ---------------------------------------------------------------------------
+
+MATCHING = DEAD + "matching/"
+
+
+def _filters_naming_b(world: World) -> list[tuple[str, str]]:
+    """Query strings that name B (its tenant, its secret in B's dead letter's payload, its
+    dead letter's kind, lane, id and error), each with what of it the page may echo back."""
+    b = world.b
+    error = b.dead.last_error[:40]
+    return [
+        ("", ""),
+        (f"?org={b.org_id}", str(b.org_id)),
+        (f"?kind={b.dead.kind}&lane={quote_plus(b.dead.lane)}", b.dead.lane),
+        (f"?q={quote_plus(SECRET)}", SECRET),
+        (f"?q={b.dead.id}", str(b.dead.id)),
+        (f"?q={quote_plus(error)}", error),
+        ("?failed_since=2000-01-01", ""),
+    ]
+
+
+@attack("admin", "A's staff requeue and discard by filter, naming B's tenant, kind and error")
+def _filter_action_names_b(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for query, echoed in _filters_naming_b(w):
+        for action in ("requeue", "discard"):
+            page = client.get(f"{MATCHING}{action}/{query}")
+            assert page.status_code in (200, 302), (query, page.status_code)
+            nothing_of_b(w, page, echoed=echoed)
+            # Confirmed as of a moment far ahead (the fence is capped at the database's now).
+            done = client.post(
+                f"{MATCHING}{action}/{query}",
+                {"confirm": "yes", "until": "2999-01-01T00:00:00+00:00"},
+                follow=True,
+            )
+            assert done.status_code == 200, (query, done.status_code)
+            nothing_of_b(w, done, echoed=echoed)
+    # A's own dead letter was A's to act on; B's stays as it was (the fingerprint checks).
+    assert row(w.a.dead.id).status != Status.FAILED
+
+
+@attack("admin", "A's staff group B's dead letters by kind and error")
+def _groups_name_b(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    for query, echoed in _filters_naming_b(w):
+        page = client.get(f"{DEAD}groups/{query}")
+        assert page.status_code in (200, 302), (query, page.status_code)
+        nothing_of_b(w, page, echoed=echoed)
+        counts = re.findall(r'class="group-items">(\d+)<', page.content.decode())
+        assert sum(map(int, counts)) <= 1, (query, counts)  # A's one dead letter at most
+
+
+@attack(
+    "admin",
+    "a member without the staff role, and the operator without a CSRF token, filter-requeue",
+)
+def _filter_action_without_the_right(scene: Scene) -> None:
+    w = scene.world
+    member = client_of(w)  # A's member: no admin role
+    for action in ("requeue", "discard"):
+        page = member.get(f"{MATCHING}{action}/")
+        assert page.status_code in (302, 403), page.status_code
+        done = member.post(
+            f"{MATCHING}{action}/", {"confirm": "yes", "until": "2999-01-01T00:00:00+00:00"}
+        )
+        assert done.status_code in (302, 403), done.status_code
+        if done.status_code == 302:
+            assert "/admin/login/" in done["Location"]
+    forged_post = operator(enforce_csrf_checks=True).post(
+        f"{MATCHING}requeue/", {"confirm": "yes", "until": "2999-01-01T00:00:00+00:00"}
+    )
+    assert forged_post.status_code == 403
+    unchanged_dead(w.a.dead)

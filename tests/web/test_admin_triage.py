@@ -183,11 +183,18 @@ def test_a_failed_again_item_is_caught_by_its_updated_at(staff: Person, worker_r
 def test_bulk_actions_are_bounded(staff: Person, worker_rctx, monkeypatch) -> None:
     monkeypatch.setattr(api, "MAX_BATCH", 2)
     items = [dead_letter(staff.ctx, worker_rctx) for _ in range(3)]
+    # A selection of the items list is bounded (the dead-letter list's "select all" is the
+    # triage by filter instead: tests/web/test_admin_triage_by_filter.py).
     response = staff.client.post(
-        DEAD, {"action": "requeue_now", "select_across": "1", "_selected_action": [items[0].id]}
+        ITEMS, {"action": "requeue_now", "select_across": "1", "_selected_action": [items[0].id]}
     )
     assert response.status_code == 302
     assert any("Select at most 2 items at a time" in m for m in _messages(response))
+    assert {row(i.id).status for i in items} == {Status.FAILED}
+    handed = staff.client.post(
+        DEAD, {"action": "requeue_now", "select_across": "1", "_selected_action": [items[0].id]}
+    )
+    assert "/admin/workqueue/deadletter/matching/requeue/" in handed["Location"]
     assert {row(i.id).status for i in items} == {Status.FAILED}
     # Two at once are fine.
     page = ask(staff.client, DEAD, "requeue_now", items[0], items[1])

@@ -20,7 +20,7 @@ URL = "/admin/workqueue_workers/queuegauges/"
 
 
 def card(html: str, name: str) -> str:
-    found = re.search(rf'id="card-{name}"><span class="n">([^<]*)</span>', html)
+    found = re.search(rf'id="card-{name}"><(?:span|a) class="n"[^>]*>([^<]*)<', html)
     assert found, name
     return found.group(1).strip()
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import signal
 from concurrent.futures import ThreadPoolExecutor
+from json import dumps
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from workers.gauges import QueueGauges
 from workers.listen import Listener
 from workers.outage import Outage
 from workers.periodic import PeriodicTask
@@ -23,13 +26,70 @@ from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
 from workqueue.checks import startup_problem
 from wqcore.conf import effective
 
+# What each step's result means, for people: the step's own words before its counts.
+STEP_WORDS = {
+    "requeue_stale": "stale claims handed back",
+    "relay_outbox": "outbox rows relayed",
+    "purge_outbox": "relayed outbox rows purged",
+    "purge_items": "finished items purged",
+    "purge_sessions": "expired sessions purged",
+    "purge_request_keys": "stored Idempotency-Key answers purged",
+    "read_gauges": "gauges read",
+}
 
-def _summary(result: PassResult | None) -> str:
+
+def step_values(result: Any) -> dict[str, Any]:
+    """A step's result as plain values (``--json``, and the human lines): a count, a named
+    tuple's or dataclass's fields, the gauges' headline numbers."""
+    if isinstance(result, QueueGauges):
+        return {
+            "oldest_age_s": round(result.oldest_age_s, 3),
+            "dead_letters": result.failed,
+            "outbox_pending": result.outbox_pending,
+            "outbox_lag_s": round(result.outbox_lag_s, 3),
+            "workers_live": sum(result.workers.values()),
+            "unserved_lanes": [lane for lane, flag in result.unserved_lanes.items() if flag],
+        }
+    if isinstance(result, bool) or result is None:
+        return {"value": result}
+    if isinstance(result, int | float):
+        return {"count": result}
+    if hasattr(result, "_asdict"):
+        return dict(result._asdict())
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        return dataclasses.asdict(result)
+    return {"value": str(result)}
+
+
+def pass_values(result: PassResult | None) -> dict[str, Any]:
+    """One pass as one JSON object: each step's values, the failed steps, how long it took
+    (``skipped``: another sweeper held the lock, nothing ran)."""
     if result is None:
-        return "sweep skipped: another sweeper holds the lock"
-    done = " ".join(f"{name}={value}" for name, value in result.results.items())
-    failed = f" failed={','.join(result.failed)}" if result.failed else ""
-    return f"sweep took_s={result.took_s:.3f} {done}{failed}"
+        return {"skipped": True, "steps": {}, "failed": [], "took_s": 0.0}
+    return {
+        "skipped": False,
+        "steps": {name: step_values(value) for name, value in result.results.items()},
+        "failed": list(result.failed),
+        "took_s": round(result.took_s, 3),
+    }
+
+
+def human(result: PassResult | None) -> list[str]:
+    """One pass for people: a line per step saying what it did, then the pass's time."""
+    if result is None:
+        return ["sweep skipped: another sweeper holds the lock (nothing ran)"]
+    lines = []
+    for name, value in result.results.items():
+        values = step_values(value)
+        if list(values) == ["count"]:
+            said = str(values["count"])
+        else:
+            said = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in values.items())
+        lines.append(f"{name}: {STEP_WORDS.get(name, 'done')}: {said}")
+    for name in result.failed:
+        lines.append(f"{name}: FAILED (the log says why; the other steps ran)")
+    lines.append(f"sweep took {result.took_s:.3f} s")
+    return lines
 
 
 class Command(BaseCommand):
@@ -56,19 +116,30 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--once", action="store_true", help="run one pass, print what it did, and exit"
+            "--once", action="store_true", help="run one pass, print what each step did, and exit"
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="with --once: print the pass as one JSON object (each step's counts), for scripts",
         )
 
-    def handle(self, *args: Any, once: bool = False, **options: Any) -> None:
+    def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
         try:
             settings = SweepSettings.from_settings()
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
+        if json and not once:
+            raise CommandError("--json: only with --once (one pass, one object)")
         if once:
             result = sweep_once(settings)
-            self.stdout.write(_summary(result))
+            if json:
+                self.stdout.write(dumps(pass_values(result), sort_keys=True))
+            else:
+                for line in human(result):
+                    self.stdout.write(line)
             if result is not None and result.failed:
                 raise CommandError(f"sweep steps failed: {', '.join(result.failed)}")
             return
