@@ -292,7 +292,7 @@ def test_sweep_once_by_call_command(ctx, worker_rctx, capsys) -> None:
     back_date(item.id, lease_expires_at=90)
     call_command("sweep", once=True)
     out = capsys.readouterr().out.splitlines()
-    assert "requeue_stale: stale claims handed back: requeued 1, dead lettered 0" in out
+    assert "requeue_stale: stale claims handed back: requeued 1, dead lettered 0, cancelled 0" in out
     assert "purge_items: finished items purged: done 0, failed 0" in out
     assert out[-1].startswith("sweep took ")
     assert row(item.id).status == Status.PENDING
@@ -306,7 +306,7 @@ def test_sweep_once_json_for_scripts(ctx, worker_rctx, capsys) -> None:  # type:
     call_command("sweep", once=True, json=True)
     result = json.loads(capsys.readouterr().out)
     assert result["skipped"] is False and result["failed"] == []
-    assert result["steps"]["requeue_stale"] == {"requeued": 1, "dead_lettered": 0}
+    assert result["steps"]["requeue_stale"] == {"requeued": 1, "dead_lettered": 0, "cancelled": 0}
     assert result["steps"]["relay_outbox"] == {"enqueued": 0, "published": 0, "failed": 0}
     assert result["steps"]["purge_outbox"] == {"count": 0}
     assert result["steps"]["read_gauges"]["dead_letters"] == 0
