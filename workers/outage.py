@@ -37,11 +37,15 @@ UNREACHABLE = (
 
 
 def is_unreachable(exc: BaseException) -> bool:
-    if isinstance(exc, UNREACHABLE):
-        return True
-    # Django wraps driver errors; look at the cause.
-    cause = exc.__cause__
-    return cause is not None and isinstance(cause, UNREACHABLE)
+    # Django wraps driver errors (and a caller may wrap Django's): look down the causes.
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, UNREACHABLE):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 class Outage:
@@ -99,3 +103,48 @@ class Outage:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# psycopg.pool's warnings of a connection lost or not made, by how each begins (the pool logs
+# them on the "psycopg.pool" logger itself: psycopg_pool/pool.py, pool_async.py).
+POOL_CONNECTION_LOST = (
+    "error connecting in",
+    "reconnection attempt in pool",
+    "discarding broken connection",
+    "discarding closed connection",
+    "task run",
+    "rollback failed",
+    "error resetting connection",
+)
+POOL_LOGGER = "psycopg.pool"
+
+
+class PoolWarnings(logging.Filter):
+    """Folds psycopg.pool's own warnings into ``outage``: a failed connection attempt (with the
+    error it met) is the outage's failure, logged once as ``database_unreachable``, and while
+    the outage lasts the pool's other warnings of lost connections are dropped; they are a
+    dozen lines a second otherwise, each the same news. Outside an outage a lost connection
+    still logs the pool's own line."""
+
+    def __init__(self, outage: Outage) -> None:
+        super().__init__(POOL_LOGGER)
+        self.outage = outage
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not isinstance(record.msg, str):
+            return True
+        if not record.msg.startswith(POOL_CONNECTION_LOST):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        errors = [a for a in args if isinstance(a, BaseException)]
+        if errors and self.outage.failed("pool", errors[-1]):
+            return False
+        return not self.outage.active
+
+
+def fold_pool_warnings(outage: Outage) -> Callable[[], None]:
+    """Put ``PoolWarnings`` on the pool's logger; returns what takes it off again."""
+    folding = PoolWarnings(outage)
+    pool_logger = logging.getLogger(POOL_LOGGER)
+    pool_logger.addFilter(folding)
+    return lambda: pool_logger.removeFilter(folding)

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from workers.listen import Listener
-from workers.outage import Outage
+from workers.outage import Outage, fold_pool_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
@@ -93,17 +93,20 @@ class Command(BaseCommand):
         )
         passes = PeriodicTask(
             name="sweep",
-            operation=lambda: in_thread(lambda: sweep_once(settings)),
+            operation=lambda: in_thread(lambda: sweep_once(settings, outage=outage)),
             interval_s=settings.interval_s,
             mode="fixed_delay",
             timeout_s=settings.timeout_s,
             stop=stop,
             on_error="continue",
+            report=lambda exc: outage.failed("sweep", exc),
         )
         self.stdout.write(f"sweeping every {settings.interval_s:g} s; SIGTERM or Ctrl-C stops")
+        unfold = fold_pool_warnings(outage)
         try:
             await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
         finally:
+            unfold()
             for close in (connections.close_all, close_lock):
                 await loop.run_in_executor(thread, close)
             thread.shutdown(wait=True)
