@@ -49,6 +49,7 @@ REQUEST_SECONDS = Histogram(
 # Bounded labels: any other method a client makes up is one series.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
+OPS_PATHS = frozenset({"/healthz", "/metrics", "/metrics/queue"})
 # Once every migration was applied, this process's code cannot need another one.
 _migrated = False
 
@@ -103,6 +104,8 @@ class OpsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         path = request.path_info
+        if path in OPS_PATHS and request.method not in ("GET", "HEAD"):
+            return HttpResponse(status=405, headers={"Allow": "GET, HEAD"})
         if path == "/healthz":
             status, body = health()
             return HttpResponse(json.dumps(body), status=status, content_type="application/json")
