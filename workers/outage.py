@@ -105,46 +105,58 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-# psycopg.pool's warnings of a connection lost or not made, by how each begins (the pool logs
-# them on the "psycopg.pool" logger itself: psycopg_pool/pool.py, pool_async.py).
-POOL_CONNECTION_LOST = (
-    "error connecting in",
-    "reconnection attempt in pool",
-    "discarding broken connection",
-    "discarding closed connection",
-    "task run",
-    "rollback failed",
-    "error resetting connection",
-)
-POOL_LOGGER = "psycopg.pool"
+# The driver's own warnings of a connection lost or not made, by logger and how each begins:
+# psycopg.pool's (psycopg_pool/pool.py, pool_async.py: a failed connection attempt, a broken
+# connection discarded) and psycopg's (a pipeline or a rollback on a connection that is gone).
+DRIVER_WARNINGS = {
+    "psycopg.pool": (
+        "error connecting in",
+        "reconnection attempt in pool",
+        "discarding broken connection",
+        "discarding closed connection",
+        "task run",
+        "rollback failed",
+        "error resetting connection",
+    ),
+    "psycopg": ("error ignored", "query cancellation failed"),
+}
 
 
-class PoolWarnings(logging.Filter):
-    """Folds psycopg.pool's own warnings into ``outage``: a failed connection attempt (with the
-    error it met) is the outage's failure, logged once as ``database_unreachable``, and while
-    the outage lasts the pool's other warnings of lost connections are dropped; they are a
-    dozen lines a second otherwise, each the same news. Outside an outage a lost connection
-    still logs the pool's own line."""
+class DriverWarnings(logging.Filter):
+    """Folds the driver's own warnings of lost connections into ``outage``: one carrying the
+    error it met (a failed connection attempt) is the outage's failure, logged once as
+    ``database_unreachable``, and while the outage lasts the others are dropped; they come a
+    dozen a second otherwise, each the same news. Outside an outage, one with no error of the
+    database's going away still logs its own line."""
 
-    def __init__(self, outage: Outage) -> None:
-        super().__init__(POOL_LOGGER)
+    def __init__(self, outage: Outage, logger_name: str) -> None:
+        super().__init__(logger_name)
         self.outage = outage
+        self.part = "pool" if logger_name == "psycopg.pool" else "driver"
+        self.prefixes = DRIVER_WARNINGS[logger_name]
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING or not isinstance(record.msg, str):
             return True
-        if not record.msg.startswith(POOL_CONNECTION_LOST):
+        if not record.msg.startswith(self.prefixes):
             return True
         args = record.args if isinstance(record.args, tuple) else ()
         errors = [a for a in args if isinstance(a, BaseException)]
-        if errors and self.outage.failed("pool", errors[-1]):
+        if errors and self.outage.failed(self.part, errors[-1]):
             return False
         return not self.outage.active
 
 
-def fold_pool_warnings(outage: Outage) -> Callable[[], None]:
-    """Put ``PoolWarnings`` on the pool's logger; returns what takes it off again."""
-    folding = PoolWarnings(outage)
-    pool_logger = logging.getLogger(POOL_LOGGER)
-    pool_logger.addFilter(folding)
-    return lambda: pool_logger.removeFilter(folding)
+def fold_driver_warnings(outage: Outage) -> Callable[[], None]:
+    """Put ``DriverWarnings`` on the driver's loggers; returns what takes them off again."""
+    added = []
+    for name in DRIVER_WARNINGS:
+        folding = DriverWarnings(outage, name)
+        logging.getLogger(name).addFilter(folding)
+        added.append((name, folding))
+
+    def unfold() -> None:
+        for name, folding in added:
+            logging.getLogger(name).removeFilter(folding)
+
+    return unfold

@@ -41,7 +41,7 @@ from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
 from workers.metrics import IN_FLIGHT
 from workers.offloop import OffLoop
-from workers.outage import Outage, fold_pool_warnings
+from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
@@ -154,8 +154,8 @@ class Worker:
             self.force.set()
 
     async def run(self) -> None:
-        # The pool's own warnings of lost connections are this outage account's lines.
-        unfold = fold_pool_warnings(self.outage)
+        # The driver's own warnings of lost connections are this outage account's lines.
+        unfold = fold_driver_warnings(self.outage)
         try:
             await self._run()
         finally:

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from workers.listen import Listener
-from workers.outage import Outage, fold_pool_warnings
+from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
@@ -102,7 +102,7 @@ class Command(BaseCommand):
             report=lambda exc: outage.failed("sweep", exc),
         )
         self.stdout.write(f"sweeping every {settings.interval_s:g} s; SIGTERM or Ctrl-C stops")
-        unfold = fold_pool_warnings(outage)
+        unfold = fold_driver_warnings(outage)
         try:
             await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
         finally:
