@@ -51,7 +51,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait(predicate, timeout_s: float = 60, step_s: float = 0.1) -> None:  # type: ignore[no-untyped-def]
+def _wait(predicate, timeout_s: float = 120, step_s: float = 0.1) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -87,7 +87,7 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 def _get(url: str) -> tuple[int, str, str]:
     try:
-        with urllib.request.urlopen(url, timeout=10) as r:
+        with urllib.request.urlopen(url, timeout=60) as r:
             return r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read().decode()
@@ -194,13 +194,13 @@ def test_the_site_under_gunicorn_with_debug_off(ctx, production_env) -> None:
         request = urllib.request.Request(
             f"{base}/admin/login/", headers={"Host": "queue.example.com"}
         )
-        with urllib.request.urlopen(request, timeout=10) as r:
+        with urllib.request.urlopen(request, timeout=60) as r:
             assert r.status == 200
             assert "/static/admin/css/base.css" in r.read().decode()
         request = urllib.request.Request(
             f"{base}/static/admin/css/base.css", headers={"Host": "queue.example.com"}
         )
-        with urllib.request.urlopen(request, timeout=10) as r:
+        with urllib.request.urlopen(request, timeout=60) as r:
             assert r.status == 200
             assert r.headers["Content-Type"].startswith("text/css")
             assert "body" in r.read().decode()
@@ -212,7 +212,7 @@ def test_the_site_under_gunicorn_with_debug_off(ctx, production_env) -> None:
         for _ in range(10):
             _, _, page = _get(f"{base}/metrics")
             totals.append(_requests_total(page))
-            with urllib.request.urlopen(request, timeout=10) as r:
+            with urllib.request.urlopen(request, timeout=60) as r:
                 assert r.status == 200
             made += 1
         assert totals == sorted(totals), totals
@@ -259,6 +259,8 @@ def test_the_site_under_gunicorn_with_debug_off(ctx, production_env) -> None:
     finally:
         outs = [_stop(w) for w in workers]
         out = _stop(web)
+        # Shown with a failure: what the server and the workers said.
+        print("web:", out, *("worker: " + o for o in outs), sep="\n")
     assert "Traceback" not in out, out
     assert all("Traceback" not in o for o in outs), outs
 
@@ -282,3 +284,34 @@ def test_the_built_in_secret_key_is_refused_in_one_line(production_env) -> None:
     assert check.returncode == 2
     assert check.stderr.strip().startswith("error: SECRET_KEY is the built-in local key")
     assert len(check.stderr.strip().splitlines()) == 1
+
+
+def test_check_deploy_is_clean_with_the_documented_environment() -> None:
+    """deploy.env.example, its REPLACE values filled in (the database: this test's)."""
+    documented = {}
+    for line in (ROOT / "deploy.env.example").read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, _, value = line.partition("=")
+            documented[name.strip()] = value.strip()
+    assert documented["DEBUG"] == "false" and documented["SECRET_KEY"].startswith("REPLACE")
+    env = subprocess_env()
+    for name, value in documented.items():
+        if name.endswith("DATABASE_URL"):
+            continue  # this test's database, not the example's host
+        env[name] = secrets.token_urlsafe(50) if name == "SECRET_KEY" else value
+    check = subprocess.run(
+        [PYTHON, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "no issues" in check.stdout + check.stderr
+    # The placeholder itself is refused like the built-in key.
+    env["SECRET_KEY"] = documented["SECRET_KEY"]
+    refused = subprocess.run(
+        [PYTHON, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and refused.stderr.startswith("error: SECRET_KEY")
