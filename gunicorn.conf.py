@@ -20,6 +20,9 @@ from typing import Any
 MULTIPROC_DIR = Path(
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="workqueue-metrics-"))
 )
+# Imported here, not in child_exit: that hook runs in the master's SIGCHLD handler, and a
+# second process exiting during the first one's import found the module half-imported.
+from prometheus_client import multiprocess  # noqa: E402
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '8000')}"
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
@@ -32,6 +35,4 @@ def on_starting(server: Any) -> None:
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    from prometheus_client import multiprocess
-
     multiprocess.mark_process_dead(worker.pid)

@@ -31,7 +31,6 @@ from workqueue.models import Status, WorkItem
 
 pytestmark = pytest.mark.usefixtures("committed")
 
-GUNICORN = str(Path(PYTHON).with_name("gunicorn"))
 # What describes the queue, not a process: exported from exactly one place.
 GLOBAL_GAUGES = (
     "workqueue_queue_oldest_age_seconds",
@@ -128,7 +127,7 @@ def production_env(tmp_path: Path) -> dict[str, str]:
 def _gunicorn(env: dict[str, str], port: int) -> subprocess.Popen[str]:
     # The image's command: gunicorn reads ./gunicorn.conf.py (the processes, the metrics folder).
     return subprocess.Popen(
-        [GUNICORN, "project.wsgi", "--bind", f"127.0.0.1:{port}"],
+        [PYTHON, "-m", "gunicorn", "project.wsgi", "--bind", f"127.0.0.1:{port}"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
