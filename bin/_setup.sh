@@ -1,5 +1,6 @@
-# Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install requirements.txt (which
-# includes requirements-runtime.txt) when either changed. Prints one line and exits 2 when no suitable Python is found.
+# Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install the lock requirements.txt
+# (every package pinned with its hashes, the runtime lock's versions; bin/lock writes it) when it
+# changed. Prints one line and exits 2 when no suitable Python is found.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -31,7 +32,10 @@ ensure_venv() {
     local stamp="$VENV/.requirements.sha256" want
     want="$(cat "$ROOT/requirements.txt" "$ROOT/requirements-runtime.txt" | sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/requirements.txt"
+        # --require-hashes: a file whose hash is not the lock's is refused, and so is a package
+        # the lock does not pin. A package an older lock had stays installed (nothing imports it).
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+            -r "$ROOT/requirements.txt"
         echo "$want" >"$stamp"
     fi
 }

@@ -12,22 +12,20 @@ SITE_GRANTS = Path(__file__).with_name("sql") / "site_grants.sql"
 
 class ProjectConfig(AppConfig):
     """The reference site's wiring: the logins' grants after migrate (the queue's tables and
-    Django's own), tracing, the queue's gauges on the web's /metrics, its hint for a database it
-    cannot reach."""
+    Django's own), tracing, its hint for a database it cannot reach (the web's /metrics and
+    /healthz: project/ops.py)."""
 
     name = "project"
     verbose_name = "Reference site"
 
     def ready(self) -> None:
         from project import checks, observability
-        from workers import gauges
         from workqueue import checks as queue_checks
 
         # Once per migrate (sender=self), after every app's tables exist.
         post_migrate.connect(grant_logins, sender=self, dispatch_uid="project.grant_logins")
         queue_checks.unreachable_hint = checks.unreachable_hint
         observability.configure_tracing()
-        gauges.register()
 
 
 def grant_logins(using: str = "admin", **_: Any) -> None:

@@ -64,8 +64,16 @@ def configure_tracing() -> None:
         if exporter is not None:
             add_span_processor(BatchSpanProcessor(exporter))
 
+    from django.conf import settings
     from opentelemetry.instrumentation.django import DjangoInstrumentor
 
+    # Its middleware right after project.ops's (first by default): the probes and scrapes are
+    # not traced, and answer whatever Host they come with (the tracing reads the request's
+    # absolute URL, which checks the host against ALLOWED_HOSTS).
+    ops = "project.ops.OpsMiddleware"
+    if ops in settings.MIDDLEWARE:
+        position = str(settings.MIDDLEWARE.index(ops) + 1)
+        os.environ.setdefault("OTEL_PYTHON_DJANGO_MIDDLEWARE_POSITION", position)
     if not DjangoInstrumentor().is_instrumented_by_opentelemetry:
         DjangoInstrumentor().instrument()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from project.database import DIRECT_ALIAS, database_settings, embedded_pgdata, pooler_mode
 from project.environment import workqueue_settings
@@ -21,9 +22,36 @@ env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     environ.Env.read_env(BASE_DIR / ".env")
 
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-local-only-set-SECRET_KEY-in-production")
+# The built-in key signs sessions anyone with this repository could forge: a local default only.
+BUILT_IN_SECRET_KEY = "insecure-local-only-set-SECRET_KEY-in-production"
+SECRET_KEY = env.str("SECRET_KEY", default=BUILT_IN_SECRET_KEY)
 DEBUG = env.bool("DEBUG", default=True)
+if not DEBUG and (SECRET_KEY in ("", BUILT_IN_SECRET_KEY) or SECRET_KEY.startswith("REPLACE")):
+    # deploy.env.example's placeholder too.
+    raise ImproperlyConfigured(
+        "SECRET_KEY is the built-in local key (or a placeholder) and DEBUG is false: set it "
+        "to a long random value (python -c 'import secrets; print(secrets.token_urlsafe(50))'), or "
+        "DEBUG=true on a laptop"
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+
+# Behind a proxy that ends TLS (deploy.env.example): the header it sets on a request it got over
+# HTTPS (SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO means "X-Forwarded-Proto: https"), so
+# Django knows the request was secure. Unset: no proxy is trusted with it.
+_PROXY_SSL_HEADER = env.str("SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_PROXY_SSL_HEADER, "https") if _PROXY_SSL_HEADER else None
+# The origins (scheme and host) a form may be posted from, besides the host itself: behind a
+# proxy, the public https://... address.
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+# Cookies over HTTPS only, unless DEBUG (a laptop on plain HTTP).
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+# Off by default: once a browser saw HSTS it refuses plain HTTP to the host for that long, and
+# the redirect is usually the proxy's. deploy.env.example turns both on.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -32,7 +60,6 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "django_prometheus",
     "project",
     # The queue's apps (its package), in the order they build on each other; tenancy for the
     # orgs tenancy, the demo as this site's example app.
@@ -46,15 +73,18 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    # First: /healthz and /metrics answer before the host check and the SSL redirect (a probe
+    # or a scrape comes by address, over plain HTTP inside the network); it times the rest.
+    "project.ops.OpsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The static files (the admin's CSS) from STATIC_ROOT, under any WSGI server.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
     # Last: it runs the view itself inside the member's tenant scope (tenancy/middleware.py).
     "tenancy.middleware.TenancyMiddleware",
 ]
@@ -106,7 +136,15 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+# manage.py collectstatic writes here (the image does at build time); whitenoise serves it.
 STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / ".static"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Compressed copies (gzip, brotli when installed) served to the browsers that take them.
+    # Not the manifest storage: it fails every page whose files collectstatic has not seen,
+    # which is every test and every runserver.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's task API (@task, .enqueue(), .get_result()) on this queue: workers/django_tasks/.

@@ -15,8 +15,7 @@ urlpatterns = [
     # The queue's one URL module (the enqueue API), and the demo's pages.
     path("", include("workqueue.urls")),
     path("", include("workers.demo.urls")),
-    # /metrics for Prometheus (django-prometheus).
-    path("", include("django_prometheus.urls")),
+    # /healthz, /metrics and /metrics/queue answer in a middleware first of all (project/ops.py).
 ]
 
 # Errors under /api/ answer in JSON; elsewhere Django's pages.

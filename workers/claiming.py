@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.config import WorkerSettings
-from workers.metrics import IN_FLIGHT, for_kind
+from workers.metrics import IN_FLIGHT, for_kind, waited
 from workers.outage import Outage
 from workqueue import api
 
@@ -99,6 +99,10 @@ class ClaimLoop:
             if claimed:
                 for kind, n in Counter(item.kind for _, item in claimed).items():
                     for_kind(kind).claimed.inc(n)
+                for _, item in claimed:
+                    # updated_at is the claim's now(): how long the item waited once due.
+                    wait_s = (item.updated_at - item.available_at).total_seconds()
+                    waited(s.lane, item.kind).observe(max(wait_s, 0.0))
                 IN_FLIGHT.set(self.in_flight())
                 # Let the handlers just started take their first step before the next claim.
                 await asyncio.sleep(0)

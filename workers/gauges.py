@@ -1,13 +1,15 @@
 """The queue's gauges for Prometheus: read in one statement per scrape, cached briefly.
 
-Every process that serves ``/metrics`` (the web's, through django-prometheus, and each worker's
-own endpoint) exports them from the default registry. One statement on the system login reads
-the items by lane, kind and status, the outbox lag and the live workers (each part named in its
-own app and embedded here); the result is kept for ``WORKQUEUE["GAUGES_CACHE_S"]``, and
-concurrent scrapes share one read, so a scrape storm never becomes a query storm. Labels never
-carry a tenant: one series per tenant would grow without bound, and ``/metrics`` carries no
-tenant's data. The ten deepest tenants of each lane appear by rank only
-(``workqueue_tenant_depth``); the admin's gauges page names them.
+They describe the database, not a process, so exactly one endpoint exports them: the web's
+``/metrics/queue`` (the reference site's ``project/ops.py``; a site of its own serves
+``registry()`` the same way). Workers export only their own counters, and the web's ``/metrics``
+only its own, so a ``sum()`` across processes is right (README, "Metrics"). One statement on the
+system login reads the items by lane, kind and status, the outbox lag and the live workers
+(each part named in its own app and embedded here); the result is kept for
+``WORKQUEUE["GAUGES_CACHE_S"]``, and concurrent scrapes share one read, so a scrape storm
+never becomes a query storm. Labels never carry a tenant: one series per tenant would grow
+without bound, and ``/metrics`` carries no tenant's data. The ten deepest tenants of each lane
+appear by rank only (``workqueue_tenant_depth``); the admin's gauges page names them.
 """
 
 from __future__ import annotations
@@ -16,14 +18,14 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import REGISTRY, Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from outbox.relay import READ_LAG
 from workers.liveness import READ_LIVE_LANES, READ_WORKERS
@@ -94,6 +96,14 @@ class QueueGauges:
         """Seconds the oldest due pending item has waited (0 when none waits)."""
         return max((r["oldest_age_s"] or 0.0 for r in self.items), default=0.0)
 
+    def oldest_age_by_lane(self, lanes: list[str]) -> dict[str, float]:
+        """Per lane (each of ``lanes``, and any other with items), the oldest due pending
+        item's wait in seconds (0 when none waits)."""
+        ages = dict.fromkeys(lanes, 0.0)
+        for row in self.items:
+            ages[row["lane"]] = max(ages.get(row["lane"], 0.0), row["oldest_age_s"] or 0.0)
+        return ages
+
     @property
     def failed(self) -> int:
         return sum(r["items"] for r in self.items if r["status"] == api.Status.FAILED)
@@ -145,10 +155,11 @@ class CachedGauges:
 
 
 class QueueCollector(Collector):
-    """Exports the queue's gauges on every ``/metrics`` of this process."""
+    """The queue's gauges, read when scraped."""
 
-    def __init__(self, gauges: CachedGauges) -> None:
+    def __init__(self, gauges: CachedGauges, lanes: Callable[[], list[str]] = api.declared_lanes):
         self.gauges = gauges
+        self.lanes = lanes
 
     def describe(self) -> list[Any]:
         return []  # read lazily: registering must not touch the database
@@ -162,15 +173,15 @@ class QueueCollector(Collector):
         yield from families
 
     def _families(self, g: QueueGauges) -> Iterator[Metric]:
-        yield GaugeMetricFamily(
+        oldest = GaugeMetricFamily(
             "workqueue_queue_oldest_age_seconds",
-            "Seconds the oldest due pending item has waited.",
-            value=g.oldest_age_s,
+            "Seconds the oldest due pending item of each lane has waited (max() for the queue).",
+            labels=["lane"],
         )
+        for lane, age_s in sorted(g.oldest_age_by_lane(self.lanes()).items()):
+            oldest.add_metric([lane], age_s)
+        yield oldest
         yield GaugeMetricFamily("workqueue_work_failed", "Dead letters (failed items).", g.failed)
-        yield GaugeMetricFamily(
-            "workqueue_records_parked", "Records parked by an entity (none park yet).", 0
-        )
         yield GaugeMetricFamily(
             "workqueue_outbox_lag_seconds",
             "Seconds the oldest pending outbox row has waited.",
@@ -265,14 +276,16 @@ def _schedule_families(g: QueueGauges) -> Iterator[Metric]:
 
 
 GAUGES = CachedGauges(cache_s=5.0)
-_registered = False
+_registry: CollectorRegistry | None = None
 
 
-def register() -> None:
-    """Add the queue's gauges to the default registry, once per process."""
-    global _registered
-    if _registered:
-        return
-    GAUGES.cache_s = float(wq_settings.GAUGES_CACHE_S)
-    REGISTRY.register(QueueCollector(GAUGES))
-    _registered = True
+def registry() -> CollectorRegistry:
+    """A registry of the queue's gauges alone (not the process's default one, which a
+    process's own metrics fill): what the one exporting endpoint serves."""
+    global _registry
+    if _registry is None:
+        GAUGES.cache_s = float(wq_settings.GAUGES_CACHE_S)
+        made = CollectorRegistry(auto_describe=False)
+        made.register(QueueCollector(GAUGES))
+        _registry = made
+    return _registry

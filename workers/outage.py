@@ -37,11 +37,15 @@ UNREACHABLE = (
 
 
 def is_unreachable(exc: BaseException) -> bool:
-    if isinstance(exc, UNREACHABLE):
-        return True
-    # Django wraps driver errors; look at the cause.
-    cause = exc.__cause__
-    return cause is not None and isinstance(cause, UNREACHABLE)
+    # Django wraps driver errors (and a caller may wrap Django's): look down the causes.
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, UNREACHABLE):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 class Outage:
@@ -99,3 +103,60 @@ class Outage:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+# The driver's own warnings of a connection lost or not made, by logger and how each begins:
+# psycopg.pool's (psycopg_pool/pool.py, pool_async.py: a failed connection attempt, a broken
+# connection discarded) and psycopg's (a pipeline or a rollback on a connection that is gone).
+DRIVER_WARNINGS = {
+    "psycopg.pool": (
+        "error connecting in",
+        "reconnection attempt in pool",
+        "discarding broken connection",
+        "discarding closed connection",
+        "task run",
+        "rollback failed",
+        "error resetting connection",
+    ),
+    "psycopg": ("error ignored", "query cancellation failed"),
+}
+
+
+class DriverWarnings(logging.Filter):
+    """Folds the driver's own warnings of lost connections into ``outage``: one carrying the
+    error it met (a failed connection attempt) is the outage's failure, logged once as
+    ``database_unreachable``, and while the outage lasts the others are dropped; they come a
+    dozen a second otherwise, each the same news. Outside an outage, one with no error of the
+    database's going away still logs its own line."""
+
+    def __init__(self, outage: Outage, logger_name: str) -> None:
+        super().__init__(logger_name)
+        self.outage = outage
+        self.part = "pool" if logger_name == "psycopg.pool" else "driver"
+        self.prefixes = DRIVER_WARNINGS[logger_name]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or not isinstance(record.msg, str):
+            return True
+        if not record.msg.startswith(self.prefixes):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        errors = [a for a in args if isinstance(a, BaseException)]
+        if errors and self.outage.failed(self.part, errors[-1]):
+            return False
+        return not self.outage.active
+
+
+def fold_driver_warnings(outage: Outage) -> Callable[[], None]:
+    """Put ``DriverWarnings`` on the driver's loggers; returns what takes them off again."""
+    added = []
+    for name in DRIVER_WARNINGS:
+        folding = DriverWarnings(outage, name)
+        logging.getLogger(name).addFilter(folding)
+        added.append((name, folding))
+
+    def unfold() -> None:
+        for name, folding in added:
+            logging.getLogger(name).removeFilter(folding)
+
+    return unfold

@@ -53,7 +53,9 @@ class PeriodicTask:
     ``is_failure(result)`` may declare a returned result a failure (work that was not done):
     it counts toward readiness like a raised error, without a traceback. Failures are logged on
     transitions only: the first of a streak (with its traceback), then readiness lost and
-    regained, and the streak's length when it ends.
+    regained, and the streak's length when it ends. A failure ``report(exc)`` takes (it returns
+    True: another account logs it, the worker's outage account for a database that went away)
+    is counted the same and logged by no line of this task's, not even its recovery.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class PeriodicTask:
         delay_for: Callable[[Any], float] | None = None,
         error_delay_s: float | None = None,
         is_failure: Callable[[Any], bool] | None = None,
+        report: Callable[[BaseException], bool] | None = None,
         clock: Clock = time.monotonic,
         sleep: StopAwareSleep | None = None,
     ) -> None:
@@ -97,6 +100,9 @@ class PeriodicTask:
         self._delay_for = delay_for
         self.error_delay_s = interval_s if error_delay_s is None else error_delay_s
         self._is_failure = is_failure
+        self._report = report
+        # Every failure of the current streak was another account's to log.
+        self._streak_reported = False
         self._stop = stop
         self._clock = clock
         self._sleep: StopAwareSleep = sleep if sleep is not None else wait_or_stop
@@ -179,7 +185,8 @@ class PeriodicTask:
                 # The operation's own TimeoutError is an ordinary failure, not our timeout.
                 timed_out = isinstance(exc, TimeoutError) and deadline.expired()
                 self.last_result = None
-                self._failed(timed_out=timed_out)
+                reported = self._report is not None and self._report(exc)
+                self._failed(timed_out=timed_out, reported=reported)
                 if self.on_error == "stop":
                     raise
                 return False
@@ -195,6 +202,11 @@ class PeriodicTask:
     def _succeeded(self) -> None:
         self.iterations += 1
         self.last_success_at = self._clock()
+        quiet, self._streak_reported = self._streak_reported, False
+        if quiet:
+            self.consecutive_failures = 0
+            self._ready = True
+            return
         if self.consecutive_failures:
             logger.info(
                 "periodic_recovered task=%s failures=%d", self.name, self.consecutive_failures
@@ -204,12 +216,24 @@ class PeriodicTask:
             self._ready = True
             logger.info("periodic_ready task=%s", self.name)
 
-    def _failed(self, *, timed_out: bool, raised: bool = True) -> None:
+    def _failed(self, *, timed_out: bool, raised: bool = True, reported: bool = False) -> None:
         """Count the failure; log it when it starts a streak (called inside the except block,
-        for the traceback), at debug level while the streak goes on."""
+        for the traceback), at debug level while the streak goes on; not at all when another
+        account logs it (``reported``)."""
         self.iterations += 1
         self.consecutive_failures += 1
         first = self.consecutive_failures == 1
+        if first:
+            self._streak_reported = reported
+        if self._streak_reported:
+            if not reported:
+                # An error of another kind within an outage's streak: this task's to log.
+                self._streak_reported = False
+            else:
+                if self.consecutive_failures >= self.failures_to_unready:
+                    self._ready = False
+                return
+            first = True
         level = logging.ERROR if first else logging.DEBUG
         if timed_out:
             # The traceback of a timeout only shows asyncio internals; the numbers say it all.

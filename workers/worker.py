@@ -41,7 +41,7 @@ from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
 from workers.metrics import IN_FLIGHT
 from workers.offloop import OffLoop
-from workers.outage import Outage
+from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
@@ -158,6 +158,14 @@ class Worker:
             self.force.set()
 
     async def run(self) -> None:
+        # The driver's own warnings of lost connections are this outage account's lines.
+        unfold = fold_driver_warnings(self.outage)
+        try:
+            await self._run()
+        finally:
+            unfold()
+
+    async def _run(self) -> None:
         s = self.settings
         use_async_store(self.store)
         self.liveness.beat()
@@ -284,12 +292,16 @@ class Worker:
         sweep = self.sweep_settings
         return PeriodicTask(
             name="sweep",
-            operation=lambda: self._in_maintenance_thread(lambda: sweep_once(sweep)),
+            operation=lambda: self._in_maintenance_thread(
+                lambda: sweep_once(sweep, outage=self.outage)
+            ),
             interval_s=sweep.interval_s,
             mode="fixed_delay",
             timeout_s=sweep.timeout_s,
             stop=self.stopped,
             on_error="continue",
+            # The lock attempt meeting a server that went away is the outage's to log.
+            report=lambda exc: self.outage.failed("sweep", exc),
         )
 
     async def _heartbeat(self) -> None:

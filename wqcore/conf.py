@@ -97,7 +97,9 @@ class Settings(pydantic.BaseModel):
     )
 
     # -- gauges and the API -----------------------------------------------------------------------
-    GAUGES_CACHE_S: float = Field(5.0, ge=0, description="/metrics reads the gauges this seldom")
+    GAUGES_CACHE_S: float = Field(
+        5.0, ge=0, description="the gauges' endpoint (/metrics/queue) reads them this seldom"
+    )
     GAUGES_WORKER_STALE_AFTER_S: float = Field(
         30.0, gt=0, description="a worker whose heartbeat is older is not counted live"
     )

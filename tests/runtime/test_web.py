@@ -35,10 +35,26 @@ def test_a_request_produces_a_server_span(spans: InMemorySpanExporter) -> None:
 
 
 def test_metrics_answer() -> None:
+    from prometheus_client import REGISTRY
+
+    before = REGISTRY.get_sample_value(
+        "workqueue_web_requests_total", {"method": "GET", "status": "200"}
+    )
     Client().get("/admin/login/")
     response = Client().get("/metrics")
     assert response.status_code == 200
-    assert b"django_http_requests_total_by_method_total" in response.content
+    assert b"workqueue_web_requests_total" in response.content
+    after = REGISTRY.get_sample_value(
+        "workqueue_web_requests_total", {"method": "GET", "status": "200"}
+    )
+    # The scrape itself is not counted.
+    assert after == (before or 0) + 1
+
+
+def test_healthz_answers_whatever_the_host() -> None:
+    response = Client(HTTP_HOST="not-an-allowed-host.example").get("/healthz")
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    assert response.json() == {"database": "ok", "migrations": "applied", "healthy": True}
 
 
 def _member_client(member) -> Client:  # type: ignore[no-untyped-def]
@@ -102,10 +118,11 @@ def test_naming_an_org_the_user_is_not_a_member_of_is_refused() -> None:
     assert chosen.content.decode() == str(second.org_id)
 
 
-def test_the_queue_gauges_are_on_the_webs_metrics() -> None:
+def test_the_queue_gauges_are_on_the_webs_metrics_queue_only() -> None:
     from workers.gauges import GAUGES
 
     GAUGES.forget()
-    page = Client().get("/metrics").content.decode()
-    assert "workqueue_queue_oldest_age_seconds" in page
+    page = Client().get("/metrics/queue").content.decode()
+    assert 'workqueue_queue_oldest_age_seconds{lane="default"}' in page
     assert "workqueue_outbox_lag_seconds" in page and "workqueue_work_failed" in page
+    assert "workqueue_queue_oldest_age_seconds" not in Client().get("/metrics").content.decode()

@@ -506,10 +506,12 @@ def _admin_not_staff(scene: Scene) -> None:
     assert response.status_code == 302 and "/admin/login/" in response["Location"]
 
 
-@attack("http", "the web /metrics carries B's data")
+@attack("http", "the web /metrics, /metrics/queue or /healthz carries B's data")
 def _web_metrics(scene: Scene) -> None:
-    page = Client().get("/metrics").content.decode()
-    no_tenant_data(scene.world, page)
+    for path in ("/metrics", "/metrics/queue", "/healthz"):
+        page = Client().get(path).content.decode()
+        no_tenant_data(scene.world, page)
+    assert Client().post("/metrics/queue").status_code == 405
 
 
 # -- a real worker's endpoint -------------------------------------------------------------------

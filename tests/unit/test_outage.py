@@ -81,3 +81,81 @@ def test_an_answer_to_a_call_made_before_the_outage_does_not_end_it(
         "database_unreachable",
         "database_back",
     ]
+
+
+# --- the driver's own warnings, folded in (issue 21) ------------------------------------------
+
+
+def _pool_warning(message: str, *args: object) -> None:
+    logging.getLogger("psycopg.pool").warning(message, *args)
+
+
+def test_the_pools_failed_connects_are_the_outages_one_line(caplog) -> None:
+    """psycopg.pool logs "error connecting in 'pool': ..." on every attempt (about 15 in a
+    30 s outage): the first is the outage's database_unreachable, the rest and the pool's
+    other lost-connection warnings are dropped while it lasts."""
+    from workers.outage import fold_driver_warnings
+
+    clock = Clock()
+    outage = Outage(clock, settle_s=1.0)
+    unfold = fold_driver_warnings(outage)
+    try:
+        with caplog.at_level(logging.INFO):
+            for _ in range(15):
+                down = psycopg.OperationalError("connection refused")
+                _pool_warning("error connecting in %r: %s", "pool-1", down)
+                clock.now += 2
+            _pool_warning("discarding broken connection: %s", "<conn>")
+            logging.getLogger("psycopg").warning(
+                "error ignored terminating %r: %s",
+                "<pipeline>",
+                psycopg.OperationalError("the connection is lost"),
+            )
+            _pool_warning("reconnection attempt in pool %r failed after %s sec", "pool-1", 30)
+            clock.now += 2
+            outage.ok()
+    finally:
+        unfold()
+    assert [r.getMessage().split(" ", 1)[0] for r in caplog.records] == [
+        "database_unreachable",
+        "database_back",
+    ], [r.getMessage() for r in caplog.records]
+    assert caplog.records[0].getMessage().startswith("database_unreachable part=pool ")
+    assert not any(r.exc_info for r in caplog.records)
+
+
+def test_outside_an_outage_the_pools_other_lines_still_log(caplog) -> None:
+    from workers.outage import fold_driver_warnings
+
+    outage = Outage(Clock())
+    unfold = fold_driver_warnings(outage)
+    try:
+        with caplog.at_level(logging.INFO):
+            # One broken connection found in the pool, the database fine: the pool's own line.
+            _pool_warning("discarding broken connection: %s", "<conn>")
+            # Not about a lost connection at all.
+            _pool_warning("rolling back returned connection: %s", "<conn>")
+    finally:
+        unfold()
+    assert [r.name for r in caplog.records] == ["psycopg.pool", "psycopg.pool"]
+    assert not outage.active
+    # Taken off again: nothing is left filtering a logger after the worker stopped.
+    assert logging.getLogger("psycopg.pool").filters == []
+
+
+def test_a_wrapped_admin_shutdown_is_a_server_gone_away() -> None:
+    """PostgreSQL's "terminating connection due to administrator command", as Django wraps it
+    and a caller wraps Django's: still the database not answering, not a bug."""
+    from django.db import OperationalError as DjangoOperationalError
+
+    from workers.outage import is_unreachable
+
+    shutdown = psycopg.errors.AdminShutdown("terminating connection")
+    try:
+        try:
+            raise DjangoOperationalError("terminating connection") from shutdown
+        except DjangoOperationalError as django_error:
+            raise RuntimeError("the sweep's step failed") from django_error
+    except RuntimeError as outer:
+        assert is_unreachable(outer)
+    assert not is_unreachable(RuntimeError("a bug"))

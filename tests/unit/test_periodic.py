@@ -777,3 +777,56 @@ def test_result_aware_needs_its_table_and_only_it_does() -> None:
         make_task(noop, stop=stop, mode="result_aware")
     with pytest.raises(ValueError, match="delay_for"):
         make_task(noop, stop=stop, mode="fixed_delay", delay_for=lambda r: 1.0)
+
+
+# --- failures another account logs (issue 21) ------------------------------------------------
+
+
+def test_a_failure_another_account_reports_is_counted_but_logs_no_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The sweep's lock attempt meeting a server that went away (AdminShutdown) is the
+    outage's to log: the task counts it and goes unready, but says nothing, nor when it ends."""
+    import psycopg
+
+    outcomes = [psycopg.errors.AdminShutdown("terminating connection"), None, None]
+    reported: list[BaseException] = []
+
+    async def operation() -> None:
+        error = outcomes.pop(0)
+        if error is not None:
+            raise error
+
+    def report(exc: BaseException) -> bool:
+        reported.append(exc)
+        return isinstance(exc, psycopg.OperationalError)
+
+    async def main() -> PeriodicTask:
+        stop = asyncio.Event()
+        task = make_task(operation, stop=stop, report=report)
+        assert await task.run_once() is False
+        assert task.consecutive_failures == 1 and not task.ready
+        assert await task.run_once() is True
+        assert task.consecutive_failures == 0 and task.ready
+        return task
+
+    with caplog.at_level(logging.DEBUG, logger="workers.periodic"):
+        asyncio.run(main())
+    assert len(reported) == 1
+    assert caplog.records == [], [r.getMessage() for r in caplog.records]
+
+
+def test_an_error_the_account_does_not_take_is_still_the_tasks_to_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def operation() -> None:
+        raise ValueError("a bug in the sweep")
+
+    async def main() -> None:
+        task = make_task(operation, stop=asyncio.Event(), report=lambda exc: False)
+        assert await task.run_once() is False
+
+    with caplog.at_level(logging.INFO, logger="workers.periodic"):
+        asyncio.run(main())
+    [failed] = records(caplog, "periodic_failed")
+    assert failed.exc_info is not None  # its traceback: a bug is worth one

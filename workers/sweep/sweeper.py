@@ -13,13 +13,13 @@ import psycopg
 from django.db import connections
 
 from tenancy.contexts import AppType, RequestContext, new_request_context
+from workers.outage import Outage
 from workers.sweep import (
     enqueue_schedules,
     purge_items,
     purge_outbox,
     purge_request_keys,
     purge_sessions,
-    read_gauges,
     relay_outbox,
     requeue_stale,
 )
@@ -35,7 +35,8 @@ MUTEX = "workers.sweep"
 Step = Callable[[RequestContext, SweepSettings], Any]
 
 # The order matters: stale claims back first (work waiting), the outbox relayed, the schedules'
-# due ticks enqueued, then the purges, and the gauges last, so they show what the pass left.
+# due ticks enqueued, then the purges. (The gauges are read by the one endpoint exporting them,
+# when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
     ("requeue_stale", requeue_stale.run_once),
     ("relay_outbox", relay_outbox.run_once),
@@ -44,7 +45,6 @@ STEPS: list[tuple[str, Step]] = [
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),
-    ("read_gauges", read_gauges.run_once),
 ]
 
 
@@ -148,10 +148,12 @@ def sweep_once(
     settings: SweepSettings,
     rctx: RequestContext | None = None,
     steps: list[tuple[str, Step]] | None = None,
+    outage: Outage | None = None,
 ) -> PassResult | None:
     """Run one pass if no other sweeper is in one; returns what each step did, or None when
     another sweeper held the lock (this pass skipped). A step's failure is logged once and
-    the pass goes on. Sync: run it off an event loop."""
+    the pass goes on; one that meets a database gone away is ``outage``'s to log, when given.
+    Sync: run it off an event loop."""
     rctx = rctx or new_request_context(AppType.SWEEP)
     lock = _lock()
     if not lock.acquire(settings.timeout_s):
@@ -163,9 +165,10 @@ def sweep_once(
         for name, step in steps or STEPS:
             try:
                 result.results[name] = step(rctx, settings)
-            except Exception:
+            except Exception as exc:
                 result.failed.append(name)
-                logger.exception("sweep_step_failed step=%s", name)
+                if outage is None or not outage.failed("sweep", exc):
+                    logger.exception("sweep_step_failed step=%s", name)
                 # A broken connection must not fail every later step too.
                 for conn in connections.all(initialized_only=True):
                     conn.close_if_unusable_or_obsolete()

@@ -15,7 +15,6 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workers import gauges
 from workers.config import WorkerSettings
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
@@ -83,8 +82,6 @@ class Command(BaseCommand):
                     settings.lane,
                     ",".join(api.declared_lanes()),
                 )
-            # The queue's gauges on this worker's /metrics too.
-            gauges.register()
             # What is loaded by now (Django, the apps, the handlers) lives as long as the
             # process: out of the cyclic collector's reach, a full collection walks only what
             # the work makes (a drain spent a tenth of its time walking the rest).

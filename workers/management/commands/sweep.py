@@ -14,9 +14,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from workers.gauges import QueueGauges
 from workers.listen import Listener
-from workers.outage import Outage
+from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
@@ -34,22 +33,13 @@ STEP_WORDS = {
     "purge_items": "finished items purged",
     "purge_sessions": "expired sessions purged",
     "purge_request_keys": "stored Idempotency-Key answers purged",
-    "read_gauges": "gauges read",
+    "enqueue_schedules": "schedule ticks enqueued",
 }
 
 
 def step_values(result: Any) -> dict[str, Any]:
     """A step's result as plain values (``--json``, and the human lines): a count, a named
-    tuple's or dataclass's fields, the gauges' headline numbers."""
-    if isinstance(result, QueueGauges):
-        return {
-            "oldest_age_s": round(result.oldest_age_s, 3),
-            "dead_letters": result.failed,
-            "outbox_pending": result.outbox_pending,
-            "outbox_lag_s": round(result.outbox_lag_s, 3),
-            "workers_live": sum(result.workers.values()),
-            "unserved_lanes": [lane for lane, flag in result.unserved_lanes.items() if flag],
-        }
+    tuple's or dataclass's fields."""
     if isinstance(result, bool) or result is None:
         return {"value": result}
     if isinstance(result, int | float):
@@ -166,19 +156,22 @@ class Command(BaseCommand):
         )
         passes = PeriodicTask(
             name="sweep",
-            operation=lambda: in_thread(lambda: sweep_once(settings)),
+            operation=lambda: in_thread(lambda: sweep_once(settings, outage=outage)),
             interval_s=settings.interval_s,
             mode="fixed_delay",
             timeout_s=settings.timeout_s,
             stop=stop,
             on_error="continue",
+            report=lambda exc: outage.failed("sweep", exc),
         )
         self.stdout.write(f"sweeping every {settings.interval_s:g} s; SIGTERM or Ctrl-C stops")
         for line in too_fine():
             self.stderr.write(f"warning: {line}")
+        unfold = fold_driver_warnings(outage)
         try:
             await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
         finally:
+            unfold()
             for close in (connections.close_all, close_lock):
                 await loop.run_in_executor(thread, close)
             thread.shutdown(wait=True)
