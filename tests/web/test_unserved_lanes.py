@@ -9,11 +9,11 @@ import re
 
 import pytest
 from django.db import connections
-from prometheus_client import REGISTRY, generate_latest
+from prometheus_client import generate_latest
 
 from tests.helpers import back_date
 from tests.web.conftest import Person
-from workers.gauges import GAUGES
+from workers.gauges import GAUGES, registry
 from workqueue import api
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -75,7 +75,7 @@ def test_the_gauges_page_flags_a_lane_no_live_worker_serves(operator: Person, la
 
 def test_unserved_lanes_as_a_metric(lanes) -> None:  # type: ignore[no-untyped-def]
     GAUGES.forget()
-    page = generate_latest(REGISTRY).decode()
+    page = generate_latest(registry()).decode()
     values = dict(re.findall(r'workqueue_lane_unserved\{lane="([^"]+)"\} (\S+)', page))
     assert values == {"default": "0.0", "imports": "1.0", "later": "0.0"}
 
