@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +37,7 @@ from workers.lease import LeaseKeeper
 from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
 from workqueue import api
+from wqcore.logs import item_fields, log_event
 from wqcore.tracing import exporting
 
 logger = logging.getLogger(__name__)
@@ -107,6 +111,12 @@ def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
+def first_line(text: str) -> str:
+    """The first line of an error (a dead letter's log line carries it, not the traceback)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:500]
+
+
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
     """The error to store and whether it is permanent: a ``PermanentError``, or any failure
     after the handler marked a side effect (a human decides whether repeating it is safe)."""
@@ -147,6 +157,12 @@ class Runner:
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:
+        # Every line logged while the item runs names it (wqcore.logs.ItemFilter): this task's
+        # context, and the copy its handler's thread runs in.
+        with item_fields(job.item):
+            await self._run_item(job)
+
+    async def _run_item(self, job: Job) -> None:
         item = job.item
         handler = self.handlers.get(item.kind)
         try:
@@ -186,7 +202,7 @@ class Runner:
             # A settle that failed (the database is away): the lease runs out and the sweep
             # hands the item back, its attempt counted.
             if not self.outage.failed("settle", exc):
-                logger.exception("item_settle_failed item=%s", item.id)
+                log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
             self.lease_keeper.drop(item.id)
             self.on_done(item.id)
@@ -201,10 +217,17 @@ class Runner:
             return
         loop = asyncio.get_running_loop()
         assert self.handler_pool is not None
+        # run_in_executor does not carry context variables over: the thread gets a copy of this
+        # task's, so its lines name the item too.
+        call = functools.partial(
+            contextvars.copy_context().run,
+            _in_thread(handler.handle),
+            job.ctx,
+            job.item,
+            job.run,
+        )
         try:
-            await loop.run_in_executor(
-                self.handler_pool, _in_thread(handler.handle), job.ctx, job.item, job.run
-            )
+            await loop.run_in_executor(self.handler_pool, call)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
             raise
@@ -212,30 +235,36 @@ class Runner:
     async def _fail(self, job: Job, exc: BaseException) -> None:
         item = job.item
         error, permanent = failure_of(exc, job.run)
+        trace = "".join(traceback.format_exception(exc))
         # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
         delay_s = getattr(exc, "delay_s", None)
         try:
-            failed = await api.afail(job.ctx, item, error, permanent=permanent, delay_s=delay_s)
+            failed = await api.afail(
+                job.ctx, item, error, permanent=permanent, delay_s=delay_s, traceback=trace
+            )
         except api.Conflict:
-            logger.warning("stale_fail_refused item=%s", item.id)
+            log_event(logger, logging.WARNING, "stale_fail_refused")
             return
         if failed.status == api.Status.PENDING:
             for_kind(item.kind).retried.inc()
-        logger.info(
-            "item_failed item=%s kind=%s attempt=%d status=%s error=%s",
-            item.id,
-            item.kind,
-            item.attempts,
-            failed.status,
-            type(exc).__name__,
-        )
+            log_event(
+                logger,
+                logging.INFO,
+                "item_retried",
+                error=first_line(error),
+                available_at=failed.available_at.isoformat() if failed.available_at else None,
+            )
+        else:
+            # WARNING, with the error's first line: what an error tracker's logging hook sees.
+            log_event(logger, logging.WARNING, "item_dead_lettered", error=first_line(error))
+        await api.asend_settled(failed, failed.last_error, exc, trace)
 
     async def _release(self, job: Job, note: str) -> None:
         """Hand the item back; if that fails, its lease runs out and the sweep hands it back."""
         try:
             await api.arelease(job.ctx, job.item, note)
         except api.Conflict:
-            logger.warning("stale_release_refused item=%s", job.item.id)
+            log_event(logger, logging.WARNING, "stale_release_refused")
         except Exception as exc:
             if not self.outage.failed("release", exc):
-                logger.exception("item_release_failed item=%s", job.item.id)
+                log_event(logger, logging.ERROR, "item_release_failed", exc_info=True)

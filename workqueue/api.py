@@ -69,7 +69,7 @@ from workqueue.maintenance import (
     requeue_stale,
     stale_tenants,
 )
-from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from workqueue.models import Attempt, AttemptOutcome, DeadLetter, Status, TenantShare, WorkItem
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete,
@@ -86,6 +86,15 @@ from workqueue.settle import (
     extend_leases,
     fail,
     release,
+)
+from workqueue.signals import (
+    asend_settled,
+    log_receiver_failures,
+    send_settled,
+    work_dead_lettered,
+    work_done,
+    work_failed,
+    work_retried,
 )
 from workqueue.triage import (
     MAX_BATCH,
@@ -104,6 +113,8 @@ __all__ = [
     "MAX_BATCH",
     "PAYLOAD_DEPTH_MAX",
     "UNDECLARED",
+    "Attempt",
+    "AttemptOutcome",
     "Conflict",
     "DeadLetter",
     "Drawn",
@@ -143,6 +154,7 @@ __all__ = [
     "arequeue_dead",
     "arequeue_edited",
     "arequeue_stale",
+    "asend_settled",
     "autovacuum_on",
     "check_delay",
     "check_key",
@@ -170,6 +182,7 @@ __all__ = [
     "is_declared",
     "is_exhausted",
     "known_kinds",
+    "log_receiver_failures",
     "max_payload_bytes",
     "purge_items",
     "purge_request_keys",
@@ -184,10 +197,15 @@ __all__ = [
     "requeue_edited",
     "requeue_stale",
     "retry_delay",
+    "send_settled",
     "stale_tenants",
     "storable_text",
     "store_response",
     "too_deep",
     "under_tenant",
     "validated",
+    "work_dead_lettered",
+    "work_done",
+    "work_failed",
+    "work_retried",
 ]

@@ -18,6 +18,8 @@ from workqueue.lanes import declared_lanes
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
+from workqueue.settle import RECORD_ATTEMPTS
+from wqcore.logs import fields_of_item, log_event
 from wqcore.statements import Locking, NoParams, Statement, locking
 from wqcore.store import Plan, Rows, System, Tenant, arun, execute, run
 
@@ -57,7 +59,7 @@ def _stale_locking() -> Locking:
         WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
         .order_by("lease_expires_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values("id", "claimed_by")[:_LIMIT]
     )
     return locking(queryset, {_BEFORE: "before"}, "limit")
 
@@ -77,7 +79,7 @@ REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES,),
+    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS),
     build_locking=lambda: {"locking": _stale_locking()},
 )
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
@@ -100,6 +102,8 @@ READ_AUTOVACUUM = Statement("read_autovacuum", NoParams, SQL_DIR)
 class Requeued:
     requeued: int
     dead_lettered: int
+    # The items this call moved, as the statement left them (for the sweep's signals and logs).
+    items: tuple[WorkItem, ...] = field(default=(), compare=False, repr=False)
 
 
 def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
@@ -109,13 +113,24 @@ def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> P
     dead = [item for item in moved if item.status == Status.FAILED]
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
-    result = Requeued(requeued=len(moved) - len(dead), dead_lettered=len(dead))
+    result = Requeued(requeued=len(moved) - len(dead), dead_lettered=len(dead), items=tuple(moved))
+    for item in dead:
+        log_event(
+            logger,
+            logging.WARNING,
+            "item_dead_lettered",
+            **fields_of_item(item),
+            error=item.last_error,
+            outcome="lease_expired",
+        )
     if moved:
-        logger.info(
-            "stale_requeued org=%s requeued=%d dead_lettered=%d",
-            ctx.org_id,
-            result.requeued,
-            result.dead_lettered,
+        log_event(
+            logger,
+            logging.INFO,
+            "stale_requeued",
+            tenant=str(ctx.org_id),
+            requeued=result.requeued,
+            dead_lettered=result.dead_lettered,
         )
     return result
 
@@ -177,11 +192,13 @@ def purge_items(
     """
     total = run(purge_items_plan([str(s) for s in statuses], before, batch, max_batches))
     if total:
-        logger.info(
-            "items_purged count=%d statuses=%s before=%s",
-            total,
-            ",".join(statuses),
-            before.isoformat(),
+        log_event(
+            logger,
+            logging.INFO,
+            "items_purged",
+            count=total,
+            statuses=",".join(statuses),
+            before=before.isoformat(),
         )
     return total
 

@@ -31,6 +31,7 @@ from workqueue.inputs import check_id
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
+from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, Tenant, arun, run
 
@@ -157,13 +158,14 @@ def _result(fences: list[Drawn], rows: Rows) -> Triaged:
 
 
 def _log(event: str, ctx: OpContext, result: Triaged) -> None:
-    logger.info(
-        "%s org=%s actor=%s changed=%d refused=%d",
+    log_event(
+        logger,
+        logging.INFO,
         event,
-        ctx.org_id,
-        ctx.user_id,
-        len(result.changed),
-        len(result.refused),
+        tenant=str(ctx.org_id),
+        actor=ctx.user_id,
+        changed=len(result.changed),
+        refused=len(result.refused),
     )
 
 

@@ -1,4 +1,9 @@
--- retry: hand the item back for another attempt after a delay, only for the holder of this claim token
+-- retry: hand the item back for another attempt after a delay, only for the holder of this claim token, and record the failed attempt (its worker, error and traceback) in the same statement
+-- `held` reads the row as it was before this statement (its holder, which the update clears).
+WITH held AS (
+    SELECT id, claimed_by FROM workqueue_workitem
+     WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
+), retried AS (
 UPDATE workqueue_workitem
    SET status = 'pending', available_at = now() + make_interval(secs => %(delay_s)s::float8),
        claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
@@ -6,3 +11,11 @@ UPDATE workqueue_workitem
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *
+), ended AS (
+    SELECT r.org_id, r.id, r.attempts, h.claimed_by, r.claimed_at,
+           'retried' AS outcome, %(error)s::text AS error, %(traceback)s::text AS traceback
+      FROM retried r JOIN held h ON h.id = r.id
+), attempts AS (
+{record_attempts}
+)
+SELECT * FROM retried
