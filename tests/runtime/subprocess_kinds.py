@@ -7,11 +7,12 @@ A subprocess loads them through ``WORKER_HANDLER_MODULES=tests.runtime.subproces
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pydantic
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
+from workers.handlers import PermanentError, Run, handles
 from workqueue.api import Kind, Payload, WorkItem, register
 
 
@@ -29,3 +30,22 @@ class SlowOnceHandler:
     async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
         if item.attempts == 1:
             await asyncio.sleep(item.payload.get("first_attempt_s", 60.0))
+
+
+class LoggedPayload(Payload):
+    # Fail for good (a dead letter) instead of returning.
+    fail: bool = False
+
+
+LOGGED = register(Kind("TEST_LOGGED", LoggedPayload, max_attempts=1))
+_handler_logger = logging.getLogger("tests.runtime.subprocess_kinds")
+
+
+@handles(LOGGED.name)
+class LoggedHandler:
+    """A sync handler (it runs in a thread) that logs a line of its own, then returns or fails."""
+
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        _handler_logger.info("handler_says_hello")
+        if item.payload.get("fail"):
+            raise PermanentError("no such shipment\nsecond line of the message")
