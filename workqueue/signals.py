@@ -3,10 +3,11 @@
 Each is sent once per event, by the process that settled the attempt (the worker, or the sweep
 for an attempt whose lease ran out), after the statement that settled it committed. The sender
 is the ``WorkItem`` class (Django matches senders by identity, so a kind's name could not be
-one: a receiver that wants one kind checks ``item.kind``). A receiver that raises is logged (``signal_receiver_failed``) and changes nothing: the
-item is settled already. The worker sends them with ``asend_robust``: an ``async def``
-receiver runs on the worker's loop, a plain one in a thread (asgiref's ``sync_to_async``), so
-a slow receiver never stalls the worker's other items.
+one: a receiver that wants one kind checks ``item.kind``). A receiver that raises is logged
+(``signal_receiver_failed``) and changes nothing: the item is settled already. The worker
+sends them with ``asend_robust``: an ``async def`` receiver runs on the worker's loop, a plain
+one in a thread (asgiref's ``sync_to_async``), so a slow receiver never stalls the worker's
+other items.
 
 Arguments (keywords):
 
