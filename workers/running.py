@@ -37,7 +37,7 @@ from workers.lease import LeaseKeeper
 from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
 from workqueue import api
-from wqcore.logs import item_fields, log_event
+from wqcore.logs import bind_item, log_event
 from wqcore.tracing import exporting
 
 logger = logging.getLogger(__name__)
@@ -158,11 +158,10 @@ class Runner:
 
     async def _run(self, job: Job) -> None:
         # Every line logged while the item runs names it (wqcore.logs.ItemFilter): this task's
-        # context, and the copy its handler's thread runs in.
-        with item_fields(job.item):
-            await self._run_item(job)
-
-    async def _run_item(self, job: Job) -> None:
+        # own context (create_task copied it), and the copy its handler's thread runs in. Set
+        # here, in this coroutine: no wrapper coroutine may stand between the task and the
+        # handler's call (handlers.is_failure tells a GeneratorExit by the task running it).
+        bind_item(job.item)
         item = job.item
         handler = self.handlers.get(item.kind)
         try:

@@ -77,15 +77,24 @@ def fields_of_item(item: Any) -> dict[str, Any]:
     }
 
 
+def bind_item(item: Any) -> None:
+    """Name ``item`` on every line logged from now on in this context: for a context that is
+    the item's alone (an asyncio task runs in a copy of its creator's), and the threads it
+    hands a copy of it to."""
+    _current_item.set(fields_of_item(item))
+
+
 @contextlib.contextmanager
 def item_fields(item: Any) -> Iterator[None]:
-    """Name ``item`` on every line logged in this context (this task, and the threads it hands
-    a copy of its context to) until the block ends."""
+    """Name ``item`` on every line logged in this context until the block ends."""
     token = _current_item.set(fields_of_item(item))
     try:
         yield
     finally:
-        _current_item.reset(token)
+        try:
+            _current_item.reset(token)
+        except ValueError:  # closed from another context (a coroutine being collected)
+            _current_item.set(None)
 
 
 def current_item_fields() -> Mapping[str, Any] | None:
@@ -250,9 +259,16 @@ def formatter(output: str | None = None) -> logging.Formatter:
     """The formatter for ``output`` (``text`` or ``json``; default ``WORKQUEUE["LOG_FORMAT"]``),
     for a site's ``LOGGING``: ``{"()": "wqcore.logs.formatter"}``."""
     if output is None:
+        from django.core.exceptions import ImproperlyConfigured
+
         from wqcore.conf import wq_settings
 
-        output = str(wq_settings.LOG_FORMAT)
+        try:
+            output = str(wq_settings.LOG_FORMAT)
+        except ImproperlyConfigured:
+            # Text until the settings are right: the queue's check says what to change, in one
+            # line (a traceback out of the logging set-up would say it worse).
+            output = "text"
     if output not in OUTPUTS:
         raise ValueError(f"LOG_FORMAT: must be 'text' or 'json' (got {output!r})")
     return JsonLineFormatter() if output == "json" else TextFormatter()
@@ -262,7 +278,9 @@ def logging_config(
     output: str | None = None, level: str = "INFO", loggers: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A ``LOGGING`` dict: one handler on stderr with the queue's formatter and ``ItemFilter``,
-    at ``level``; ``loggers`` adds per-logger levels."""
+    at ``level``; ``loggers`` adds per-logger levels. Django's own loggers (``django``, and the
+    development server's access lines, ``django.server``), which Django's defaults send to
+    handlers of their own, go through it too, each line once."""
     return {
         "version": 1,
         "disable_existing_loggers": False,
@@ -276,5 +294,9 @@ def logging_config(
             }
         },
         "root": {"handlers": ["console"], "level": level},
-        "loggers": dict(loggers or {}),
+        "loggers": {
+            "django": {"handlers": [], "level": "INFO", "propagate": True},
+            "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+            **(loggers or {}),
+        },
     }

@@ -48,7 +48,7 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
-            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_")
+            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "LOG_")
         )
         return parser
 
