@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from tests.helpers import back_date
 from tests.runtime.subprocess_kinds import LOGGED
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workqueue import api
@@ -73,3 +74,24 @@ def test_every_line_of_a_worker_is_json_and_item_lines_name_the_item(ctx) -> Non
     assert letter["level"] == "warning" and letter["item"] == str(dead.id)
     assert letter["error"] == "PermanentError: no such shipment"  # the first line only
     assert letter["trace_id"] == TRACE_ID and letter["attempt"] == 1
+
+
+def test_the_sweep_writes_json_lines_too(ctx, worker_rctx) -> None:
+    """``manage.py sweep --once`` with ``LOG_FORMAT=json``: an expired lease handed back is one
+    JSON line naming its tenant; the human summary stays on stdout."""
+    item, _ = api.enqueue(ctx, "NOOP", {}, lane="json-sweep")
+    api.claim(worker_rctx, "json-sweep", None, "gone-host:1:aaaaaa", 30, 1)
+    back_date(item.id, lease_expires_at=90)
+    done = subprocess.run(
+        [PYTHON, "manage.py", "sweep", "--once"],
+        cwd=ROOT,
+        env=subprocess_env(LOG_FORMAT="json"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("sweep took_s=")
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+    [requeued] = [line for line in lines if line["event"] == "stale_requeued"]
+    assert requeued["tenant"] == str(ctx.org_id) and requeued["requeued"] == 1
