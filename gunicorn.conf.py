@@ -36,3 +36,9 @@ def on_starting(server: Any) -> None:
 
 def child_exit(server: Any, worker: Any) -> None:
     multiprocess.mark_process_dead(worker.pid)
+
+
+# gunicorn's own lines (``gunicorn.error``) and its access lines (``gunicorn.access``, one
+# ``http_request`` event each) go through the queue's formatter, as text or as JSON
+# (``LOG_FORMAT``), like every other line of the site.
+from project.gunicorn_logs import logconfig_dict  # noqa: E402, F401

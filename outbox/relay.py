@@ -24,6 +24,7 @@ from outbox.models import WORK_PREFIX
 from tenancy.contexts import RequestContext
 from workqueue import api
 from wqcore.conf import system_alias
+from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 from wqcore.store import System, execute
 
@@ -114,14 +115,23 @@ def relay_pending(rctx: RequestContext, limit: int = 100) -> RelayResult:
             ids.append(row[0])
             errors.append(error)
             if error:
-                logger.warning("outbox_row_failed id=%s kind=%s error=%s", row[0], row[2], error)
+                log_event(
+                    logger,
+                    logging.WARNING,
+                    "outbox_row_failed",
+                    row=str(row[0]),
+                    kind=row[2],
+                    error=error,
+                )
         execute(System(MARK_RELAYED, MarkRelayedParams(ids, errors)))
     result = RelayResult(**counts)
-    logger.info(
-        "outbox_relayed enqueued=%d published=%d failed=%d",
-        result.enqueued,
-        result.published,
-        result.failed,
+    log_event(
+        logger,
+        logging.INFO,
+        "outbox_relayed",
+        enqueued=result.enqueued,
+        published=result.published,
+        failed=result.failed,
     )
     return result
 
@@ -158,7 +168,7 @@ def purge_relayed(
         if deleted < batch:
             break  # a short batch: nothing more is old enough
     if total:
-        logger.info("outbox_purged count=%d before=%s", total, before.isoformat())
+        log_event(logger, logging.INFO, "outbox_purged", count=total, before=before.isoformat())
     return total
 
 

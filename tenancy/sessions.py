@@ -7,6 +7,7 @@ import logging
 from django.db.models.functions import Now
 
 from wqcore.conf import system_alias
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -31,5 +32,5 @@ def purge_expired_sessions(batch: int = 1000, max_batches: int = 100) -> int:
         if len(keys) < batch:
             break  # a short batch: nothing more has expired
     if total:
-        logger.info("sessions_purged count=%d", total)
+        log_event(logger, logging.INFO, "sessions_purged", count=total)
     return total

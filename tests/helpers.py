@@ -52,16 +52,25 @@ def back_date_outbox(row_id: uuid.UUID, **seconds_ago: float) -> None:
         )
 
 
-def dead_letter(ctx, rctx, payload: dict | None = None, error: str = "boom", kind: str = "NOOP"):  # type: ignore[no-untyped-def]
+def dead_letter(  # type: ignore[no-untyped-def]
+    ctx,
+    rctx,
+    payload: dict | None = None,
+    error: str = "boom",
+    kind: str = "NOOP",
+    traceback: str | None = None,
+    worker: str = "w-dead",
+):
     """A dead letter of ``ctx``'s tenant, made the way the product makes one: enqueued in a lane
-    of its own (so the claim takes it alone), claimed, failed for good (with its audit entry)."""
+    of its own (so the claim takes it alone), claimed by ``worker``, failed for good (with its
+    audit entry and its attempt, carrying ``traceback``)."""
     from workqueue import api
 
     lane = f"dl-{uuid.uuid4().hex[:12]}"
     item, _ = api.enqueue(ctx, kind, payload or {"n": 1}, lane=lane)
-    [(item_ctx, held)] = api.claim(rctx, lane, [kind], "w-dead", 30, 10)
+    [(item_ctx, held)] = api.claim(rctx, lane, [kind], worker, 30, 10)
     assert held.id == item.id
-    return api.fail(item_ctx, held, error, permanent=True)
+    return api.fail(item_ctx, held, error, permanent=True, traceback=traceback)
 
 
 def fresh_async_connections() -> None:

@@ -21,6 +21,7 @@ from workers.config import WorkerSettings
 from workers.metrics import IN_FLIGHT, for_kind, waited
 from workers.outage import Outage
 from workqueue import api
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,9 @@ class ClaimLoop:
                 )
             except Exception as exc:
                 if not self.outage.failed("claim", exc):
-                    logger.exception("claim_failed worker=%s", self.worker_id)
+                    log_event(
+                        logger, logging.ERROR, "claim_failed", exc_info=True, worker=self.worker_id
+                    )
                 await self._wait(self.wake, backoff_s, stop)
                 backoff_s = min(backoff_s * 2, s.outage_backoff_max_s)
                 continue

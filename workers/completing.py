@@ -14,10 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from typing import Any
 
 from workers.metrics import for_kind
 from workers.outage import Outage
 from workqueue import api
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,9 @@ class Completer:
                 done = await api.acomplete_many([fence for fence, _ in batch])
             except Exception as exc:
                 if not self.outage.failed("complete", exc):
-                    logger.exception("complete_failed items=%d", len(batch))
+                    log_event(
+                        logger, logging.ERROR, "complete_failed", exc_info=True, items=len(batch)
+                    )
                 self.pending[:0] = batch  # kept: retried by the next flush
                 if stop is not None and stop.is_set():
                     return
@@ -80,6 +84,25 @@ class Completer:
                 if fence.item_id in done:
                     completed[kind] += 1
                 else:
-                    logger.warning("stale_complete_refused item=%s", fence.item_id)
+                    log_event(
+                        logger,
+                        logging.WARNING,
+                        "stale_complete_refused",
+                        item=str(fence.item_id),
+                        kind=kind,
+                        tenant=str(fence.org_id),
+                    )
             for kind, n in completed.items():
                 for_kind(kind).completed.inc(n)
+            await _send_done(batch, done)
+
+
+async def _send_done(batch: list[tuple[api.Fence, str]], done: set[Any]) -> None:
+    """``work_done`` for each completed item of ``batch``, when someone listens for its kind
+    (workqueue/signals.py)."""
+    for fence, kind in batch:
+        if fence.item_id in done and api.work_done.has_listeners(api.WorkItem):
+            results = await api.work_done.asend_robust(
+                api.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind
+            )
+            api.log_receiver_failures("work_done", results)

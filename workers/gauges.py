@@ -34,6 +34,7 @@ from workers.schedules import all_schedules
 from workqueue import api
 from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
 from wqcore.conf import wq_settings
+from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import System, execute
 
@@ -168,7 +169,7 @@ class QueueCollector(Collector):
         try:
             families = list(self._families(self.gauges.get()))
         except Exception as exc:  # the scrape still answers; the queue's gauges are absent
-            logger.warning("queue_gauges_unavailable error=%s", type(exc).__name__)
+            log_event(logger, logging.WARNING, "queue_gauges_unavailable", error=type(exc).__name__)
             return
         yield from families
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from workers.metrics import RENEWALS_FAILED
 from workers.outage import Outage
 from workqueue.api import Fence
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -111,8 +112,12 @@ class LeaseKeeper:
             RENEWALS_FAILED.inc()
             now = self._clock()
             if not self._outage.failed("lease", exc):
-                logger.warning(
-                    "lease_renewal_failed items=%d error=%s", len(snapshot), type(exc).__name__
+                log_event(
+                    logger,
+                    logging.WARNING,
+                    "lease_renewal_failed",
+                    items=len(snapshot),
+                    error=type(exc).__name__,
                 )
             self._lose(
                 [lease for lease in snapshot if now - lease.last_success >= self.lease_s / 2],

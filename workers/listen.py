@@ -26,6 +26,7 @@ from django.db import connections
 
 from workers.outage import Outage
 from wqcore.conf import listen_alias
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -68,11 +69,15 @@ class Listener:
     async def run(self, stop: asyncio.Event) -> None:
         params = await asyncio.to_thread(connection_kwargs)
         if params is None:
-            logger.warning(
-                "listen_off reason=pooler channels=%s: WORKQUEUE['POOLER'] is 'transaction' "
-                "and no LISTEN_DATABASE_ALIAS is named, so work is found by the poll; name an "
-                "alias that reaches the server itself to wake on notices",
-                ",".join(self.channels),
+            log_event(
+                logger,
+                logging.WARNING,
+                "listen_off",
+                reason="pooler",
+                channels=",".join(self.channels),
+                hint="WORKQUEUE['POOLER'] is 'transaction' and no LISTEN_DATABASE_ALIAS is "
+                "named, so work is found by the poll; name an alias that reaches the server "
+                "itself to wake on notices",
             )
             await stop.wait()
             return

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from django.db import connections
 
 from workers.periodic import PeriodicTask
+from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
 logger = logging.getLogger(__name__)
@@ -73,14 +74,14 @@ class OffLoop:
                 pass
         await asyncio.to_thread(self._thread.join, JOIN_TIMEOUT_S)
         if self._thread.is_alive():
-            logger.warning("thread_did_not_stop thread=%s", self.name)
+            log_event(logger, logging.WARNING, "thread_did_not_stop", thread=self.name)
         self._thread = None
 
     def _main(self) -> None:
         try:
             asyncio.run(self._serve())
         except Exception:
-            logger.exception("thread_failed thread=%s", self.name)
+            log_event(logger, logging.ERROR, "thread_failed", exc_info=True, thread=self.name)
         finally:
             self._ready.set()  # never leave start() waiting
             connections.close_all()  # any Django connection this thread opened

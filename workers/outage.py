@@ -22,6 +22,8 @@ from collections.abc import Callable
 import psycopg
 import psycopg_pool
 
+from wqcore.logs import log_event
+
 logger = logging.getLogger(__name__)
 
 # Errors that mean "the database is not answering", not "this statement is wrong".
@@ -73,7 +75,13 @@ class Outage:
             if began:
                 self.since = self.last_failure
         if began:
-            logger.warning("database_unreachable part=%s error=%s", part, _first_line(exc))
+            log_event(
+                logger,
+                logging.WARNING,
+                "database_unreachable",
+                part=part,
+                error=_first_line(exc),
+            )
         return True
 
     def now(self) -> float:
@@ -97,7 +105,13 @@ class Outage:
             if now - last_failure < self.settle_s:
                 return
             self.since, self.last_failure, self.failures = None, None, 0
-        logger.warning("database_back after_s=%.1f failures=%d", now - since, failures)
+        log_event(
+            logger,
+            logging.WARNING,
+            "database_back",
+            after_s=round(now - since, 1),
+            failures=failures,
+        )
 
 
 def _first_line(exc: BaseException) -> str:

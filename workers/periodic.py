@@ -15,6 +15,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+from wqcore.logs import log_event
+
 logger = logging.getLogger(__name__)
 
 Mode = Literal["fixed_delay", "fixed_rate", "result_aware"]
@@ -208,13 +210,17 @@ class PeriodicTask:
             self._ready = True
             return
         if self.consecutive_failures:
-            logger.info(
-                "periodic_recovered task=%s failures=%d", self.name, self.consecutive_failures
+            log_event(
+                logger,
+                logging.INFO,
+                "periodic_recovered",
+                task=self.name,
+                failures=self.consecutive_failures,
             )
         self.consecutive_failures = 0
         if not self._ready:
             self._ready = True
-            logger.info("periodic_ready task=%s", self.name)
+            log_event(logger, logging.INFO, "periodic_ready", task=self.name)
 
     def _failed(self, *, timed_out: bool, raised: bool = True, reported: bool = False) -> None:
         """Count the failure; log it when it starts a streak (called inside the except block,
@@ -237,23 +243,29 @@ class PeriodicTask:
         level = logging.ERROR if first else logging.DEBUG
         if timed_out:
             # The traceback of a timeout only shows asyncio internals; the numbers say it all.
-            logger.log(
+            log_event(
+                logger,
                 level,
-                "periodic_timeout task=%s timeout_s=%s failures=%d",
-                self.name,
-                self.timeout_s,
-                self.consecutive_failures,
+                "periodic_timeout",
+                task=self.name,
+                timeout_s=self.timeout_s,
+                failures=self.consecutive_failures,
             )
         else:
-            logger.log(
+            log_event(
+                logger,
                 level,
-                "periodic_failed task=%s failures=%d",
-                self.name,
-                self.consecutive_failures,
+                "periodic_failed",
                 exc_info=raised and first,
+                task=self.name,
+                failures=self.consecutive_failures,
             )
         if self._ready and self.consecutive_failures >= self.failures_to_unready:
             self._ready = False
-            logger.warning(
-                "periodic_unready task=%s failures=%d", self.name, self.consecutive_failures
+            log_event(
+                logger,
+                logging.WARNING,
+                "periodic_unready",
+                task=self.name,
+                failures=self.consecutive_failures,
             )

@@ -15,6 +15,7 @@ from typing import Any
 from outbox.relay import RelayResult, relay_all
 from tenancy.contexts import AppType, new_request_context
 from workers.outage import Outage
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class Relayer:
             result = await self.in_thread(lambda: relay_all(rctx, batch=self.batch))
         except Exception as exc:
             if not self.outage.failed("relay", exc):
-                logger.exception("outbox_relay_failed")
+                log_event(logger, logging.ERROR, "outbox_relay_failed", exc_info=True)
             return None
         self.runs += 1
         return result

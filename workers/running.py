@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import logging
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +48,7 @@ from workers.lease import LeaseKeeper
 from workers.metrics import ABANDONED_THREADS, CANCELLED, RELEASED, TIMED_OUT, for_kind
 from workers.outage import Outage
 from workqueue import api
+from wqcore.logs import bind_item, log_event
 from wqcore.tracing import exporting
 
 logger = logging.getLogger(__name__)
@@ -140,6 +144,12 @@ def time_limit(handler: Handler, item: api.WorkItem) -> float | None:
     return api.get_kind(item.kind).time_limit_s()
 
 
+def first_line(text: str) -> str:
+    """The first line of an error (a dead letter's log line carries it, not the traceback)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:500]
+
+
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
     """The error to store and whether it is permanent: a ``PermanentError``, or any failure
     after the handler marked a side effect (a human decides whether repeating it is safe)."""
@@ -194,6 +204,11 @@ class Runner:
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:
+        # Every line logged while the item runs names it (wqcore.logs.ItemFilter): this task's
+        # own context (create_task copied it), and the copy its handler's thread runs in. Set
+        # here, in this coroutine: no wrapper coroutine may stand between the task and the
+        # handler's call (handlers.is_failure tells a GeneratorExit by the task running it).
+        bind_item(job.item)
         item = job.item
         handler = self.handlers.get(item.kind)
         try:
@@ -246,7 +261,7 @@ class Runner:
             # A settle that failed (the database is away): the lease runs out and the sweep
             # hands the item back, its attempt counted.
             if not self.outage.failed("settle", exc):
-                logger.exception("item_settle_failed item=%s", item.id)
+                log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
             self.lease_keeper.drop(item.id)
             self.on_done(item.id)
@@ -277,12 +292,14 @@ class Runner:
                 raise
             job.run.cancel(TIMEOUT)
             TIMED_OUT.labels(job.item.kind).inc()
-            logger.warning(
-                "item_timed_out item=%s kind=%s limit_s=%g attempt=%d",
-                job.item.id,
-                job.item.kind,
-                limit_s,
-                job.item.attempts,
+            log_event(
+                logger,
+                logging.WARNING,
+                "item_timed_out",
+                item=job.item.id,
+                kind=job.item.kind,
+                limit_s=limit_s,
+                attempt=job.item.attempts,
             )
             raise TimeoutError(
                 f"the handler ran past its time limit of {limit_s:g} s and was cancelled"
@@ -293,36 +310,59 @@ class Runner:
             await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
             return
         assert self.handler_pool is not None
-        future = self.handler_pool.submit(_in_thread(handler.handle), job.ctx, job.item, job.run)
+        # run_in_executor does not carry context variables over: the thread gets a copy of this
+        # task's, so its lines name the item too.
+        call = functools.partial(
+            contextvars.copy_context().run,
+            _in_thread(handler.handle),
+            job.ctx,
+            job.item,
+            job.run,
+        )
+        future = self.handler_pool.submit(call)
         try:
             await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
-            self._abandon(future, f"item={job.item.id} kind={job.item.kind}")
+            self._abandon(future, job.item)
             raise
 
-    def _abandon(self, future: Any, what: str) -> None:
+    def _abandon(self, future: Any, item: api.WorkItem) -> None:
         """A cancelled run's thread that is still running: count it until it returns (it
         cannot be stopped; whatever it writes to the queue later is refused by the token)."""
         if future.done() or future.cancel():  # it ended, or never started: nothing runs on
             return
         self.abandoned += 1
         ABANDONED_THREADS.set(self.abandoned)
-        logger.warning("handler_thread_abandoned %s abandoned=%d", what, self.abandoned)
+        log_event(
+            logger,
+            logging.WARNING,
+            "handler_thread_abandoned",
+            item=item.id,
+            kind=item.kind,
+            abandoned=self.abandoned,
+        )
         loop = asyncio.get_running_loop()
 
         def returned(_: Any) -> None:
             try:
-                loop.call_soon_threadsafe(self._thread_returned, what)
+                loop.call_soon_threadsafe(self._thread_returned, item)
             except RuntimeError:  # the worker's loop has ended
                 pass
 
         future.add_done_callback(returned)
 
-    def _thread_returned(self, what: str) -> None:
+    def _thread_returned(self, item: api.WorkItem) -> None:
         self.abandoned -= 1
         ABANDONED_THREADS.set(self.abandoned)
-        logger.info("handler_thread_returned %s abandoned=%d", what, self.abandoned)
+        log_event(
+            logger,
+            logging.INFO,
+            "handler_thread_returned",
+            item=item.id,
+            kind=item.kind,
+            abandoned=self.abandoned,
+        )
         if self.on_thread_free is not None:
             self.on_thread_free()
 
@@ -332,10 +372,12 @@ class Runner:
         try:
             await api.adefer(job.ctx, item, delay_s, note=f"snoozed for {delay_s:g} s")
         except api.Conflict:
-            logger.warning("stale_snooze_refused item=%s", item.id)
+            log_event(logger, logging.WARNING, "stale_snooze_refused", item=item.id)
             return
         RELEASED.labels(item.kind, "snoozed").inc()
-        logger.info("item_snoozed item=%s kind=%s delay_s=%g", item.id, item.kind, delay_s)
+        log_event(
+            logger, logging.INFO, "item_snoozed", item=item.id, kind=item.kind, delay_s=delay_s
+        )
 
     async def _end_cancelled(self, job: Job) -> None:
         """End the item as its cancel request asked, under its claim token: ``cancelled``, or
@@ -354,42 +396,50 @@ class Runner:
                 await api.acancel_held(job.ctx, item, "cancelled as asked while it ran")
                 outcome = "cancelled"
         except api.Conflict:
-            logger.warning("stale_cancel_refused item=%s", item.id)
+            log_event(logger, logging.WARNING, "stale_cancel_refused", item=item.id)
             return
         except Exception as exc:
             # The database is away: the lease runs out and the sweep ends it cancelled.
             if not self.outage.failed("cancel", exc):
-                logger.exception("item_cancel_failed item=%s", item.id)
+                log_event(logger, logging.ERROR, "item_cancel_failed", exc_info=True, item=item.id)
             return
-        logger.info("item_cancelled item=%s kind=%s outcome=%s", item.id, item.kind, outcome)
+        log_event(
+            logger, logging.INFO, "item_cancelled", item=item.id, kind=item.kind, outcome=outcome
+        )
 
     async def _fail(self, job: Job, exc: BaseException) -> None:
         item = job.item
         error, permanent = failure_of(exc, job.run)
+        trace = "".join(traceback.format_exception(exc))
         # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
         delay_s = getattr(exc, "delay_s", None)
         try:
-            failed = await api.afail(job.ctx, item, error, permanent=permanent, delay_s=delay_s)
+            failed = await api.afail(
+                job.ctx, item, error, permanent=permanent, delay_s=delay_s, traceback=trace
+            )
         except api.Conflict:
-            logger.warning("stale_fail_refused item=%s", item.id)
+            log_event(logger, logging.WARNING, "stale_fail_refused")
             return
         if failed.status == api.Status.PENDING:
             for_kind(item.kind).retried.inc()
-        logger.info(
-            "item_failed item=%s kind=%s attempt=%d status=%s error=%s",
-            item.id,
-            item.kind,
-            item.attempts,
-            failed.status,
-            type(exc).__name__,
-        )
+            log_event(
+                logger,
+                logging.INFO,
+                "item_retried",
+                error=first_line(error),
+                available_at=failed.available_at.isoformat() if failed.available_at else None,
+            )
+        else:
+            # WARNING, with the error's first line: what an error tracker's logging hook sees.
+            log_event(logger, logging.WARNING, "item_dead_lettered", error=first_line(error))
+        await api.asend_settled(failed, failed.last_error, exc, trace)
 
     async def _release(self, job: Job, note: str) -> None:
         """Hand the item back; if that fails, its lease runs out and the sweep hands it back."""
         try:
             await api.arelease(job.ctx, job.item, note)
         except api.Conflict:
-            logger.warning("stale_release_refused item=%s", job.item.id)
+            log_event(logger, logging.WARNING, "stale_release_refused")
         except Exception as exc:
             if not self.outage.failed("release", exc):
-                logger.exception("item_release_failed item=%s", job.item.id)
+                log_event(logger, logging.ERROR, "item_release_failed", exc_info=True)

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 
 from workers.metrics import LOOP_BLOCKED, LOOP_BLOCKED_SECONDS
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class LoopWatchdog:
         loop: asyncio.AbstractEventLoop,
         warn_s: float,
         *,
-        describe: Callable[[], str],
+        describe: Callable[[], dict[str, str]],
         loop_thread: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -58,7 +59,7 @@ class LoopWatchdog:
         self._sent_at: float | None = None
         self._answered_at: float | None = None
         # The episode under way, once reported: what was running on the loop.
-        self._blocked: str | None = None
+        self._blocked: dict[str, str] | None = None
         self._checked_at: float | None = None
         self.episodes = 0
 
@@ -107,17 +108,26 @@ class LoopWatchdog:
         self._blocked = self._describe()
         self.episodes += 1
         LOOP_BLOCKED.inc()
-        logger.warning(
-            "worker_loop_blocked blocked_s=%.1f %s where=%s hint=the event loop has not run "
-            "for this long; sync work belongs in a sync handler or run.in_thread",
-            blocked_s,
-            self._blocked,
-            self._where(),
+        log_event(
+            logger,
+            logging.WARNING,
+            "worker_loop_blocked",
+            blocked_s=round(blocked_s, 1),
+            **self._blocked,
+            where=self._where(),
+            hint="the event loop has not run for this long; sync work belongs in a sync handler "
+            "or run.in_thread",
         )
 
     def _ended(self, blocked_s: float) -> None:
         LOOP_BLOCKED_SECONDS.observe(blocked_s)
-        logger.warning("worker_loop_unblocked blocked_s=%.1f %s", blocked_s, self._blocked)
+        log_event(
+            logger,
+            logging.WARNING,
+            "worker_loop_unblocked",
+            blocked_s=round(blocked_s, 1),
+            **(self._blocked or {}),
+        )
         self._blocked = None
 
     def _where(self) -> str:

@@ -50,6 +50,7 @@ from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
 from workers.watchdog import LoopWatchdog
 from workqueue import api
+from wqcore.logs import fields_of_item, log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
 logger = logging.getLogger(__name__)
@@ -148,12 +149,22 @@ class Worker:
         """First signal: drain. Second: cancel what runs now (still releasing it)."""
         self.signals += 1
         if self.signals == 1:
-            logger.info("worker_stopping worker=%s in_flight=%d", self.worker_id, len(self.jobs))
+            log_event(
+                logger,
+                logging.INFO,
+                "worker_stopping",
+                worker=self.worker_id,
+                in_flight=len(self.jobs),
+            )
             self.liveness.state = "draining"
             self.stop_claiming.set()
         else:
-            logger.info(
-                "worker_stopping_now worker=%s in_flight=%d", self.worker_id, len(self.jobs)
+            log_event(
+                logger,
+                logging.INFO,
+                "worker_stopping_now",
+                worker=self.worker_id,
+                in_flight=len(self.jobs),
             )
             self.force.set()
 
@@ -177,16 +188,17 @@ class Worker:
                 fixed=s.metrics_port_fixed,
                 span=METRICS_PORT_SPAN,
             )
-        logger.info(
-            "worker_started worker=%s kinds=%s lane=%s capacity=%d threads=%d sweep=%s "
-            "metrics_port=%s",
-            self.worker_id,
-            ",".join(self.kinds),
-            s.lane,
-            s.capacity,
-            s.threads if self._handler_pool else 0,
-            "on" if s.sweep else "off",
-            self.http.server_port if self.http else "-",
+        log_event(
+            logger,
+            logging.INFO,
+            "worker_started",
+            worker=self.worker_id,
+            kinds=",".join(self.kinds),
+            lane=s.lane,
+            capacity=s.capacity,
+            threads=s.threads if self._handler_pool else 0,
+            sweep="on" if s.sweep else "off",
+            metrics_port=self.http.server_port if self.http else None,
         )
         self._loop = asyncio.get_running_loop()
         if s.loop_blocked_warn_s > 0:
@@ -226,7 +238,7 @@ class Worker:
             await self._close_thread(self._maintenance_thread, close_lock)
             if self._handler_pool:
                 self._handler_pool.shutdown(wait=False, cancel_futures=True)
-            logger.info("worker_offline worker=%s", self.worker_id)
+            log_event(logger, logging.INFO, "worker_offline", worker=self.worker_id)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         """The outbox relayer, and the sweep on its timer unless it is turned off here."""
@@ -329,7 +341,13 @@ class Worker:
             return
         error = self.liveness.last_error
         if error is not None and not self.outage.failed("heartbeat", error):
-            logger.warning("liveness_publish_failed worker=%s error=%s", self.worker_id, error)
+            log_event(
+                logger,
+                logging.WARNING,
+                "liveness_publish_failed",
+                worker=self.worker_id,
+                error=str(error),
+            )
 
     async def _close_thread(self, executor: ThreadPoolExecutor, *more: Any) -> None:
         """Close what the thread opened (its Django connections, and ``more`` closers run on
@@ -394,10 +412,10 @@ class Worker:
             # (a retry or a hand-back of a cancel-requested item ends it cancelled).
             job.cancel_wanted = True
             return
-        logger.info("item_cancel_requested item=%s kind=%s", item_id, job.item.kind)
+        log_event(logger, logging.INFO, "item_cancel_requested", item=item_id, kind=job.item.kind)
         job.cancel(CANCEL_REQUESTED)
 
-    def _running_on_loop(self) -> str:
+    def _running_on_loop(self) -> dict[str, str]:
         """For the watchdog, on its thread while this loop is blocked: the item whose task the
         loop is running now, or else every item whose handler runs on the loop."""
         assert self._loop is not None
@@ -405,24 +423,25 @@ class Worker:
         jobs = _snapshot(self.jobs)
         on_loop = [job for job in jobs if current is not None and job.task is current]
         if on_loop:
-            return f"items={on_loop[0].item.id}:{on_loop[0].item.kind}"
+            return {"items": f"{on_loop[0].item.id}:{on_loop[0].item.kind}"}
         on_loop = [
             job
             for job in jobs
             if (handler := self.handlers.get(job.item.kind)) and is_async(handler)
         ]
         shown = ",".join(f"{job.item.id}:{job.item.kind}" for job in on_loop[:10])
-        more = f" more={len(on_loop) - 10}" if len(on_loop) > 10 else ""
         # Not an item's own task (the worker's, or a task a handler started): say which.
-        task = current.get_name() if current is not None else "-"
-        return f"items={shown or '-'}{more} task={task}"
+        found = {"items": shown or "-", "task": current.get_name() if current is not None else "-"}
+        if len(on_loop) > 10:
+            found["more"] = str(len(on_loop) - 10)
+        return found
 
     def _lost(self, item_id: uuid.UUID, reason: str) -> None:
         """The lease keeper lost this item: cancel its task now (the token refuses its writes)."""
         job = self.jobs.get(item_id)
         if job is None or job.task is None:
             return
-        logger.warning("item_lost item=%s reason=%s", item_id, reason)
+        log_event(logger, logging.WARNING, "item_lost", **fields_of_item(job.item), reason=reason)
         job.cancel(reason)
 
     # -- shutdown -------------------------------------------------------------------------------
@@ -440,7 +459,7 @@ class Worker:
         for job in left:
             job.cancel(SHUTDOWN)
         if left:
-            logger.info("worker_released_on_stop items=%d", len(left))
+            log_event(logger, logging.INFO, "worker_released_on_stop", items=len(left))
             await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]
 
 

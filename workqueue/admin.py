@@ -47,7 +47,7 @@ from tenancy.modes import current_tenancy
 from tenancy.services import operator_context
 from workqueue import api
 from workqueue.claim import forget_caps
-from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from workqueue.models import Attempt, DeadLetter, Status, TenantShare, WorkItem
 from workqueue.triage import ERROR_CONTAINS_MAX, parse_since
 from wqcore.conf import system_alias, wq_settings
 
@@ -55,6 +55,9 @@ from wqcore.conf import system_alias, wq_settings
 MAX_DELAY_MINUTES = 43_200
 # How many tenants the tenant filter lists (others are reached by ?org=<id>).
 TENANT_CHOICES = 50
+# The most attempts an item's page lists (the first ones: an item runs out of attempts long
+# before; one an operator requeued many times shows its first this many).
+ATTEMPTS_SHOWN = 200
 
 
 def age(when: datetime | None) -> str:
@@ -439,6 +442,7 @@ class WorkItemAdmin(TenantAdmin):
             {
                 "fields": (
                     "claimed_by",
+                    "claimed_at",
                     "claim_token",
                     "lease_expires_at",
                     "cancel_requested_at",
@@ -546,7 +550,8 @@ class WorkItemAdmin(TenantAdmin):
         form_url: str = "",
         obj: WorkItem | None = None,
     ) -> HttpResponse:
-        """The detail page: payload, full error, history from the audit trail, triage."""
+        """The detail page: payload, full error, every attempt (worker, host, start, end,
+        outcome, traceback), history from the audit trail, triage."""
         if obj is not None:
             history = (
                 AuditEntry.objects.using(admin_alias(request))
@@ -559,8 +564,14 @@ class WorkItemAdmin(TenantAdmin):
             names = actor_names(e.actor for e in history)
             for entry in history:
                 entry.actor_name = names.get(entry.actor, entry.actor)  # type: ignore[attr-defined]
+            attempts = (
+                Attempt.objects.using(admin_alias(request))
+                .filter(org_id=obj.org_id, item_id=obj.id)
+                .order_by("id")[:ATTEMPTS_SHOWN]
+            )
             context.update(
                 item=obj,
+                attempts=list(attempts),
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
                 history=[(e, json.dumps(e.data, indent=2, sort_keys=True)) for e in history],
                 triage=[

@@ -89,7 +89,7 @@ from workqueue.maintenance import (
     requeue_stale,
     stale_tenants,
 )
-from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from workqueue.models import Attempt, AttemptOutcome, DeadLetter, Status, TenantShare, WorkItem
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     MAX_RETRY_DELAY_S,
@@ -108,6 +108,15 @@ from workqueue.settle import (
     extend_leases,
     fail,
     release,
+)
+from workqueue.signals import (
+    asend_settled,
+    log_receiver_failures,
+    send_settled,
+    work_dead_lettered,
+    work_done,
+    work_failed,
+    work_retried,
 )
 from workqueue.triage import (
     MAX_BATCH,
@@ -145,6 +154,8 @@ __all__ = [
     "SCAN_MAX",
     "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
+    "Attempt",
+    "AttemptOutcome",
     "BulkCancelled",
     "Conflict",
     "Counted",
@@ -200,6 +211,7 @@ __all__ = [
     "arequeue_dead",
     "arequeue_edited",
     "arequeue_stale",
+    "asend_settled",
     "autovacuum_on",
     "cancel",
     "cancel_drawn",
@@ -234,6 +246,7 @@ __all__ = [
     "is_declared",
     "is_exhausted",
     "known_kinds",
+    "log_receiver_failures",
     "max_payload_bytes",
     "operator_cancel",
     "operator_cancel_matching",
@@ -252,10 +265,15 @@ __all__ = [
     "requeue_edited",
     "requeue_stale",
     "retry_delay",
+    "send_settled",
     "stale_tenants",
     "storable_text",
     "store_response",
     "too_deep",
     "under_tenant",
     "validated",
+    "work_dead_lettered",
+    "work_done",
+    "work_failed",
+    "work_retried",
 ]

@@ -38,6 +38,7 @@ from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
 from workqueue.settle import count_refused
 from workqueue.triage import Drawn, Triaged, TriageParams, _checked
+from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, arun, run
 
@@ -109,12 +110,14 @@ def cancel_plan(ctx: OpContext, item_id: Any) -> Plan:
     moved = items_of(rows)
     if moved:
         item = moved[0]
-        logger.info(
-            "work_cancel org=%s actor=%s item=%s status=%s",
-            ctx.org_id,
-            ctx.user_id,
-            item.id,
-            "cancelled" if item.status == Status.CANCELLED else "requested",
+        log_event(
+            logger,
+            logging.INFO,
+            "work_cancel",
+            org=ctx.org_id,
+            actor=ctx.user_id,
+            item=item.id,
+            status="cancelled" if item.status == Status.CANCELLED else "requested",
         )
         return item
     # Nothing changed: say why (a second round trip only on this path).
@@ -177,12 +180,14 @@ def cancel_drawn_plan(ctx: OpContext, drawn: Sequence[Drawn]) -> Plan:
     changed = items_of(rows)
     done = {item.id for item in changed}
     result = Triaged(changed, [f.id for f in fences if f.id not in done])
-    logger.info(
-        "work_cancel org=%s actor=%s changed=%d refused=%d",
-        ctx.org_id,
-        ctx.user_id,
-        len(result.changed),
-        len(result.refused),
+    log_event(
+        logger,
+        logging.INFO,
+        "work_cancel",
+        org=ctx.org_id,
+        actor=ctx.user_id,
+        changed=len(result.changed),
+        refused=len(result.refused),
     )
     return result
 
@@ -268,17 +273,18 @@ def cancel_matching_plan(
             finished = True
             break  # a short batch: nothing more matches (rows locked by others: the next run)
     result = BulkCancelled(cancelled, requested, batches, finished)
-    logger.info(
-        "work_cancel_bulk org=%s actor=%s kind=%s lane=%s cancelled=%d requested=%d "
-        "batches=%d finished=%s",
-        params["org_id"] or "all",
-        params["actor"],
-        where.kind,
-        where.lane or "-",
-        cancelled,
-        requested,
-        batches,
-        finished,
+    log_event(
+        logger,
+        logging.INFO,
+        "work_cancel_bulk",
+        org=params["org_id"] or "all",
+        actor=params["actor"],
+        kind=where.kind,
+        lane=where.lane or "-",
+        cancelled=cancelled,
+        requested=requested,
+        batches=batches,
+        finished=finished,
     )
     return result
 

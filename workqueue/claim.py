@@ -22,6 +22,7 @@ from workqueue.metrics import ORPHANED
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
 from wqcore.conf import system_alias, wq_settings
+from wqcore.logs import fields_of_item, log_event
 from wqcore.statements import Locking, NoParams, Statement, locking
 from wqcore.store import Plan, Rows, System, arun, run
 
@@ -214,7 +215,7 @@ def hand_out(
 
 def _count_orphan(item: WorkItem) -> None:
     ORPHANED.labels(item.kind).inc()
-    logger.warning("work_orphaned item=%s org=%s kind=%s", item.id, item.org_id, item.kind)
+    log_event(logger, logging.WARNING, "work_orphaned", **fields_of_item(item))
 
 
 def claim_plan(

@@ -207,6 +207,7 @@ def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
         "priority": row.priority,
         "available_at": available_at,
         "claimed_by": None,
+        "claimed_at": None,
         "claim_token": None,
         "lease_expires_at": None,
         "attempts": 0,

@@ -24,6 +24,7 @@ from tenancy.contexts import OpContext, RequestContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload, WorkQueueError
 from workqueue.models import new_item_id
+from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, execute, run
 
@@ -152,5 +153,7 @@ def purge_request_keys(
         if deleted < batch:
             break  # a short batch: nothing more is old enough
     if total:
-        logger.info("request_keys_purged count=%d before=%s", total, before.isoformat())
+        log_event(
+            logger, logging.INFO, "request_keys_purged", count=total, before=before.isoformat()
+        )
     return total

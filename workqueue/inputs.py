@@ -22,6 +22,7 @@ KIND_MAX = 100  # WorkItem.kind
 LANE_MAX = 50  # WorkItem.lane
 KEY_MAX = 200  # WorkItem.idempotency_key
 ERROR_MAX = 10_000  # characters of an error kept on the item
+TRACEBACK_MAX = 8_192  # characters of a failure's traceback kept with its attempt (its end)
 SMALLINT = (-32768, 32767)
 MAX_ATTEMPTS_MAX = 1000  # the most a kind may declare (kinds.Kind)
 # The deepest a payload may nest lists and objects (a task's arguments too): deeper is refused
@@ -131,6 +132,19 @@ def storable_text(text: str, limit: int = ERROR_MAX) -> str:
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
+
+
+def storable_traceback(text: str | None, limit: int = TRACEBACK_MAX) -> str:
+    """A traceback as ``storable_text`` makes it, keeping its last ``limit`` characters (the
+    end names the error and where it was raised) behind a line saying how much was cut."""
+    if not text:
+        return ""
+    if not isinstance(text, str):
+        text = repr(text)
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = f"[{cut} characters cut]\n" + text[-limit:]
+    return storable_text(text, limit + 40)
 
 
 # How many levels of a too-deep value's path its message names.

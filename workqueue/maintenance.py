@@ -18,6 +18,8 @@ from workqueue.lanes import declared_lanes
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
+from workqueue.settle import RECORD_ATTEMPTS
+from wqcore.logs import fields_of_item, log_event
 from wqcore.statements import Locking, NoParams, Statement, locking
 from wqcore.store import Plan, Rows, System, Tenant, arun, execute, run
 
@@ -57,7 +59,7 @@ def _stale_locking() -> Locking:
         WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
         .order_by("lease_expires_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values("id", "claimed_by")[:_LIMIT]
     )
     return locking(queryset, {_BEFORE: "before"}, "limit")
 
@@ -77,7 +79,7 @@ REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES,),
+    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS),
     build_locking=lambda: {"locking": _stale_locking()},
 )
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
@@ -102,6 +104,8 @@ class Requeued:
     dead_lettered: int
     # Items someone asked to cancel whose holder died: ended cancelled, not handed back.
     cancelled: int = 0
+    # The items this call moved, as the statement left them (for the sweep's signals and logs).
+    items: tuple[WorkItem, ...] = field(default=(), compare=False, repr=False)
 
 
 def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
@@ -112,14 +116,30 @@ def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> P
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
     cancelled = sum(1 for item in moved if item.status == Status.CANCELLED)
-    result = Requeued(len(moved) - len(dead) - cancelled, len(dead), cancelled)
+    result = Requeued(
+        requeued=len(moved) - len(dead) - cancelled,
+        dead_lettered=len(dead),
+        cancelled=cancelled,
+        items=tuple(moved),
+    )
+    for item in dead:
+        log_event(
+            logger,
+            logging.WARNING,
+            "item_dead_lettered",
+            **fields_of_item(item),
+            error=item.last_error,
+            outcome="lease_expired",
+        )
     if moved:
-        logger.info(
-            "stale_requeued org=%s requeued=%d dead_lettered=%d cancelled=%d",
-            ctx.org_id,
-            result.requeued,
-            result.dead_lettered,
-            result.cancelled,
+        log_event(
+            logger,
+            logging.INFO,
+            "stale_requeued",
+            tenant=str(ctx.org_id),
+            requeued=result.requeued,
+            dead_lettered=result.dead_lettered,
+            cancelled=result.cancelled,
         )
     return result
 
@@ -181,11 +201,13 @@ def purge_items(
     """
     total = run(purge_items_plan([str(s) for s in statuses], before, batch, max_batches))
     if total:
-        logger.info(
-            "items_purged count=%d statuses=%s before=%s",
-            total,
-            ",".join(statuses),
-            before.isoformat(),
+        log_event(
+            logger,
+            logging.INFO,
+            "items_purged",
+            count=total,
+            statuses=",".join(statuses),
+            before=before.isoformat(),
         )
     return total
 

@@ -52,6 +52,9 @@ class WorkItem(models.Model):
     priority = models.SmallIntegerField(default=0)
     available_at = models.DateTimeField(db_default=Now())
     claimed_by = models.CharField(max_length=200, null=True, blank=True)
+    # When the last claim began (the database's clock): the start of the attempt it made. Kept
+    # after the attempt ends, so its record (``Attempt``) can name it.
+    claimed_at = models.DateTimeField(null=True, blank=True)
     # Minted afresh by every claim; every later write by the holder must present it.
     claim_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -150,6 +153,51 @@ class TenantShare(models.Model):
     def __str__(self) -> str:
         cap = self.max_in_flight if self.max_in_flight is not None else "default"
         return f"{self.org_id}: weight {self.weight:g}, at most {cap} in flight"
+
+
+class AttemptOutcome(models.TextChoices):
+    # The handler returned; the item is done.
+    DONE = "done", "Done"
+    # The handler raised; another attempt follows after a delay.
+    RETRIED = "retried", "Retried"
+    # The handler raised a permanent error, or its attempts are spent: a dead letter.
+    DEAD_LETTERED = "dead_lettered", "Dead-lettered"
+    # Its holder went silent: the lease ran out and the sweep handed the item back (or, with its
+    # attempts spent, dead-lettered it).
+    LEASE_EXPIRED = "lease_expired", "Lease expired"
+
+
+class Attempt(models.Model):
+    """One claim of an item and how it ended: who ran it, where, from when to when, and what
+    came of it (the error and its traceback, when it failed). Written by the statement that
+    settles the claim (complete, fail, the sweep's requeue of an expired lease), never on its
+    own; purged with its item. An attempt handed back without being spent (defer, release) is
+    not one."""
+
+    id = models.BigAutoField(primary_key=True)
+    org_id = models.UUIDField()
+    # The item's id: no foreign key, so a settle does not lock its item row again to check one;
+    # the purge deletes an item's attempts in the statement that deletes the item.
+    item_id = models.UUIDField()
+    # The item's attempts count this claim made (a requeue by an operator starts again at 1).
+    attempt = models.IntegerField()
+    # The worker that held the claim (the item's claimed_by), and its host (the worker id's
+    # first part: runworker's ids are host:pid:suffix).
+    worker = models.CharField(max_length=200, blank=True, default="")
+    host = models.CharField(max_length=200, blank=True, default="")
+    # When the claim began and when the attempt ended, by the database's clock.
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(db_default=Now())
+    outcome = models.CharField(max_length=20, choices=AttemptOutcome.choices)
+    error = models.TextField(blank=True, default="")
+    # The failure's traceback, its last 8,192 characters (workqueue.inputs.storable_traceback).
+    traceback = models.TextField(blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["item_id", "id"], name="attempt_item_idx")]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt} of {self.item_id}: {self.outcome}"
 
 
 class DeadLetter(WorkItem):

@@ -18,13 +18,13 @@ from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence, Fences
-from workqueue.inputs import storable_text
+from workqueue.inputs import storable_text, storable_traceback
 from workqueue.kinds import get_kind
 from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
 from workqueue.models import WorkItem
 from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
-from wqcore.statements import Statement
+from wqcore.statements import NoParams, Statement
 from wqcore.store import Plan, Rows, System, Tenant, arun, run
 
 
@@ -38,12 +38,14 @@ class RetryParams(NamedTuple):
     claim_token: uuid.UUID
     delay_s: float
     error: str
+    traceback: str
 
 
 class DeadLetterParams(NamedTuple):
     id: uuid.UUID
     claim_token: uuid.UUID
     error: str
+    traceback: str
     permanent: bool
     # Who the audit entry names: the context the work ran under, and its request.
     actor: str
@@ -70,12 +72,16 @@ class ExtendLeasesParams(NamedTuple):
     lease_s: float
 
 
-COMPLETE = Statement("complete", FenceParams, SQL_DIR)
-RETRY = Statement("retry", RetryParams, SQL_DIR)
-DEAD_LETTER = Statement("dead_letter", DeadLetterParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+# Included where a statement settles a claim: records each attempt it ended (Attempt).
+RECORD_ATTEMPTS = Statement("record_attempts", NoParams, SQL_DIR)
+COMPLETE = Statement("complete", FenceParams, SQL_DIR, includes=(RECORD_ATTEMPTS,))
+RETRY = Statement("retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS,))
+DEAD_LETTER = Statement(
+    "dead_letter", DeadLetterParams, SQL_DIR, includes=(APPEND_ENTRIES, RECORD_ATTEMPTS)
+)
 GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR)
 EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
-COMPLETE_MANY = Statement("complete_many", Fences, SQL_DIR)
+COMPLETE_MANY = Statement("complete_many", Fences, SQL_DIR, includes=(RECORD_ATTEMPTS,))
 EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams, SQL_DIR)
 
 # The longest retry delay a caller may ask ``fail`` for.
@@ -111,7 +117,7 @@ def complete_plan(ctx: OpContext, item: WorkItem) -> Plan:
 
 
 def complete(ctx: OpContext, item: WorkItem) -> WorkItem:
-    """Mark the item done, if ``item.claim_token`` still holds it."""
+    """Mark the item done, if ``item.claim_token`` still holds it, recording its attempt."""
     return run(complete_plan(ctx, item))
 
 
@@ -121,18 +127,24 @@ async def acomplete(ctx: OpContext, item: WorkItem) -> WorkItem:
 
 
 def fail_plan(
-    ctx: OpContext, item: WorkItem, error: str, permanent: bool, delay_s: float | None = None
+    ctx: OpContext,
+    item: WorkItem,
+    error: str,
+    permanent: bool,
+    delay_s: float | None = None,
+    traceback: str | None = None,
 ) -> Plan:
     error = storable_text(error)
+    trace = storable_traceback(traceback)
     fence = _fence(item)
     if not (permanent or is_exhausted(item.attempts, item.max_attempts)):
         if delay_s is None:
             delay = retry_delay(item.attempts, get_kind(item.kind).retry)
         else:
             delay = _check_delay(delay_s)
-        rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error))
+        rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error, trace))
         return _held("fail", item, rows)
-    params = DeadLetterParams(*fence, error, permanent, ctx.user_id, ctx.request_id)
+    params = DeadLetterParams(*fence, error, trace, permanent, ctx.user_id, ctx.request_id)
     failed = _held("fail", item, (yield Tenant(ctx.org_id, DEAD_LETTER, params)))
     DEAD_LETTERED.labels(failed.kind).inc()
     return failed
@@ -153,14 +165,17 @@ def fail(
     *,
     permanent: bool = False,
     delay_s: float | None = None,
+    traceback: str | None = None,
 ) -> WorkItem:
     """Requeue after ``retry_delay(attempts)`` (or ``delay_s``, when the caller applies its
     own retry policy), or, when attempts are spent or the error is permanent, fail for good: a
     dead letter, with an audit entry written by the same statement, and a metric. Conditioned
     on ``item.claim_token``. ``error`` is stored as storable text (NUL and lone surrogates
-    replaced, at most 10,000 characters): what a handler says never stops a settle.
+    replaced, at most 10,000 characters): what a handler says never stops a settle. The same
+    statement records the attempt (``Attempt``: worker, host, start, end, outcome, ``error``
+    and ``traceback``, its last 8,192 characters).
     """
-    return run(fail_plan(ctx, item, error, permanent, delay_s))
+    return run(fail_plan(ctx, item, error, permanent, delay_s, traceback))
 
 
 async def afail(
@@ -170,9 +185,10 @@ async def afail(
     *,
     permanent: bool = False,
     delay_s: float | None = None,
+    traceback: str | None = None,
 ) -> WorkItem:
     """Async version of ``fail``."""
-    return await arun(fail_plan(ctx, item, error, permanent, delay_s))
+    return await arun(fail_plan(ctx, item, error, permanent, delay_s, traceback))
 
 
 def give_back_plan(
@@ -235,7 +251,8 @@ def complete_many_plan(fences: Iterable[Fence]) -> Plan:
 
 
 def complete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
-    """Mark done every fence's item still held under its token; returns the ids completed.
+    """Mark done every fence's item still held under its token, recording each one's attempt
+    in the same statement; returns the ids completed.
 
     An id missing from the result was refused (a stale holder). Runs on the system login
     across tenants because the token, with the org and the id, is the fence here: no row of

@@ -34,6 +34,7 @@ from workqueue.inputs import check_id
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
+from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, arun, run
 
@@ -160,13 +161,14 @@ def _result(fences: list[Drawn], rows: Rows) -> Triaged:
 
 
 def _log(event: str, ctx: OpContext, result: Triaged) -> None:
-    logger.info(
-        "%s org=%s actor=%s changed=%d refused=%d",
+    log_event(
+        logger,
+        logging.INFO,
         event,
-        ctx.org_id,
-        ctx.user_id,
-        len(result.changed),
-        len(result.refused),
+        tenant=str(ctx.org_id),
+        actor=ctx.user_id,
+        changed=len(result.changed),
+        refused=len(result.refused),
     )
 
 
@@ -570,14 +572,15 @@ def act_on_matching_plan(
         before = oldest
     else:
         result = Progress(changed, left, False)
-    logger.info(
-        "work_%s_by_filter org=%s actor=%s changed=%d left_alone=%d done=%s",
-        action,
-        ctx.org_id,
-        ctx.user_id,
-        result.changed,
-        result.left_alone,
-        result.done,
+    log_event(
+        logger,
+        logging.INFO,
+        f"work_{action}_by_filter",
+        org=ctx.org_id,
+        actor=ctx.user_id,
+        changed=result.changed,
+        left_alone=result.left_alone,
+        done=result.done,
     )
     return result
 

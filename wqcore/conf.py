@@ -132,6 +132,13 @@ class Settings(pydantic.BaseModel):
         "go (Jaeger: 'http://jaeger:16686/trace/{trace_id}'); empty: trace ids are not linked",
     )
 
+    # -- logs -----------------------------------------------------------------------------------
+    LOG_FORMAT: Literal["text", "json"] = Field(
+        "text",
+        description="how the queue's log formatter (wqcore.logs.formatter) writes each line: "
+        "'text' (event k=\"v\") or 'json' (one object a line)",
+    )
+
     # -- workers (manage.py runworker; its options override these) -----------------------------
     WORKER_LANE: str = Field("default", description="the lane a worker claims from (--lane)")
     WORKER_CAPACITY: int | None = Field(

@@ -157,7 +157,7 @@ _REFUSED_MARKERS = (
     "stale_complete_refused",
     "stale_fail_refused",
     "stale_release_refused",
-    "reason=conflict",
+    'reason="conflict"',
 )
 # What runworker says, in one line, when it starts while the database does not answer.
 _START_REFUSED = ("cannot reach the database", "embedded PostgreSQL in")

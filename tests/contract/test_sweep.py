@@ -26,6 +26,7 @@ from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import MUTEX, sweep_once
 from workqueue import api
 from workqueue.models import Status, WorkItem
+from wqcore.logs import event_text
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -159,7 +160,7 @@ def _purge_one_done_item(ctx: OpContext, rctx, settings: SweepSettings) -> None:
 
 
 def _autovacuum_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.getMessage().startswith("autovacuum_off")]
+    return [event_text(r) for r in caplog.records if r.getMessage() == "autovacuum_off"]
 
 
 def test_the_first_purge_without_autovacuum_says_once_how_to_vacuum(
@@ -174,7 +175,7 @@ def test_the_first_purge_without_autovacuum_says_once_how_to_vacuum(
         _purge_one_done_item(ctx, worker_rctx, settings)
         _purge_one_done_item(ctx, worker_rctx, settings)
     [warning] = _autovacuum_warnings(caplog)
-    assert "table=workqueue_workitem" in warning
+    assert 'table="workqueue_workitem"' in warning
     assert "turn autovacuum on" in warning and "VACUUM workqueue_workitem" in warning
 
 
@@ -285,7 +286,7 @@ def test_a_failing_step_is_logged_and_the_pass_goes_on(caplog) -> None:
     steps = [("broken", broken), ("after", lambda rctx, settings: seen.append(1) or 1)]
     result = sweep_once(SETTINGS, steps=steps)
     assert result is not None and result.failed == ["broken"] and seen == [1]
-    assert sum("sweep_step_failed step=broken" in r.getMessage() for r in caplog.records) == 1
+    assert sum('sweep_step_failed step="broken"' in event_text(r) for r in caplog.records) == 1
 
 
 def test_sweep_once_by_call_command(ctx, worker_rctx, capsys) -> None:

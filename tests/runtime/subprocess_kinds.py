@@ -7,12 +7,13 @@ A subprocess loads them through ``WORKER_HANDLER_MODULES=tests.runtime.subproces
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pydantic
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
+from workers.handlers import PermanentError, Run, handles
 from workqueue import api
 from workqueue.api import Kind, Payload, RetryPolicy, WorkItem, register
 
@@ -126,3 +127,22 @@ handles(TIMED.name)(type("TimedHandler", (LimitedAsync,), {}))
 handles(LONG.name)(type("LongHandler", (LimitedAsync,), {}))
 handles(TIMED_SYNC.name)(type("TimedSyncHandler", (LimitedSync,), {}))
 handles(LONG_SYNC.name)(type("LongSyncHandler", (LimitedSync,), {}))
+
+
+class LoggedPayload(Payload):
+    # Fail for good (a dead letter) instead of returning.
+    fail: bool = False
+
+
+LOGGED = register(Kind("TEST_LOGGED", LoggedPayload, max_attempts=1))
+_handler_logger = logging.getLogger("tests.runtime.subprocess_kinds")
+
+
+@handles(LOGGED.name)
+class LoggedHandler:
+    """A sync handler (it runs in a thread) that logs a line of its own, then returns or fails."""
+
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        _handler_logger.info("handler_says_hello")
+        if item.payload.get("fail"):
+            raise PermanentError("no such shipment\nsecond line of the message")

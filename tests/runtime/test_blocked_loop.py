@@ -128,7 +128,7 @@ def test_an_async_handler_blocking_its_loop_keeps_its_lease_and_runs_once(
     assert str(item.id) not in second_output
     # Told once, naming the item and where the loop is stuck; then how long it lasted.
     [blocked] = [line for line in first_output.splitlines() if "worker_loop_blocked" in line]
-    assert "level=warning" in blocked and f"items={item.id}:{ROGUE.name}" in blocked
+    assert "level=warning" in blocked and f'items="{item.id}:{ROGUE.name}"' in blocked
     assert "rogue_kinds.py" in blocked
     [unblocked] = [line for line in first_output.splitlines() if "worker_loop_unblocked" in line]
     match = re.search(r"blocked_s=([\d.]+)", unblocked)
@@ -167,7 +167,9 @@ def test_a_frozen_worker_still_loses_its_item_to_another_after_the_lease(
     ]
     stored = _stored(item.id)
     assert (stored.status, stored.attempts) == (Status.DONE, 2)
-    assert re.search(f"item_lost item={item.id} reason=(conflict|renewal_failing)", first_output)
+    assert re.search(
+        f'item_lost item="{item.id}" .*reason="(conflict|renewal_failing)"', first_output
+    )
     # Resumed, the process does not mistake its own stop for a blocked loop.
     assert "worker_loop_blocked" not in first_output
 

@@ -6,6 +6,7 @@ Enqueued and read back through Django's public API; the worker's own log shows D
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import time
@@ -77,7 +78,7 @@ def test_runworker_runs_django_tasks_to_their_results(ctx: OpContext) -> None:
         (dead, ["RUNNING", "READY", "RUNNING", "FAILED"]),
     ):
         logged = [
-            line.rsplit("state=", 1)[1].strip()
+            re.search(r"state=(\w+)", line)[1]  # type: ignore[index]
             for line in output.splitlines()
             if "logger=django.tasks" in line and f"Task id={result.id} " in line
         ]

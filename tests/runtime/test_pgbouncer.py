@@ -438,7 +438,7 @@ def test_a_worker_behind_the_pooler_with_no_direct_url_finds_work_by_its_poll(
     finally:
         output = _stop(proc)
     assert proc.returncode == 0, output
-    assert "listen_off reason=pooler" in output, output
+    assert 'listen_off reason="pooler"' in output, output
     assert "Traceback" not in output, output
 
 

@@ -22,6 +22,7 @@ from django.http import HttpResponse
 from django.test import Client
 
 from audit.models import AuditEntry
+from tenancy.scope import tenant_scope
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import row
 from tests.security.table import ATTACKS, Attack, Scene, attack, client_of
@@ -237,6 +238,25 @@ def _b_detail_pages(scene: Scene) -> None:
         response = client.get(url)
         assert response.status_code == 403, (url, response.status_code)
         nothing_of_b(w, response)
+
+
+@attack("admin", "A's staff read attempts: their dead letter lists its own; B's stay out of reach")
+def _attempts(scene: Scene) -> None:
+    w = scene.world
+    response = staff_of_a(w).get(f"{DEAD}{w.a.dead.id}/change/")
+    assert response.status_code == 200
+    page = nothing_of_b(w, response)
+    assert 'id="attempts"' in page and "a&#x27;s traceback" in page
+    # Raw SQL on the everyday login, scoped to A, whatever it names: no attempt of B's.
+    with tenant_scope(w.a.org_id), connections["default"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM workqueue_attempt WHERE item_id = %s OR org_id = %s"
+            " OR traceback LIKE %s",
+            [w.b.dead.id, w.b.org_id, f"%{SECRET}%"],
+        )
+        assert cursor.fetchone()[0] == 0
+        cursor.execute("SELECT count(*) FROM workqueue_attempt")
+        assert cursor.fetchone()[0] == 1  # A's dead letter's one attempt
 
 
 @attack("admin", "A's staff name B with X-Org-ID")

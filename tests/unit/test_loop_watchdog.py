@@ -13,6 +13,7 @@ from prometheus_client import REGISTRY
 from tests.helpers import queue_settings
 from workers.config import WorkerSettings
 from workers.watchdog import LoopWatchdog
+from wqcore.logs import event_text
 
 
 class Clock:
@@ -42,9 +43,9 @@ class Loop:
 
 
 def _watchdog(clock: Clock, loop: Loop, described: list[int]) -> LoopWatchdog:
-    def describe() -> str:
+    def describe() -> dict[str, str]:
         described.append(1)
-        return "items=abc:TEST_KIND"
+        return {"items": "abc:TEST_KIND"}
 
     return LoopWatchdog(loop, 1.0, describe=describe, loop_thread=0, clock=clock)  # type: ignore[arg-type]
 
@@ -83,16 +84,16 @@ def test_a_blocked_loop_is_reported_once_per_episode(caplog: pytest.LogCaptureFi
     assert watchdog.blocked and watchdog.episodes == 1 and described == [1]
     assert _sample("workqueue_worker_loop_blocked_total") == counted + 1
     assert len(loop.pending) == 1  # no probes pile up on a blocked loop
-    [warning] = [r.getMessage() for r in caplog.records if "worker_loop_blocked" in r.getMessage()]
-    assert "blocked_s=1.1" in warning and "items=abc:TEST_KIND" in warning
+    [warning] = [event_text(r) for r in caplog.records if r.getMessage() == "worker_loop_blocked"]
+    assert "blocked_s=1.1" in warning and 'items="abc:TEST_KIND"' in warning
     assert "run.in_thread" in warning
     clock.now += 0.1
     loop.run()  # the loop runs again
     _check(watchdog, clock, 0.15)
     assert not watchdog.blocked
     assert _sample("workqueue_worker_loop_blocked_seconds_count") == observed + 1
-    [ended] = [r.getMessage() for r in caplog.records if "worker_loop_unblocked" in r.getMessage()]
-    assert "blocked_s=8.5" in ended and "items=abc:TEST_KIND" in ended
+    [ended] = [event_text(r) for r in caplog.records if r.getMessage() == "worker_loop_unblocked"]
+    assert "blocked_s=8.5" in ended and 'items="abc:TEST_KIND"' in ended
     # The next block is a new episode.
     for _ in range(6):
         _check(watchdog, clock, 0.25)

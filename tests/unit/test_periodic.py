@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from workers.periodic import PeriodicTask, wait_or_stop
+from wqcore.logs import event_text
 
 
 class FakeTime:
@@ -305,7 +306,7 @@ def test_timeout_cancels_the_operation_fully_and_counts_as_a_failure(
     assert task.ready is False
     timeouts = records(caplog, "periodic_timeout")
     assert len(timeouts) == 1
-    assert timeouts[0].getMessage() == "periodic_timeout task=heartbeat timeout_s=0.01 failures=1"
+    assert event_text(timeouts[0]) == 'periodic_timeout task="heartbeat" timeout_s=0.01 failures=1'
 
 
 def test_after_a_timeout_the_loop_starts_the_next_run_only_once_the_last_is_cancelled() -> None:
@@ -385,7 +386,7 @@ def test_on_error_continue_logs_once_and_carries_on_at_the_next_interval(
     assert len(failed) == 1
     assert failed[0].levelno == logging.ERROR
     assert failed[0].exc_info is not None and isinstance(failed[0].exc_info[1], ValueError)
-    assert failed[0].getMessage() == "periodic_failed task=heartbeat failures=1"
+    assert event_text(failed[0]) == 'periodic_failed task="heartbeat" failures=1'
 
 
 def test_on_error_stop_logs_once_and_reraises_out_of_run(
@@ -504,21 +505,21 @@ def test_readiness_turns_false_after_n_failures_and_true_after_one_success(
     assert task.last_success_at == 6.0
     assert task.iterations == 7
     unready = records(caplog, "periodic_unready")
-    assert [r.getMessage() for r in unready] == ["periodic_unready task=heartbeat failures=3"]
+    assert [event_text(r) for r in unready] == ['periodic_unready task="heartbeat" failures=3']
     assert unready[0].levelno == logging.WARNING
-    assert [r.getMessage() for r in records(caplog, "periodic_ready")] == [
-        "periodic_ready task=heartbeat"
+    assert [event_text(r) for r in records(caplog, "periodic_ready")] == [
+        'periodic_ready task="heartbeat"'
     ]
     # Transitions only: the first failure of each streak (with its traceback), readiness lost
     # and regained, and the streak's end; no line for the failures in between or a success.
     failed = records(caplog, "periodic_failed")
-    assert [r.getMessage() for r in failed] == [
-        "periodic_failed task=heartbeat failures=1",
-        "periodic_failed task=heartbeat failures=1",
+    assert [event_text(r) for r in failed] == [
+        'periodic_failed task="heartbeat" failures=1',
+        'periodic_failed task="heartbeat" failures=1',
     ]
     assert all(r.exc_info for r in failed)
-    assert [r.getMessage() for r in records(caplog, "periodic_recovered")] == [
-        "periodic_recovered task=heartbeat failures=4"
+    assert [event_text(r) for r in records(caplog, "periodic_recovered")] == [
+        'periodic_recovered task="heartbeat" failures=4'
     ]
     assert len(caplog.records) == 5
 

@@ -71,7 +71,7 @@ def test_the_commands_print_the_settings_in_effect() -> None:
         done = subprocess.run(
             [sys.executable, "manage.py", command, "--help"],
             cwd=ROOT,
-            env={**os.environ, "WORKER_LEASE_S": "12.5"},
+            env={**os.environ, "WORKER_LEASE_S": "12.5", "LOG_FORMAT": "json"},
             capture_output=True,
             text=True,
             timeout=60,
@@ -79,3 +79,4 @@ def test_the_commands_print_the_settings_in_effect() -> None:
         assert done.returncode == 0, done.stderr
         assert "settings (WORKQUEUE[...]):" in done.stdout
         assert shown in done.stdout, done.stdout[-2000:]
+        assert "LOG_FORMAT = 'json'" in done.stdout, done.stdout[-2000:]

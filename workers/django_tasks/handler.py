@@ -57,6 +57,7 @@ from workers.django_tasks.records import Ended, Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
 from workers.handlers import PermanentError, Run, handles, is_failure
 from workqueue import api
+from wqcore.logs import fields_of_item, log_event
 
 logger = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ class DjangoTaskHandler:
             started = await notes.start(fence)
             if started is None:
                 # Another holder has it now (the lease ran out): this claim runs nothing.
-                logger.warning("task_start_refused item=%s", item.id)
+                log_event(logger, logging.WARNING, "task_start_refused", **fields_of_item(item))
                 return
             if target is None:
                 trace = "".join(traceback.format_exception(unrunnable))
@@ -271,6 +272,6 @@ class DjangoTaskHandler:
             else:
                 outcome = await call.run_async(ctx)
         if not await notes.end(fence, outcome.ended):
-            logger.warning("task_outcome_refused item=%s", item.id)
+            log_event(logger, logging.WARNING, "task_outcome_refused", **fields_of_item(item))
         if outcome.failure is not None:
             raise outcome.failure

@@ -26,6 +26,7 @@ from workers import schedule_state
 from workers.schedules import Schedule, all_schedules, tenants_of
 from workers.sweep.config import SweepSettings
 from workqueue import api
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,9 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Enqueued:
         except Exception:
             if schedule.name not in _FAILING:
                 _FAILING.add(schedule.name)
-                logger.exception("schedule_failed schedule=%s", schedule.name)
+                log_event(
+                    logger, logging.ERROR, "schedule_failed", exc_info=True, schedule=schedule.name
+                )
             total = total._replace(failed=total.failed + 1)
             # A broken connection must not fail every later schedule too.
             for conn in connections.all(initialized_only=True):
@@ -68,7 +71,7 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Enqueued:
             continue
         if schedule.name in _FAILING:
             _FAILING.discard(schedule.name)
-            logger.info("schedule_recovered schedule=%s", schedule.name)
+            log_event(logger, logging.INFO, "schedule_recovered", schedule=schedule.name)
         total = _sum(total, done)
     return total
 
@@ -97,12 +100,14 @@ def _advance(
     if not schedule_state.claim_tick(schedule.name, last, latest, skipped):
         return done  # another sweeper moved it on first (or it was paused meanwhile)
     if skipped:
-        logger.info(
-            "schedule_skipped schedule=%s ticks=%d after=%s latest=%s",
-            schedule.name,
-            skipped,
-            last.isoformat(),
-            latest.isoformat(),
+        log_event(
+            logger,
+            logging.INFO,
+            "schedule_skipped",
+            schedule=schedule.name,
+            ticks=skipped,
+            after=last.isoformat(),
+            latest=latest.isoformat(),
         )
     done = _sum(done, _deliver(schedule, latest, rctx))
     return done._replace(skipped=done.skipped + skipped)
@@ -133,15 +138,19 @@ def _deliver(schedule: Schedule, tick: datetime, rctx: RequestContext) -> Enqueu
             else:
                 existing += 1
     except api.InvalidPayload as exc:
-        logger.error("schedule_refused schedule=%s tick=%s error=%s", schedule.name, key, exc)
+        log_event(
+            logger, logging.ERROR, "schedule_refused", schedule=schedule.name, tick=key, error=exc
+        )
         schedule_state.tick_done(schedule.name, tick, enqueued=False)
         return Enqueued(skipped=1)
     schedule_state.tick_done(schedule.name, tick)
-    logger.info(
-        "schedule_enqueued schedule=%s tick=%s items=%d existing=%d",
-        schedule.name,
-        tick.isoformat(),
-        inserted,
-        existing,
+    log_event(
+        logger,
+        logging.INFO,
+        "schedule_enqueued",
+        schedule=schedule.name,
+        tick=tick.isoformat(),
+        items=inserted,
+        existing=existing,
     )
     return Enqueued(ticks=1, items=inserted, existing=existing)

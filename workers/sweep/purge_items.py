@@ -13,6 +13,7 @@ from tenancy.contexts import RequestContext
 from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings
 from workqueue import api
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -40,9 +41,12 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Purged:
     if (done or failed) and not _autovacuum["checked"]:
         _autovacuum["checked"] = True
         if not api.autovacuum_on():
-            logger.warning(
-                'autovacuum_off table=workqueue_workitem hint="%s"',
-                "turn autovacuum on (the table's own settings vacuum it after 1% of its rows "
+            log_event(
+                logger,
+                logging.WARNING,
+                "autovacuum_off",
+                table="workqueue_workitem",
+                hint="turn autovacuum on (the table's own settings vacuum it after 1% of its rows "
                 "died), or run VACUUM workqueue_workitem on a schedule as its owner: purged "
                 "items' space and index entries stay until a vacuum, and claims slow down",
             )

@@ -3,7 +3,8 @@
 Finds the tenants holding stale claims in one read across tenants, then requeues each tenant's
 under that tenant's service context (row-level security applies); an item whose attempts are
 spent is dead-lettered instead, and one someone asked to cancel ends cancelled, each with its
-audit entry.
+audit entry. Each expired attempt raises the signals (``work_failed``, then ``work_retried`` or
+``work_dead_lettered``: workqueue/signals.py) once its tenant's statement has committed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> api.Requeued:
         ctx = service_context(rctx, org_id)
         for _ in range(settings.max_batches):
             moved = api.requeue_stale(ctx, limit=settings.batch)
+            for item in moved.items:
+                api.send_settled(item, item.last_error, None, "")
             requeued, dead = requeued + moved.requeued, dead + moved.dead_lettered
             cancelled += moved.cancelled
             if moved.requeued + moved.dead_lettered + moved.cancelled < settings.batch:

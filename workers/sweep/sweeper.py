@@ -25,6 +25,7 @@ from workers.sweep import (
 )
 from workers.sweep.config import SweepSettings
 from wqcore.conf import system_alias
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,7 @@ def sweep_once(
     rctx = rctx or new_request_context(AppType.SWEEP)
     lock = _lock()
     if not lock.acquire(settings.timeout_s):
-        logger.debug("sweep_skipped reason=another_sweeper")
+        log_event(logger, logging.DEBUG, "sweep_skipped", reason="another_sweeper")
         return None
     started = time.monotonic()
     result = PassResult()
@@ -168,7 +169,7 @@ def sweep_once(
             except Exception as exc:
                 result.failed.append(name)
                 if outage is None or not outage.failed("sweep", exc):
-                    logger.exception("sweep_step_failed step=%s", name)
+                    log_event(logger, logging.ERROR, "sweep_step_failed", exc_info=True, step=name)
                 # A broken connection must not fail every later step too.
                 for conn in connections.all(initialized_only=True):
                     conn.close_if_unusable_or_obsolete()

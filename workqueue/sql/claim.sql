@@ -77,6 +77,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
        claimed_by = %(worker_id)s::text,
+       claimed_at = now(),
        claim_token = gen_random_uuid(),
        lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
        attempts = w.attempts + 1,

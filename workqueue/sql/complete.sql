@@ -1,6 +1,15 @@
--- complete: mark the item done, only for the holder of this claim token
+-- complete: mark the item done, only for the holder of this claim token, and record its attempt in the same statement
+WITH done AS (
 UPDATE workqueue_workitem
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *
+), ended AS (
+    SELECT d.org_id, d.id, d.attempts, d.claimed_by, d.claimed_at,
+           'done' AS outcome, '' AS error, '' AS traceback
+      FROM done d
+), attempts AS (
+{record_attempts}
+)
+SELECT * FROM done

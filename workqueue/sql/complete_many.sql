@@ -1,7 +1,8 @@
--- complete_many: mark done each (org, id, token) still held under that token, across tenants; returns the ids completed
+-- complete_many: mark done each (org, id, token) still held under that token, across tenants, and record each one's attempt (its worker, start and end) in the same statement; returns the ids completed
 -- Each row is found by its key and checked against its own places in the three arrays (array_positions: an id given
 -- twice matches either token), not joined to them: the planner cannot know the arrays' length and, believing few rows
 -- claimed, nested a scan of the arrays inside the scan of the claimed rows (100 x 100 pairs for a batch of 100).
+WITH done AS (
 UPDATE workqueue_workitem AS w
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = {system_actor}
@@ -9,4 +10,12 @@ UPDATE workqueue_workitem AS w
    AND w.status = 'claimed'
    AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)
                 WHERE (%(org_ids)s::uuid[])[p.i] = w.org_id AND (%(tokens)s::uuid[])[p.i] = w.claim_token)
-RETURNING w.id
+RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at
+), ended AS (
+    SELECT d.org_id, d.id, d.attempts, d.claimed_by, d.claimed_at,
+           'done' AS outcome, '' AS error, '' AS traceback
+      FROM done d
+), attempts AS (
+{record_attempts}
+)
+SELECT id FROM done

@@ -1,7 +1,8 @@
--- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it in the same statement
+-- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it and record the failed attempt (its worker, error and traceback) in the same statement
+-- claimed_by is kept: a dead letter names the worker of its last attempt.
 WITH failed AS (
     UPDATE workqueue_workitem
-       SET status = 'failed', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
+       SET status = 'failed', claim_token = NULL, lease_expires_at = NULL,
            last_error = %(error)s::text, updated_at = now(),
            updated_by = {system_actor}
      WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
@@ -15,5 +16,11 @@ WITH failed AS (
       FROM failed f
 ), audited AS (
 {append_entries}
+), ended AS (
+    SELECT f.org_id, f.id, f.attempts, f.claimed_by, f.claimed_at,
+           'dead_lettered' AS outcome, %(error)s::text AS error, %(traceback)s::text AS traceback
+      FROM failed f
+), attempts AS (
+{record_attempts}
 )
 SELECT * FROM failed

@@ -1,6 +1,6 @@
 -- fail_orphaned: fail for good an item whose tenant is gone, only for the holder of this claim token (no audit entry: no tenant is left to hold one)
 UPDATE workqueue_workitem
-   SET status = 'failed', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
+   SET status = 'failed', claim_token = NULL, lease_expires_at = NULL,
        last_error = %(error)s::text, updated_at = now(),
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'

@@ -12,3 +12,7 @@ GRANT SELECT ON workqueue_tenantshare TO {app};
 -- completes it with its answer (update of the answer only); the sweep purges them.
 GRANT SELECT, INSERT ON workqueue_storedresponse TO {app};
 GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};
+-- Attempts: the settle statements that run under the tenant (fail, the sweep's requeue of an
+-- expired lease) record the attempt they end; its record is never changed (no UPDATE, no
+-- DELETE: the purge, on the system login, deletes it with its item).
+GRANT SELECT, INSERT ON workqueue_attempt TO {app};

@@ -1,5 +1,6 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry in the same statement
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry, and each expired attempt is recorded, in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
+-- `stale` names each row's holder as it was (the update clears it for a requeued item; a dead letter keeps it).
 WITH stale AS (
     {locking}
 ), moved AS (
@@ -7,7 +8,9 @@ UPDATE workqueue_workitem AS w
    SET status = CASE WHEN w.cancel_requested_at IS NOT NULL THEN 'cancelled'
                      WHEN w.attempts >= w.max_attempts THEN 'failed' ELSE 'pending' END,
        available_at = now(),
-       claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
+       claimed_by = CASE WHEN w.cancel_requested_at IS NULL AND w.attempts >= w.max_attempts
+                         THEN w.claimed_by END,
+       claim_token = NULL, lease_expires_at = NULL,
        last_error = CASE WHEN w.cancel_requested_at IS NOT NULL
                          THEN 'lease expired; cancelled as asked'
                          WHEN w.attempts >= w.max_attempts
@@ -28,5 +31,11 @@ RETURNING w.*
      WHERE m.status IN ('failed', 'cancelled')
 ), audited AS (
 {append_entries}
+), ended AS (
+    SELECT m.org_id, m.id, m.attempts, s.claimed_by, m.claimed_at,
+           'lease_expired' AS outcome, m.last_error AS error, '' AS traceback
+      FROM moved m JOIN stale s ON s.id = m.id
+), attempts AS (
+{record_attempts}
 )
 SELECT * FROM moved

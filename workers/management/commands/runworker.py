@@ -21,6 +21,7 @@ from workers.worker import Worker
 from workqueue import api
 from workqueue.checks import startup_problem
 from wqcore.conf import effective
+from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class Command(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        prefixes = ("WORKER_", "SWEEP", "SCHEDULE_", "KIND_")
+        prefixes = ("WORKER_", "SWEEP", "SCHEDULE_", "KIND_", "LOG_")
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(prefixes)
         return parser
 
@@ -77,10 +78,13 @@ class Command(BaseCommand):
             if not api.is_declared(settings.lane):
                 # Its items are counted under "(undeclared)" on /metrics, and the API refuses
                 # the lane: most likely a typo.
-                logger.warning(
-                    "lane_undeclared lane=%s declared=%s: declare it in WORKQUEUE['LANES']",
-                    settings.lane,
-                    ",".join(api.declared_lanes()),
+                log_event(
+                    logger,
+                    logging.WARNING,
+                    "lane_undeclared",
+                    lane=settings.lane,
+                    declared=",".join(api.declared_lanes()),
+                    hint="declare it in WORKQUEUE['LANES']",
                 )
             # What is loaded by now (Django, the apps, the handlers) lives as long as the
             # process: out of the cyclic collector's reach, a full collection walks only what
@@ -117,10 +121,13 @@ class Command(BaseCommand):
                 except (SystemExit, KeyboardInterrupt) as exc:
                     if worker.done() or not self._signals_handled:
                         raise
-                    logger.error(
-                        "loop_interrupted error=%s note=a task or callback a handler started "
-                        "raised it; the worker goes on, and the handler awaiting it fails",
-                        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                    log_event(
+                        logger,
+                        logging.ERROR,
+                        "loop_interrupted",
+                        error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+                        note="a task or callback a handler started raised it; the worker goes "
+                        "on, and the handler awaiting it fails",
                     )
 
     async def _run(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:

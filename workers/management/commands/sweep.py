@@ -47,7 +47,9 @@ def step_values(result: Any) -> dict[str, Any]:
     if hasattr(result, "_asdict"):
         return dict(result._asdict())
     if dataclasses.is_dataclass(result) and not isinstance(result, type):
-        return dataclasses.asdict(result)
+        # The fields a result shows (``repr=False`` ones, such as the moved items, are not
+        # counts).
+        return {f.name: getattr(result, f.name) for f in dataclasses.fields(result) if f.repr}
     return {"value": str(result)}
 
 
@@ -100,7 +102,7 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
-            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "SCHEDULE_")
+            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "SCHEDULE_", "LOG_")
         )
         return parser
 
