@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 from workers.outage import Outage
+from wqcore.logs import event_text
 
 
 class Clock:
@@ -120,7 +121,7 @@ def test_the_pools_failed_connects_are_the_outages_one_line(caplog) -> None:
         "database_unreachable",
         "database_back",
     ], [r.getMessage() for r in caplog.records]
-    assert caplog.records[0].getMessage().startswith("database_unreachable part=pool ")
+    assert event_text(caplog.records[0]).startswith('database_unreachable part="pool" ')
     assert not any(r.exc_info for r in caplog.records)
 
 
