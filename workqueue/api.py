@@ -69,7 +69,18 @@ from workqueue.maintenance import (
     requeue_stale,
     stale_tenants,
 )
-from workqueue.models import DeadLetter, Status, TenantShare, WorkItem
+from workqueue.models import DeadLetter, Pause, Status, TenantShare, WorkItem
+from workqueue.pauses import (
+    SITE_ORG_ID,
+    Paused,
+    apause,
+    aread_pauses,
+    aresume,
+    parse_target,
+    pause,
+    read_pauses,
+    resume,
+)
 from workqueue.rules import RetryPolicy, is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete,
@@ -103,6 +114,7 @@ from workqueue.triage import (
 __all__ = [
     "MAX_BATCH",
     "PAYLOAD_DEPTH_MAX",
+    "SITE_ORG_ID",
     "UNDECLARED",
     "Conflict",
     "DeadLetter",
@@ -117,6 +129,8 @@ __all__ = [
     "NewItem",
     "NotFound",
     "Outcome",
+    "Pause",
+    "Paused",
     "Payload",
     "Relayed",
     "Requeued",
@@ -139,10 +153,13 @@ __all__ = [
     "aextend_leases",
     "afail",
     "all_kinds",
+    "apause",
+    "aread_pauses",
     "arelease",
     "arequeue_dead",
     "arequeue_edited",
     "arequeue_stale",
+    "aresume",
     "autovacuum_on",
     "check_delay",
     "check_key",
@@ -171,11 +188,14 @@ __all__ = [
     "is_exhausted",
     "known_kinds",
     "max_payload_bytes",
+    "parse_target",
+    "pause",
     "purge_items",
     "purge_request_keys",
     "read_gauges",
     "read_gauges_of",
     "read_holders",
+    "read_pauses",
     "read_throughput",
     "read_top_tenants",
     "register",
@@ -183,6 +203,7 @@ __all__ = [
     "requeue_dead",
     "requeue_edited",
     "requeue_stale",
+    "resume",
     "retry_delay",
     "stale_tenants",
     "storable_text",
