@@ -82,6 +82,9 @@ class Panel:
     depth: list[tuple[str, str, list[int]]] = field(default_factory=list)
     # The ten deepest tenants of each lane (the operator's page only).
     top_tenants: list[TenantRow] = field(default_factory=list)
+    # The paused lanes and kinds (the site's: every page shows them; who paused them, the
+    # operator's only).
+    pauses: list[api.Paused] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -171,6 +174,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
+        pauses=api.read_pauses(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

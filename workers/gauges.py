@@ -28,6 +28,7 @@ from outbox.relay import READ_LAG
 from workers.liveness import READ_WORKERS
 from workqueue import api
 from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
+from workqueue.pauses import READ_PAUSES
 from wqcore.conf import wq_settings
 from wqcore.statements import Statement
 from wqcore.store import System, execute
@@ -46,7 +47,7 @@ QUEUE_GAUGES = Statement(
     "queue_gauges",
     QueueGaugesParams,
     directory=Path(__file__).with_name("sql"),
-    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS),
+    includes=(READ_GAUGES, READ_TOP_TENANTS, READ_LAG, READ_WORKERS, READ_PAUSES),
 )
 
 
@@ -61,6 +62,8 @@ class QueueGauges:
     outbox_pending: int = 0
     # state -> live workers
     workers: dict[str, int] = field(default_factory=dict)
+    # The paused lanes and kinds: (lane, kind), kind '' for a whole lane.
+    pauses: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def oldest_age_s(self) -> float:
@@ -81,13 +84,14 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers, pauses = (json.loads(text) for text in rows.rows[0])
     return QueueGauges(
         items=items,
         top_tenants=top,
         outbox_lag_s=float(lag["oldest_s"]),
         outbox_pending=int(lag["pending"]),
         workers={w["state"]: int(w["workers"]) for w in workers},
+        pauses=[(p["lane"], p["kind"]) for p in pauses],
     )
 
 
@@ -181,6 +185,32 @@ class QueueCollector(Collector):
         for state in ("running", "draining"):
             workers.add_metric([state], g.workers.get(state, 0))
         yield workers
+        yield _paused_family(g.pauses)
+
+
+def _paused_family(pauses: list[tuple[str, str]]) -> GaugeMetricFamily:
+    """1 for each paused lane (kind "") and kind, 0 for each declared lane not paused, so an
+    alert can watch a lane left paused. Labels stay bounded: a lane no one declares counts as
+    ``UNDECLARED``, a kind the registry does not know as "(unknown)"."""
+    family = GaugeMetricFamily(
+        "workqueue_lane_paused",
+        '1 while a lane (kind "") or a kind in it is paused: its items are not claimed.',
+        labels=["lane", "kind"],
+    )
+    declared, kinds = set(api.declared_lanes()), set(api.known_kinds())
+    shown: set[tuple[str, str]] = set()
+    for lane, kind in pauses:
+        label = (
+            lane if lane in declared else api.UNDECLARED,
+            kind if not kind or kind in kinds else "(unknown)",
+        )
+        if label not in shown:
+            shown.add(label)
+            family.add_metric(list(label), 1)
+    for lane in sorted(declared):
+        if (lane, "") not in shown:
+            family.add_metric([lane, ""], 0)
+    return family
 
 
 GAUGES = CachedGauges(cache_s=5.0)

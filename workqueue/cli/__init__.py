@@ -5,4 +5,4 @@ A subcommand module has ``HELP`` (one line), ``add_arguments(parser)`` and
 """
 
 # Each entry is a module of this package; ``manage.py queue --help`` lists them in this order.
-SUBCOMMANDS: tuple[str, ...] = ()
+SUBCOMMANDS: tuple[str, ...] = ("pause", "resume", "paused")
