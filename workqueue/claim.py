@@ -98,7 +98,9 @@ def _key_free() -> Q:
         .order_by("-priority", "available_at", "id")
         .values("id")[:1]
     )
-    return Q(concurrency_key__isnull=True) | (Q(id=Subquery(first)) & ~Exists(held))
+    # The held check first: one probe of the unique index, and when the key is held the
+    # first-item subquery is not run at all.
+    return Q(concurrency_key__isnull=True) | (~Exists(held) & Q(id=Subquery(first)))
 
 
 def _claim_locking() -> Locking:
