@@ -41,7 +41,9 @@ class Command(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(("WORKER_", "SWEEP"))
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
+            ("WORKER_", "SWEEP", "LANE_CAPS")
+        )
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
