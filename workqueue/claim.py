@@ -19,7 +19,7 @@ from tenancy.services import with_cause
 from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict
 from workqueue.inputs import check_lane, storable_text
-from workqueue.kinds import known_kinds
+from workqueue.kinds import all_kinds, known_kinds
 from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
 from workqueue.models import Status, WorkItem
@@ -228,9 +228,13 @@ def lane_mutex(lane: str) -> str:
 def running_caps(lane: str, kinds: Sequence[str]) -> tuple[int | None, list[str], list[int]]:
     """The lane's cap (``WORKQUEUE["LANE_CAPS"]``) and the caps of the claimed kinds that
     declare one (``Kind.max_running``), as the claim statement takes them."""
-    from workqueue.kinds import get_kind
-
-    capped = [(k.name, k.max_running) for k in map(get_kind, kinds) if k.max_running is not None]
+    # A kind this process does not know declares no cap here (the claim never refused one).
+    known = {k.name: k for k in all_kinds()}
+    capped = [
+        (name, known[name].max_running)
+        for name in kinds
+        if name in known and known[name].max_running is not None
+    ]
     lane_cap = wq_settings.LANE_CAPS.get(lane)
     return lane_cap, [name for name, _ in capped], [int(cap) for _, cap in capped]
 

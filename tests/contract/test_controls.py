@@ -291,3 +291,10 @@ def test_a_due_item_behind_an_unavailable_one_of_its_key_runs(ctx, worker_rctx) 
     api.enqueue(ctx, "NOOP", {"n": 1}, concurrency_key="k", available_at=later, priority=9)
     due, _ = api.enqueue(ctx, "NOOP", {"n": 2}, concurrency_key="k")
     assert [i.id for _c, i in api.claim(worker_rctx, "default", None, "w1", 30, 10)] == [due.id]
+
+
+def test_a_claim_naming_a_kind_this_process_does_not_know_still_runs(ctx, worker_rctx) -> None:
+    """Caps are read from the registry; a kind it lacks has none, and the claim goes on."""
+    item, _ = api.enqueue(ctx, "NOOP", {})
+    claimed = api.claim(worker_rctx, "default", ["NOT_REGISTERED_HERE", "NOOP"], "w1", 30, 10)
+    assert [i.id for _c, i in claimed] == [item.id]
