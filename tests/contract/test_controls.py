@@ -23,9 +23,23 @@ class Free(Payload):
     n: int = 0
 
 
-# A capped kind in a lane of its own, so no other test's claim counts it.
-CAPPED = register(Kind("TEST_CAPPED", Free, lane="capped", max_running=3))
-OTHER = register(Kind("TEST_OTHER_DEFAULT", Free))
+# Registered for this module's tests only (a fixture): a capped kind would make every claim
+# that names it (kinds=None names every kind) take its lane's mutex, and its lane would be
+# declared for every other test.
+CAPPED = Kind("TEST_CAPPED", Free, lane="capped", max_running=3)
+OTHER = Kind("TEST_OTHER_DEFAULT", Free)
+
+
+@pytest.fixture(autouse=True)
+def _kinds():  # type: ignore[no-untyped-def]
+    from workqueue import kinds
+
+    for kind in (CAPPED, OTHER):
+        register(kind)
+    yield
+    for kind in (CAPPED, OTHER):
+        kinds._KINDS.pop(kind.name, None)
+
 
 OPERATOR = "operator-7"
 

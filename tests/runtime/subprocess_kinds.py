@@ -7,6 +7,7 @@ A subprocess loads them through ``WORKER_HANDLER_MODULES=tests.runtime.subproces
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pydantic
 
@@ -43,10 +44,16 @@ class ControlledPayload(Payload):
     sleep_s: float = pydantic.Field(default=0.05, ge=0, le=60)
 
 
-KEYED = register(Kind("TEST_KEYED", ControlledPayload, lane="keyed", max_attempts=3))
-CAPPED_RUN = register(
-    Kind("TEST_CAPPED_RUN", ControlledPayload, lane="capped_run", max_attempts=3, max_running=3)
+KEYED = Kind("TEST_KEYED", ControlledPayload, lane="keyed", max_attempts=3)
+CAPPED_RUN = Kind(
+    "TEST_CAPPED_RUN", ControlledPayload, lane="capped_run", max_attempts=3, max_running=3
 )
+# Registered in the runworker subprocess (which loads this module as a handler module), and in
+# the test process only while a test of them runs (tests/runtime/test_controls.py): registered
+# at import, their lanes and the cap would be every other test's.
+if __name__ in os.environ.get("WORKER_HANDLER_MODULES", ""):
+    register(KEYED)
+    register(CAPPED_RUN)
 
 
 def _record(item: WorkItem, event: str, running_sql: str, running_arg: object) -> None:

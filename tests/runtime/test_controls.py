@@ -19,7 +19,19 @@ from workers.models import WorkerState
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
-pytestmark = pytest.mark.usefixtures("committed")
+pytestmark = pytest.mark.usefixtures("committed", "control_kinds")
+
+
+@pytest.fixture
+def control_kinds() -> Iterator[None]:
+    """The keyed and capped kinds, registered in this process for these tests only."""
+    from workqueue import kinds
+
+    for kind in (KEYED, CAPPED_RUN):
+        api.register(kind)
+    yield
+    for kind in (KEYED, CAPPED_RUN):
+        kinds._KINDS.pop(kind.name, None)
 
 
 def _wait(predicate: Callable[[], bool], timeout_s: float = 60, what: str = "") -> None:
