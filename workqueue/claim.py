@@ -92,7 +92,9 @@ def _key_free() -> Q:
     Read in the claim's snapshot; two claimers that each believed they held the first are
     settled by the unique index on claimed keys (the second claim is refused, see ``claim``)."""
     key = {"org_id": OuterRef("org_id"), "concurrency_key": OuterRef("concurrency_key")}
-    held = WorkItem.objects.filter(status=Status.CLAIMED, **key)
+    # Spelled with the unique index's predicate, so the planner reads that index (claimed,
+    # keyed rows only), whether it probes it per candidate or hashes it once.
+    held = WorkItem.objects.filter(status=Status.CLAIMED, concurrency_key__isnull=False, **key)
     first = (
         WorkItem.objects.filter(status=Status.PENDING, available_at__lte=Now(), **key)
         .order_by("-priority", "available_at", "id")
