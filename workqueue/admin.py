@@ -262,7 +262,15 @@ class WorkItemAdmin(TenantAdmin):
         (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
         (
             "Attempts",
-            {"fields": ("attempts", "max_attempts", "available_at", "idempotency_key")},
+            {
+                "fields": (
+                    "attempts",
+                    "max_attempts",
+                    "available_at",
+                    "idempotency_key",
+                    "concurrency_key",
+                )
+            },
         ),
         ("Claim and lease", {"fields": ("claimed_by", "claim_token", "lease_expires_at")}),
         (
