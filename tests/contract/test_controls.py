@@ -312,3 +312,15 @@ def test_a_claim_naming_a_kind_this_process_does_not_know_still_runs(ctx, worker
     item, _ = api.enqueue(ctx, "NOOP", {})
     claimed = api.claim(worker_rctx, "default", ["NOT_REGISTERED_HERE", "NOOP"], "w1", 30, 10)
     assert [i.id for _c, i in claimed] == [item.id]
+
+
+def test_an_outbox_row_carries_its_concurrency_key_to_its_item(ctx, worker_rctx) -> None:
+    from outbox.emit import emit
+    from outbox.relay import relay_pending
+
+    row_id = emit(ctx, "work.NOOP", {"n": 1, "concurrency_key": "order:9"})
+    assert relay_pending(worker_rctx).enqueued == 1
+    item = WorkItem.objects.using("admin").get(id=row_id)
+    assert item.concurrency_key == "order:9" and "concurrency_key" not in item.payload
+    with pytest.raises(api.InvalidPayload, match="concurrency_key"):
+        emit(ctx, "work.NOOP", {"n": 1, "concurrency_key": "x" * 201})
