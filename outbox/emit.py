@@ -37,7 +37,8 @@ def _checked(kind: Any, payload: Any) -> str:
     """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
 
     A ``work.<KIND>`` row is checked now as its enqueue will check it (the kind is registered,
-    the payload fits its schema, its ``lane`` entry is a lane), so the relay never meets a row
+    the payload fits its schema, its ``lane`` entry is a lane, its ``concurrency_key`` entry a
+    key), so the relay never meets a row
     it must refuse. Any other kind names the channel a notification goes out on.
     """
     if not isinstance(payload, dict):
@@ -45,7 +46,8 @@ def _checked(kind: Any, payload: Any) -> str:
     if isinstance(kind, str) and kind.startswith(WORK_PREFIX):
         body = dict(payload)
         lane = body.pop("lane", None)
-        api.validated(api.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane))
+        ckey = body.pop("concurrency_key", None)
+        api.validated(api.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane, concurrency_key=ckey))
     else:
         api.check_name("kind", kind, 63)  # a NOTIFY channel name
     if problem := api.too_deep(payload):  # json.dumps recurses: refuse before it does
@@ -95,7 +97,8 @@ def emit(ctx: OpContext, kind: str, payload: dict[str, Any]) -> uuid.UUID:
     within milliseconds; the sweep relays whatever that missed.
 
     ``kind`` is ``work.<KIND>`` for work to enqueue (``payload`` fits the kind's schema, plus
-    an optional ``lane``), or any other name for a notification published on that channel.
+    an optional ``lane`` and ``concurrency_key``), or any other name for a notification
+    published on that channel.
     Returns the row's id, which a work row's item will carry as its id.
     """
     return run(emit_plan(ctx, kind, payload))

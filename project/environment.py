@@ -18,6 +18,7 @@ ENV_NAMES = {
     "FAIR_CLAIM": "WORKQUEUE_FAIR_CLAIM",
     "MAX_IN_FLIGHT": "WORKQUEUE_MAX_IN_FLIGHT",
     "KIND_TIMEOUT_S": "WORKQUEUE_KIND_TIMEOUT_S",
+    "LANE_CAPS": "WORKQUEUE_LANE_CAPS",
     "HANDLER_MODULES": "WORKER_HANDLER_MODULES",
 }
 # Set by the site itself, not from the environment.
@@ -38,7 +39,8 @@ def env_name(name: str) -> str:
 
 def workqueue_settings(env: environ.Env, **site: Any) -> dict[str, Any]:
     """``WORKQUEUE``: ``site``'s values, then every other name whose variable is set (lists as
-    comma-separated values, the rest as text the queue's settings type)."""
+    comma-separated values, mappings as ``name=value,...``, the rest as text the queue's
+    settings type)."""
     values = dict(site)
     for name in NAMES:
         if name in values or name in SITE_ONLY:
@@ -47,5 +49,11 @@ def workqueue_settings(env: environ.Env, **site: Any) -> dict[str, Any]:
         if raw.strip() == "":
             continue
         annotation = Settings.model_fields[name].annotation
-        values[name] = env.list(env_name(name)) if get_origin(annotation) is list else raw
+        origin = get_origin(annotation)
+        if origin is list:
+            values[name] = env.list(env_name(name))
+        elif origin is dict:
+            values[name] = env.dict(env_name(name))
+        else:
+            values[name] = raw
     return values

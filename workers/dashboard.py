@@ -105,6 +105,9 @@ class Panel:
     schedules: list[ScheduleRow] = field(default_factory=list)
     # The lanes with due work and no live worker serving them (``unserved``).
     unserved: list[api.DueLane] = field(default_factory=list)
+    # The paused lanes and kinds (the site's: every page shows them; who paused them, the
+    # operator's only).
+    pauses: list[api.Paused] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -243,6 +246,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         top_tenants=_top_tenants() if org_id is None else [],
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
+        pauses=api.read_pauses(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

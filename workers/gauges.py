@@ -33,6 +33,7 @@ from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
 from workqueue import api
 from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
+from workqueue.pauses import READ_PAUSES
 from wqcore.conf import wq_settings
 from wqcore.logs import log_event
 from wqcore.statements import Statement
@@ -59,6 +60,7 @@ QUEUE_GAUGES = Statement(
         READ_WORKERS,
         READ_SCHEDULE_GAUGES,
         READ_LIVE_LANES,
+        READ_PAUSES,
     ),
 )
 
@@ -92,6 +94,9 @@ class QueueGauges:
         lanes = set(api.declared_lanes()) | due
         return {lane: lane in due and lane not in self.served_lanes for lane in sorted(lanes)}
 
+    # The paused lanes and kinds: (lane, kind), kind '' for a whole lane.
+    pauses: list[tuple[str, str]] = field(default_factory=list)
+
     @property
     def oldest_age_s(self) -> float:
         """Seconds the oldest due pending item has waited (0 when none waits)."""
@@ -119,7 +124,7 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers, schedules, lanes = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers, schedules, lanes, pauses = (json.loads(text) for text in rows.rows[0])
     declared = set(params.lanes)
     return QueueGauges(
         items=items,
@@ -129,6 +134,7 @@ def read_queue_gauges() -> QueueGauges:
         workers={w["state"]: int(w["workers"]) for w in workers},
         schedules=schedules,
         served_lanes={lane if lane in declared else api.UNDECLARED for lane in lanes},
+        pauses=[(p["lane"], p["kind"]) for p in pauses],
     )
 
 
@@ -231,6 +237,7 @@ class QueueCollector(Collector):
         for lane, flagged in g.unserved_lanes.items():
             unserved.add_metric([lane], 1 if flagged else 0)
         yield unserved
+        yield _paused_family(g.pauses)
         yield from _schedule_families(g)
 
 
@@ -274,6 +281,31 @@ def _schedule_families(g: QueueGauges) -> Iterator[Metric]:
             now = datetime.fromtimestamp(row["now_s"], UTC)
             upcoming.add_metric(labels, schedule.next_tick(now).timestamp())
     yield from (last, upcoming, skipped, enqueued, paused)
+
+
+def _paused_family(pauses: list[tuple[str, str]]) -> GaugeMetricFamily:
+    """1 for each paused lane (kind "") and kind, 0 for each declared lane not paused, so an
+    alert can watch a lane left paused. Labels stay bounded: a lane no one declares counts as
+    ``UNDECLARED``, a kind the registry does not know as "(unknown)"."""
+    family = GaugeMetricFamily(
+        "workqueue_lane_paused",
+        '1 while a lane (kind "") or a kind in it is paused: its items are not claimed.',
+        labels=["lane", "kind"],
+    )
+    declared, kinds = set(api.declared_lanes()), set(api.known_kinds())
+    shown: set[tuple[str, str]] = set()
+    for lane, kind in pauses:
+        label = (
+            lane if lane in declared else api.UNDECLARED,
+            kind if not kind or kind in kinds else "(unknown)",
+        )
+        if label not in shown:
+            shown.add(label)
+            family.add_metric(list(label), 1)
+    for lane in sorted(declared):
+        if (lane, "") not in shown:
+            family.add_metric([lane, ""], 0)
+    return family
 
 
 GAUGES = CachedGauges(cache_s=5.0)

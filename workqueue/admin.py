@@ -42,12 +42,12 @@ from django.utils.html import format_html
 from audit.models import AuditEntry
 from audit.names import actor_names
 from tenancy.admin_fence import OperatorWrites, TenantAdmin, admin_alias, is_operator, tenant_staff
-from tenancy.contexts import OpContext
+from tenancy.contexts import OpContext, actor_of
 from tenancy.modes import current_tenancy
 from tenancy.services import operator_context
 from workqueue import api
 from workqueue.claim import forget_caps
-from workqueue.models import Attempt, DeadLetter, Status, TenantShare, WorkItem
+from workqueue.models import Attempt, DeadLetter, Pause, Status, TenantShare, WorkItem
 from workqueue.triage import ERROR_CONTAINS_MAX, parse_since
 from wqcore.conf import system_alias, wq_settings
 
@@ -435,7 +435,15 @@ class WorkItemAdmin(TenantAdmin):
         (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
         (
             "Attempts",
-            {"fields": ("attempts", "max_attempts", "available_at", "idempotency_key")},
+            {
+                "fields": (
+                    "attempts",
+                    "max_attempts",
+                    "available_at",
+                    "idempotency_key",
+                    "concurrency_key",
+                )
+            },
         ),
         (
             "Claim and lease",
@@ -982,3 +990,104 @@ class TenantShareAdmin(OperatorWrites, TenantAdmin):
         obj.updated_at = timezone.now()
         super().save_model(request, obj, form, change)
         forget_caps()  # this process reads caps afresh; others within CAPS_CACHE_S
+
+
+class PauseForm(forms.ModelForm):
+    """Pause a declared lane, or one registered kind in it."""
+
+    lane = forms.ChoiceField(help_text="Workers claim none of this lane's items until resumed.")
+    kind = forms.ChoiceField(
+        required=False,
+        help_text="Only this kind in the lane; empty: the whole lane. Running items finish.",
+    )
+
+    class Meta:
+        model = Pause
+        fields = ("lane", "kind", "reason")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["lane"].choices = [(lane, lane) for lane in api.declared_lanes()]
+        self.fields["kind"].choices = [("", "(the whole lane)")] + [
+            (k, k) for k in api.known_kinds()
+        ]
+
+    def validate_unique(self) -> None:
+        # Checked by the pause itself (on the system login): a lane paused already stays as
+        # its first pause made it, and the operator is told so.
+        pass
+
+    def validate_constraints(self) -> None:
+        pass  # the same: the pause statement's ON CONFLICT
+
+
+@admin.register(Pause)
+class PauseAdmin(admin.ModelAdmin):
+    """Paused lanes and kinds: the operator's only (a pause stops every tenant's work). Adding
+    one pauses (``api.pause``), the "resume" action resumes (``api.resume``, which wakes the
+    lane's workers); both audited with the operator as actor. No edits and no deletes: a pause
+    ends by resuming."""
+
+    form = PauseForm
+    list_display = ("target", "paused_by", "reason", "paused_at")
+    ordering = ("lane", "kind")
+    actions = ["resume_selected"]
+
+    @admin.display(description="paused")
+    def target(self, pause: Pause) -> str:
+        return str(pause)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        return super().get_queryset(request).using(system_alias())
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_operator(request)
+
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return is_operator(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return is_operator(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+        if not isinstance(obj, Pause) or not is_operator(request):
+            raise PermissionDenied
+        rctx = getattr(request, "rctx", None)
+        paused, changed = api.pause(
+            actor_of(request.user),
+            obj.lane,
+            obj.kind or None,
+            reason=obj.reason,
+            request_id=rctx.request_id if rctx is not None else None,
+        )
+        # The admin's own message and redirect name the pause as it stands.
+        found = Pause.objects.using(system_alias()).get(lane=paused.lane, kind=paused.kind)
+        obj.pk, obj.paused_by, obj.paused_at = found.pk, found.paused_by, found.paused_at
+        if not changed:
+            messages.warning(request, f"{paused.target} was already paused by {paused.paused_by}.")
+
+    @admin.action(description="Resume the selected lanes and kinds (wakes their workers)")
+    def resume_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        if not is_operator(request):
+            return
+        rctx = getattr(request, "rctx", None)
+        resumed = [
+            ended.target
+            for pause in queryset
+            if (
+                ended := api.resume(
+                    actor_of(request.user),
+                    pause.lane,
+                    pause.kind or None,
+                    request_id=rctx.request_id if rctx is not None else None,
+                )
+            )
+            is not None
+        ]
+        self.message_user(request, f"resumed: {', '.join(resumed) or 'nothing'}")

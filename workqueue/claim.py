@@ -8,6 +8,9 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import psycopg
+from django.db import IntegrityError
+from django.db.models import Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext, contexts_from_rows
@@ -16,7 +19,7 @@ from tenancy.services import with_cause
 from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict
 from workqueue.inputs import check_lane, storable_text
-from workqueue.kinds import known_kinds
+from workqueue.kinds import all_kinds, known_kinds
 from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
 from workqueue.models import Status, WorkItem
@@ -46,6 +49,11 @@ class ClaimParams(NamedTuple):
     capped: bool
     # The cap of a tenant without one of its own (None: no cap).
     default_cap: int | None
+    # The lane's cap (WORKQUEUE["LANE_CAPS"]; None: none), and each capped kind's
+    # (Kind.max_running), as two arrays of the same length.
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
 
 
 class ClaimOldestFirstParams(NamedTuple):
@@ -55,6 +63,11 @@ class ClaimOldestFirstParams(NamedTuple):
     lease_s: float
     limit: int
     synchronous_commit: str
+    # Whether the lane's or a kind's cap is in effect (then the claim counts what the lane holds).
+    capped: bool
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
 
 
 class FailOrphanedParams(NamedTuple):
@@ -68,6 +81,29 @@ class FailOrphanedParams(NamedTuple):
 _LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
 _TAKEN = ("\x00taken",)
 _ORG = uuid.UUID(int=0x0F0F0F0F)
+# The kinds the claim may take: the statement's own (not paused, below their cap).
+_ALLOWED_KINDS = "(SELECT kinds FROM allowed)::text[]"
+# The constraint that refuses a second claimed item of a (tenant, concurrency key).
+ONE_CLAIMED_PER_KEY = "workitem_one_claimed_per_key"
+
+
+def _key_free() -> Q:
+    """An item without a concurrency key, or the first waiting item of its key (in claim
+    order: priority, then age, then id) while no item of its tenant with that key is claimed.
+    Read in the claim's snapshot; two claimers that each believed they held the first are
+    settled by the unique index on claimed keys (the second claim is refused, see ``claim``)."""
+    key = {"org_id": OuterRef("org_id"), "concurrency_key": OuterRef("concurrency_key")}
+    # Spelled with the unique index's predicate, so the planner reads that index (claimed,
+    # keyed rows only), whether it probes it per candidate or hashes it once.
+    held = WorkItem.objects.filter(status=Status.CLAIMED, concurrency_key__isnull=False, **key)
+    first = (
+        WorkItem.objects.filter(status=Status.PENDING, available_at__lte=Now(), **key)
+        .order_by("-priority", "available_at", "id")
+        .values("id")[:1]
+    )
+    # The held check first: one probe of the unique index, and when the key is held the
+    # first-item subquery is not run at all.
+    return Q(concurrency_key__isnull=True) | (~Exists(held) & Q(id=Subquery(first)))
 
 
 def _claim_locking() -> Locking:
@@ -85,13 +121,18 @@ def _claim_locking() -> Locking:
             available_at__lte=Now(),
             kind__any_of=_KINDS,
         )
+        .filter(_key_free())
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id", "priority", "available_at")[:_LIMIT]
+        .values("id", "kind", "priority", "available_at")[:_LIMIT]
     )
     # The tenant and its share of the batch come from the statement's own offers (o).
     return locking(
-        queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit", {_ORG: "o.org_id"}, "o.items"
+        queryset,
+        {_LANE: "lane"},
+        "limit",
+        {_ORG: "o.org_id", _KINDS: _ALLOWED_KINDS},
+        "o.items",
     )
 
 
@@ -102,11 +143,18 @@ def _oldest_first_locking() -> Locking:
         WorkItem.objects.filter(
             status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
         )
+        .filter(_key_free())
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values("id", "kind", "priority", "available_at")[:_LIMIT]
     )
-    return locking(queryset, {_LANE: "lane", _KINDS: "kinds"}, "limit")
+    return locking(
+        queryset,
+        {_LANE: "lane"},
+        "limit",
+        {_KINDS: _ALLOWED_KINDS},
+        limit_sql="LEAST(%(limit)s::integer, (SELECT room FROM allowed))",
+    )
 
 
 def _fallback_locking() -> Locking:
@@ -119,15 +167,19 @@ def _fallback_locking() -> Locking:
             status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
         )
         .exclude(id__any_of=_TAKEN)
+        .filter(_key_free())
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
         .values("id")[:_LIMIT]
     )
     return locking(
         queryset,
-        {_LANE: "lane", _KINDS: "kinds"},
+        {_LANE: "lane"},
         "limit",
-        {_TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]"},
+        {
+            _TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]",
+            _KINDS: _ALLOWED_KINDS,
+        },
         limit_sql=(
             "(CASE WHEN %(capped)s::boolean THEN 0"
             " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
@@ -174,6 +226,30 @@ def forget_caps() -> None:
 def lane_mutex(lane: str) -> str:
     """The mutex that serializes a lane's claims while caps are in effect."""
     return f"workqueue.claim:{lane}"
+
+
+def running_caps(lane: str, kinds: Sequence[str]) -> tuple[int | None, list[str], list[int]]:
+    """The lane's cap (``WORKQUEUE["LANE_CAPS"]``) and the caps of the claimed kinds that
+    declare one (``Kind.max_running``), as the claim statement takes them."""
+    # A kind this process does not know declares no cap here (the claim never refused one).
+    known = {k.name: k for k in all_kinds()}
+    capped = [
+        (name, known[name].max_running)
+        for name in kinds
+        if name in known and known[name].max_running is not None
+    ]
+    lane_cap = wq_settings.LANE_CAPS.get(lane)
+    return lane_cap, [name for name, _ in capped], [int(cap) for _, cap in capped]
+
+
+def _key_collision(exc: BaseException) -> bool:
+    """Whether ``exc`` is the unique index on claimed keys refusing a claim: two claimers each
+    read a different item as its key's first (an item enqueued meanwhile with an earlier
+    ``available_at``), and the database let only one through."""
+    for err in (exc, exc.__cause__):
+        if isinstance(err, psycopg.errors.UniqueViolation):
+            return getattr(err.diag, "constraint_name", None) == ONE_CLAIMED_PER_KEY
+    return False
 
 
 def hand_out(
@@ -230,12 +306,21 @@ def claim_plan(
     if limit < 1 or not kinds:
         return []
     commit = "on" if wq_settings.CLAIM_DURABLE else "off"
-    common = (check_lane(lane), kinds, worker_id, float(lease_s), int(limit), commit)
+    lane = check_lane(lane)
+    common = (lane, kinds, worker_id, float(lease_s), int(limit), commit)
+    lane_cap, capped_kinds, kind_caps = running_caps(lane, kinds)
+    caps = (lane_cap, capped_kinds, kind_caps)
+    # Lane and kind caps: the claim counts what the lane holds, one claimer at a time.
+    run_capped = lane_cap is not None or bool(capped_kinds)
     if not wq_settings.FAIR_CLAIM:
-        rows: Rows = yield System(CLAIM_OLDEST_FIRST, ClaimOldestFirstParams(*common))
+        rows: Rows = yield System(
+            CLAIM_OLDEST_FIRST,
+            ClaimOldestFirstParams(*common, run_capped, *caps),
+            serialize=lane_mutex(lane) if run_capped else None,
+        )
     else:
         default_cap = wq_settings.MAX_IN_FLIGHT
-        capped = default_cap is not None
+        capped = default_cap is not None or run_capped
         if not capped:
             if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
                 found = yield System(CAPS_IN_EFFECT, NoParams())
@@ -245,7 +330,7 @@ def claim_plan(
         # the lane's claims take its mutex, so each counts what the one before it claimed.
         rows = yield System(
             CLAIM,
-            ClaimParams(*common, capped, default_cap),
+            ClaimParams(*common, capped, default_cap, *caps),
             serialize=lane_mutex(lane) if capped else None,
         )
     if not rows.rows:
@@ -279,10 +364,24 @@ def claim(
     service context, naming the item's request as the cause), read by the same statement. An
     item whose tenant is gone is failed by ``fail_orphaned``, never returned.
 
+    Controls, all held by the statement itself: a paused lane or kind (``pause``) is not
+    claimed; a lane's cap (``WORKQUEUE["LANE_CAPS"]``) and a kind's (``Kind.max_running``)
+    bound what the lane holds at once (the lane's claims then run one at a time, as with tenant
+    caps); of the items sharing a ``concurrency_key`` in a tenant, only the first waiting one
+    is claimed, and only while none is claimed. In the rare race the unique index on claimed
+    keys settles (two claimers each saw a different first item), the claim that lost takes
+    nothing this time: ``[]``, as if the lane were empty, and the next claim tries again.
+
     Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
     the system login, and each item comes back with the tenant it belongs to.
     """
-    return run(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+    try:
+        return run(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+    except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
+        if not _key_collision(exc):
+            raise
+        logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
+        return []
 
 
 async def aclaim(
@@ -294,7 +393,13 @@ async def aclaim(
     limit: int = 1,
 ) -> list[tuple[OpContext, WorkItem]]:
     """Async version of ``claim``."""
-    return await arun(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+    try:
+        return await arun(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit))
+    except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
+        if not _key_collision(exc):
+            raise
+        logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
+        return []
 
 
 def fail_orphaned_plan(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> Plan:

@@ -63,6 +63,8 @@ class NewItem(NamedTuple):
     available_at: datetime | None = None
     # None: the kind's. A producer with its own policy (the django.tasks backend) names it.
     max_attempts: int | None = None
+    # At most one item of the tenant with this key runs at once; the others wait in order.
+    concurrency_key: str | None = None
 
 
 class Author(NamedTuple):
@@ -94,6 +96,7 @@ class Row(NamedTuple):
     priority: int
     available_at: datetime | None
     max_attempts: int
+    concurrency_key: str | None
 
 
 class EnqueueParams(NamedTuple):
@@ -106,6 +109,7 @@ class EnqueueParams(NamedTuple):
     priority: int
     available_at: datetime | None
     max_attempts: int
+    concurrency_key: str | None
     created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
@@ -166,7 +170,7 @@ def validated(new: NewItem, where: str = "") -> Row:
     try:
         kind = get_kind(new.kind)
         payload = validate_payload(kind, new.payload)
-        key = new.idempotency_key
+        key, ckey = new.idempotency_key, new.concurrency_key
         attempts = new.max_attempts
         return Row(
             id=new_item_id() if new.id is None else check_id(new.id),
@@ -177,6 +181,9 @@ def validated(new: NewItem, where: str = "") -> Row:
             priority=check_priority(new.priority),
             available_at=check_when(new.available_at),
             max_attempts=kind.max_attempts if attempts is None else check_max_attempts(attempts),
+            concurrency_key=(
+                None if ckey is None else check_text("concurrency_key", ckey, KEY_MAX)
+            ),
         )
     except InvalidPayload as exc:
         if not where:
@@ -204,6 +211,7 @@ def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
         "status": Status.PENDING.value,
         "payload": json.loads(row.payload),
         "idempotency_key": row.idempotency_key,
+        "concurrency_key": row.concurrency_key,
         "priority": row.priority,
         "available_at": available_at,
         "claimed_by": None,
@@ -277,6 +285,7 @@ def enqueue(
     priority: int = 0,
     available_at: datetime | None = None,
     max_attempts: int | None = None,
+    concurrency_key: str | None = None,
 ) -> tuple[WorkItem, Outcome]:
     """Insert one pending item in the context's tenant, by the context's user, and announce it
     on ``work_available`` (delivered when the enqueue commits).
@@ -285,10 +294,22 @@ def enqueue(
     ``atomic()`` (or a view's tenant scope) it joins it, so a rollback takes the item back. An
     id or idempotency key that already exists inserts nothing; that row is returned untouched,
     so a retried enqueue never resets a claim. ``available_at`` defaults to the database's
-    ``now()``; ``max_attempts`` to the kind's.
+    ``now()``; ``max_attempts`` to the kind's. With a ``concurrency_key``, at most one item of
+    the tenant with that key is claimed at any moment; the others wait, first in claim order
+    (priority, then age) next.
     """
     row = validated(
-        NewItem(kind, payload, id, idempotency_key, lane, priority, available_at, max_attempts)
+        NewItem(
+            kind,
+            payload,
+            id,
+            idempotency_key,
+            lane,
+            priority,
+            available_at,
+            max_attempts,
+            concurrency_key,
+        )
     )
     return run(enqueue_plan(Author.of(ctx), row))
 
@@ -304,11 +325,22 @@ async def aenqueue(
     priority: int = 0,
     available_at: datetime | None = None,
     max_attempts: int | None = None,
+    concurrency_key: str | None = None,
 ) -> tuple[WorkItem, Outcome]:
     """Async version of ``enqueue``, on the store's own connection: it commits on its own and
     joins no transaction of the caller's (use ``enqueue`` or ``outbox.emit`` for that)."""
     row = validated(
-        NewItem(kind, payload, id, idempotency_key, lane, priority, available_at, max_attempts)
+        NewItem(
+            kind,
+            payload,
+            id,
+            idempotency_key,
+            lane,
+            priority,
+            available_at,
+            max_attempts,
+            concurrency_key,
+        )
     )
     return await arun(enqueue_plan(Author.of(ctx), row))
 
@@ -326,10 +358,11 @@ def _json_row(row: Row) -> str:
     """One row of the batch's JSON array. Every value is validated and typed (a UUID, ints, a
     datetime, names and keys escaped by ``json.dumps``, the payload pydantic's own JSON), so
     nothing a caller sends can close the object early."""
-    key, when = row.idempotency_key, row.available_at
+    key, when, ckey = row.idempotency_key, row.available_at, row.concurrency_key
     return (
         f'{{"id":"{row.id}",{_kind_and_lane(row.kind, row.lane)}{row.payload},'
         f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
+        f'"concurrency_key":{"null" if ckey is None else json.dumps(ckey)},'
         f'"priority":{row.priority:d},"max_attempts":{row.max_attempts:d},'
         f'"available_at":{"null" if when is None else json.dumps(when.isoformat())}}}'
     )
@@ -507,13 +540,22 @@ def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> tuple[WorkItem, Outcome]
     """Enqueue the work an outbox row asks for, in ``org_id``: the row's id is the item's id
     and its idempotency key (a second relay of the row meets its own item: ``ID_EXISTS``), the
     row's actor is the author, its request id and traceparent carry over, and the payload's
-    ``lane`` entry (default: the kind's lane) becomes the lane and is left out of the payload.
+    ``lane`` entry (default: the kind's lane) becomes the lane and is left out of the payload, as
+    does its ``concurrency_key`` entry (the item's key).
 
     Takes no context: the relay acts for the row's author, whose context wrote the row; the
     row's tenant is the tenant of the insert, under row-level security like every enqueue.
     """
     payload = dict(row.payload)
     lane = payload.pop("lane", None)
-    new = NewItem(row.kind, payload, id=row.id, idempotency_key=str(row.id), lane=lane)
+    ckey = payload.pop("concurrency_key", None)
+    new = NewItem(
+        row.kind,
+        payload,
+        id=row.id,
+        idempotency_key=str(row.id),
+        lane=lane,
+        concurrency_key=ckey,
+    )
     author = Author(org_id, row.actor, row.request_id, check_traceparent(row.traceparent))
     return run(enqueue_plan(author, validated(new)))

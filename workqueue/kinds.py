@@ -55,6 +55,10 @@ class Kind:
     # item fails as TimeoutError. None: the site's default (WORKQUEUE["KIND_TIMEOUT_S"]); 0: no
     # limit.
     timeout: float | None = None
+    # The most of the kind's items claimed at once in a lane, across every worker and tenant
+    # (a kind lives in its lane, so that is its global cap); None: no cap of its own. Enforced
+    # by the claim statement, whose claims of a capped lane run one at a time.
+    max_running: int | None = None
 
     def __post_init__(self) -> None:
         # Refused where it is declared, not at every enqueue: a name the column cannot hold
@@ -66,6 +70,9 @@ class Kind:
             raise ValueError(f"work kind {self.name!r}: {exc}") from None
         if type(self.max_attempts) is not int or not 1 <= self.max_attempts <= 1000:
             raise ValueError(f"work kind {self.name!r}: max_attempts must be 1 to 1000")
+        running = self.max_running
+        if running is not None and (type(running) is not int or not 1 <= running <= 100_000):
+            raise ValueError(f"work kind {self.name!r}: max_running must be 1 to 100000 or None")
         if not (isinstance(self.schema, type) and issubclass(self.schema, Payload)):
             raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
         if self.timeout is not None and (

@@ -48,6 +48,10 @@ class WorkItem(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     payload = models.JSONField(default=dict)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # At most one item of a tenant with this key is claimed at any moment; the others wait, the
+    # first in claim order (priority, then age) next. Enforced by the database: the unique
+    # index on claimed items and the claim statement (workqueue/sql/claim.sql).
+    concurrency_key = models.CharField(max_length=200, null=True, blank=True)
     # Higher runs first; equal priorities run oldest first.
     priority = models.SmallIntegerField(default=0)
     available_at = models.DateTimeField(db_default=Now())
@@ -84,6 +88,13 @@ class WorkItem(models.Model):
             models.CheckConstraint(
                 condition=models.Q(attempts__gte=0), name="workitem_attempts_not_negative"
             ),
+            # One claimed item per (tenant, concurrency key), whatever any claimer believes.
+            # Partial: items without a key, and items not claimed, cost it nothing.
+            models.UniqueConstraint(
+                fields=["org_id", "concurrency_key"],
+                condition=models.Q(status="claimed", concurrency_key__isnull=False),
+                name="workitem_one_claimed_per_key",
+            ),
         ]
         indexes = [
             # The fair claim: per lane, the tenants with pending work (a loose index scan), then
@@ -100,6 +111,13 @@ class WorkItem(models.Model):
                 fields=["lane", "-priority", "available_at"],
                 condition=models.Q(status="pending"),
                 name="workitem_claim_idx",
+            ),
+            # The claim's "is an older item with this key still waiting?" (one descent per keyed
+            # candidate). Keyed pending rows only.
+            models.Index(
+                fields=["org_id", "concurrency_key", "-priority", "available_at", "id"],
+                condition=models.Q(status="pending", concurrency_key__isnull=False),
+                name="workitem_key_waiting_idx",
             ),
             # The sweep: claimed rows whose lease passed.
             models.Index(
@@ -198,6 +216,30 @@ class Attempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.attempt} of {self.item_id}: {self.outcome}"
+
+
+class Pause(models.Model):
+    """A lane, or one kind in a lane (``kind`` set), whose pending items no worker claims until
+    an operator resumes it; items already claimed run to their end. Global (not a tenant's):
+    only the operator sets one, on the system login; the everyday login has no right on the
+    table. The claim statement reads it (one index probe per claim)."""
+
+    id = models.BigAutoField(primary_key=True)
+    lane = models.CharField(max_length=50)
+    # Empty: the whole lane.
+    kind = models.CharField(max_length=100, blank=True, default="")
+    # Who paused it (an actor) and why.
+    paused_by = models.CharField(max_length=255)
+    reason = models.CharField(max_length=500, blank=True, default="")
+    paused_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["lane", "kind"], name="pause_one_per_lane_and_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.lane}:{self.kind}" if self.kind else self.lane
 
 
 class DeadLetter(WorkItem):

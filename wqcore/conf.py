@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import threading
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pydantic
 from django.conf import settings
@@ -94,6 +94,11 @@ class Settings(pydantic.BaseModel):
     )
     MAX_IN_FLIGHT: int | None = Field(
         None, ge=1, description="a tenant's items a lane runs at once, when its share sets none"
+    )
+    LANE_CAPS: dict[str, Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict,
+        description="the most items of each named lane claimed at once across every worker and "
+        "tenant ({'lane': n}; a lane not named: no cap). A kind caps itself with Kind.max_running",
     )
 
     # -- gauges and the API -----------------------------------------------------------------------

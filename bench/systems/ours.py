@@ -12,7 +12,14 @@ the shipped defaults with the claim committed asynchronously (``WORKQUEUE_CLAIM_
 which ``bench/claim_commit.py`` sets beside ``default``; ``fairness_off`` claims oldest first
 across tenants (``WORKQUEUE_FAIR_CLAIM=false``: the fairness workload's control, and the depth
 workload's claim without fairness's cost); ``pooler_safe`` the shipped defaults with
-``DATABASE_POOLER=transaction`` (no prepared statements) on direct connections (LISTEN at
+``DATABASE_POOLER=transaction`` (no prepared statements) on direct connections; the claim's
+controls, for the depth workload (``bench/controls.py`` sets them side by side): ``keyed`` gives
+every waiting item a concurrency key (1,000 keys, so each has depth / 1,000 waiting),
+``one_key_held`` gives them all one key while another item of it is claimed (the claim finds
+nothing, walking past the key's backlog), ``lane_capped`` caps the lane
+(``WORKQUEUE_LANE_CAPS=default=1000``), ``kind_capped`` claims a kind capped by its own
+``max_running``, ``keyed_capped`` both keys and the lane cap; ``paused_other`` claims with
+another kind of the lane paused (LISTEN at
 ``DATABASE_DIRECT_URL``, the same server), and
 ``pgbouncer`` the same through a PgBouncer (Debian's, ``pool_mode = transaction``, its default
 pool of 20) that the adapter starts in front of the database, LISTEN direct
@@ -44,6 +51,12 @@ import _common as common  # noqa: E402
 KIND = "BENCH_NOOP"
 CONFIGS = [
     "default",
+    "keyed",
+    "one_key_held",
+    "lane_capped",
+    "kind_capped",
+    "keyed_capped",
+    "paused_other",
     "batched",
     "inprocess",
     "fairness_off",
@@ -55,6 +68,12 @@ CONFIGS = [
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
     "default": {},
+    "keyed": {},
+    "one_key_held": {},
+    "lane_capped": {},
+    "kind_capped": {},
+    "keyed_capped": {},
+    "paused_other": {},
     "batched": {"capacity": 400, "claim_batch": 200, "complete_flush_ms": 5},
     "inprocess": {},
     "fairness_off": {},
@@ -78,7 +97,11 @@ CONFIG_ENV = {
     "async_claim": {"WORKQUEUE_CLAIM_DURABLE": "false"},
     "pooler_safe": {"DATABASE_POOLER": "transaction"},
     "pgbouncer": {"DATABASE_POOLER": "transaction"},
+    "lane_capped": {"WORKQUEUE_LANE_CAPS": "default=1000"},
+    "keyed_capped": {"WORKQUEUE_LANE_CAPS": "default=1000"},
 }
+# The depth workload's controls: how many distinct concurrency keys its items carry (0: none).
+KEYS = {"keyed": 1000, "keyed_capped": 1000, "one_key_held": 1}
 # PgBouncer's own default server pool per login (the pgbouncer config).
 PGBOUNCER_POOL_SIZE = 20
 
@@ -164,8 +187,16 @@ def load_context() -> Any:
     return context(member.org_id, member.user_id)
 
 
-def fill(ctx: Any, n: int, batch: int = 1000, held_back: bool = False) -> None:
-    """``n`` items through the bulk enqueue; ``held_back`` makes them due only in an hour."""
+def fill(
+    ctx: Any,
+    n: int,
+    batch: int = 1000,
+    held_back: bool = False,
+    kind: str = KIND,
+    keys: int = 0,
+) -> None:
+    """``n`` items through the bulk enqueue; ``held_back`` makes them due only in an hour;
+    ``keys`` spreads them over that many concurrency keys."""
     from datetime import UTC, datetime, timedelta
 
     from workqueue.api import NewItem, enqueue_many
@@ -175,35 +206,45 @@ def fill(ctx: Any, n: int, batch: int = 1000, held_back: bool = False) -> None:
         enqueue_many(
             ctx,
             [
-                NewItem(KIND, {"seq": i}, available_at=when)
+                NewItem(
+                    kind,
+                    {"seq": i},
+                    available_at=when,
+                    concurrency_key=f"k{i % keys}" if keys else None,
+                )
                 for i in range(start, min(n, start + batch))
             ],
         )
 
 
-def fill_sql(ctx: Any, n: int, payload: dict[str, Any] | None = None) -> None:
+def fill_sql(
+    ctx: Any, n: int, payload: dict[str, Any] | None = None, kind: str = KIND, keys: int = 0
+) -> None:
     """Clone one API-made row ``n - 1`` times in SQL (the API makes 1M rows too slowly), with
-    time-ordered ids as the product makes them (UUIDv7 layout: version 7, a rising prefix)."""
+    time-ordered ids as the product makes them (UUIDv7 layout: version 7, a rising prefix);
+    ``keys`` spreads them over that many concurrency keys."""
     from django.db import connections
 
     from workqueue.api import enqueue
 
-    seed, _ = enqueue(ctx, KIND, payload or {"seq": 0})
+    key = "k0" if keys else None
+    seed, _ = enqueue(ctx, kind, payload or {"seq": 0}, concurrency_key=key)
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             """
             INSERT INTO workqueue_workitem (
-                id, org_id, kind, lane, status, payload, idempotency_key, priority,
-                available_at, attempts, max_attempts, last_error, created_by, updated_by,
-                created_at, updated_at)
+                id, org_id, kind, lane, status, payload, idempotency_key, concurrency_key,
+                priority, available_at, attempts, max_attempts, last_error, created_by,
+                updated_by, created_at, updated_at)
             SELECT ('01900000-0000-7000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
-                   org_id, kind, lane, status, payload, NULL, priority,
+                   org_id, kind, lane, status, payload, NULL,
+                   CASE WHEN %s > 0 THEN 'k' || (g %% %s) END, priority,
                    available_at, attempts, max_attempts, last_error, created_by, updated_by,
                    created_at, updated_at
               FROM workqueue_workitem, generate_series(2, %s) AS g
              WHERE id = %s
             """,
-            [n, seed.id],
+            [keys, max(keys, 1), n, seed.id],
         )
 
 
@@ -399,6 +440,12 @@ def main() -> None:
             "batched": ["drain"],
             "inprocess": ["drain", "wake"],
             "fairness_off": ["fairness", "depth"],
+            "keyed": ["depth"],
+            "one_key_held": ["depth"],
+            "lane_capped": ["depth"],
+            "kind_capped": ["depth"],
+            "keyed_capped": ["depth"],
+            "paused_other": ["depth"],
             "async_claim": ["drain"],
             "pooler_safe": ["drain", "enqueue", "wake", "depth"],
             "pgbouncer": ["drain", "enqueue", "wake"],
@@ -473,7 +520,7 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     common.emit(common.wake_figures(sent, started, how="LISTEN work_available", **extra))
 
 
-def _claim_complete_cycles(n: int) -> tuple[list[float], list[float]]:
+def _claim_complete_cycles(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
     from tenancy.contexts import AppType, new_request_context
     from workqueue import api
 
@@ -481,7 +528,7 @@ def _claim_complete_cycles(n: int) -> tuple[list[float], list[float]]:
     claims, cycles = [], []
     for _ in range(n):
         t0 = time.perf_counter()
-        [(item_ctx, item)] = api.claim(rctx, "default", [KIND], "bench", 30, 1)
+        [(item_ctx, item)] = api.claim(rctx, "default", [kind], "bench", 30, 1)
         t1 = time.perf_counter()
         api.complete(item_ctx, item)
         t2 = time.perf_counter()
@@ -490,16 +537,47 @@ def _claim_complete_cycles(n: int) -> tuple[list[float], list[float]]:
     return claims, cycles
 
 
+def _empty_claims(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
+    """Claims that find nothing (every waiting item's key is held): their latency."""
+    from tenancy.contexts import AppType, new_request_context
+    from workqueue import api
+
+    rctx = new_request_context(AppType.WORKER)
+    claims = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        assert api.claim(rctx, "default", [kind], "bench", 30, 1) == []
+        claims.append((time.perf_counter() - t0) * 1000)
+    return claims, claims
+
+
 def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
+    from ours_kinds import CAPPED_KIND
+
+    from workqueue import api
+
+    kind = CAPPED_KIND if args.config == "kind_capped" else KIND
+    keys = KEYS.get(args.config, 0)
     if args.depth > 100_000:
-        fill_sql(ctx, args.depth)
+        fill_sql(ctx, args.depth, kind=kind, keys=keys)
         how = "SQL clone of one enqueued row"
     else:
-        fill(ctx, args.depth)
+        fill(ctx, args.depth, kind=kind, keys=keys)
         how = "enqueue_many"
+    if args.config == "paused_other":
+        api.pause("bench", "default", CAPPED_KIND)
     settle(args.dsn)
-    _claim_complete_cycles(20)  # warm the plans and the connections
-    claims, cycles = _claim_complete_cycles(args.n)
+    cycles_of = _claim_complete_cycles
+    if args.config == "one_key_held":
+        # The key's first item is claimed and kept: every later claim walks past the rest.
+        from tenancy.contexts import AppType, new_request_context
+
+        rctx = new_request_context(AppType.WORKER)
+        assert len(api.claim(rctx, "default", [kind], "holder", 3600, 1)) == 1
+        cycles_of = _empty_claims
+    # Warm the plans and the connections (a claim that walks a held key's backlog needs fewer).
+    cycles_of(20 if cycles_of is _claim_complete_cycles else 2, kind)
+    claims, cycles = cycles_of(args.n, kind)
     common.emit(
         common.figure(
             f"claim_depth_{args.depth}",
@@ -507,7 +585,10 @@ def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
             common.median(claims),
             fill=how,
             cycle_ms_median=common.median(cycles),
-            how="claim(limit=1) then complete()",
+            how="claim(limit=1) then complete()"
+            if args.config != "one_key_held"
+            else "claim(limit=1) finding nothing: the one key is held",
+            keys=keys,
             **extra,
         )
     )

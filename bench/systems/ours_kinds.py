@@ -23,8 +23,13 @@ class BenchPayload(Payload):
 
 
 register(Kind(KIND, BenchPayload, max_attempts=3))
+# The depth workload's kind with a cap of its own (the kind_capped config): the claim then
+# counts what the lane holds, one claimer of the lane at a time.
+CAPPED_KIND = "BENCH_CAPPED"
+register(Kind(CAPPED_KIND, BenchPayload, max_attempts=3, max_running=1000))
 
 
+@handles(CAPPED_KIND)
 @handles(KIND)
 class BenchHandler:
     async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:

@@ -189,7 +189,7 @@ def test_a_tenants_items_are_read_from_its_own_index_when_another_holds_the_back
         )
         cursor.execute("ANALYZE workqueue_workitem")  # it has seen one tenant
     api.enqueue(make_ctx(), "NOOP", {"n": -1})
-    params = claim.ClaimParams("default", ["NOOP"], "w", 30.0, 10, "off", False, None)
+    params = claim.ClaimParams("default", ["NOOP"], "w", 30.0, 10, "off", False, None, None, [], [])
     with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
         # The plan a worker runs: the generic one its prepared claim settles on.
         cursor.execute("SET LOCAL plan_cache_mode = force_generic_plan")

@@ -73,9 +73,18 @@ def test_every_statement_names_exactly_its_parameters() -> None:
     and every .sql file of the store is a statement someone declared."""
     from outbox import emit, relay
     from workers import gauges, liveness
-    from workqueue import cancel, enqueue, figures, idempotency, maintenance, settle, triage
+    from workqueue import (
+        cancel,
+        enqueue,
+        figures,
+        idempotency,
+        maintenance,
+        pauses,
+        settle,
+        triage,
+    )
 
-    modules = (claim, enqueue, settle, maintenance, triage, idempotency, figures, cancel)
+    modules = (claim, enqueue, settle, maintenance, triage, idempotency, figures, cancel, pauses)
     declared: list[Statement] = [
         value
         for module in (*modules, emit, relay, gauges, liveness)

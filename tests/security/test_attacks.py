@@ -36,7 +36,13 @@ from tests import summary
 from tests.helpers import row
 
 # The rows of the other surfaces: each module registers its own (importing it is enough).
-from tests.security import attacks_admin, attacks_api, attacks_demo, attacks_tasks  # noqa: F401
+from tests.security import (  # noqa: F401
+    attacks_admin,
+    attacks_api,
+    attacks_controls,
+    attacks_demo,
+    attacks_tasks,
+)
 from tests.security import world as worlds
 from tests.security.kinds import NOTE
 from tests.security.table import (
@@ -193,6 +199,14 @@ def _grant_public(scene: Scene) -> None:
         assert cursor.fetchone()[0] == 0
 
 
+# The pause table is the operator's (system login): the everyday login has no right on it.
+sql_attack(
+    "pause every lane through the pause table",
+    "INSERT INTO workqueue_pause (lane, kind, paused_by, reason, paused_at)"
+    " VALUES ('default', '', 'attacker', '', now())",
+)
+sql_attack("resume what the operator paused", "DELETE FROM workqueue_pause")
+sql_attack("read who paused what", "SELECT * FROM workqueue_pause")
 sql_attack("lock the queue for everyone", "LOCK TABLE workqueue_workitem IN ACCESS EXCLUSIVE MODE")
 sql_attack("block every claim", "LOCK TABLE workqueue_workitem IN SHARE ROW EXCLUSIVE MODE")
 sql_attack("empty the queue", "TRUNCATE workqueue_workitem")

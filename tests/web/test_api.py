@@ -40,6 +40,16 @@ def alice(member) -> Person:  # type: ignore[no-untyped-def]
     return member(role="member", staff=False)
 
 
+def test_a_concurrency_key_is_stored_and_shown(alice: Person) -> None:
+    response = post(alice.client, {"kind": "NOOP", "payload": {}, "concurrency_key": "order:9"})
+    assert response.status_code == 201, response.content
+    item = response.json()["item"]
+    assert item["concurrency_key"] == "order:9"
+    assert row(item["id"]).concurrency_key == "order:9"
+    shown = alice.client.get(f"{URL}{item['id']}").json()
+    assert shown["item"]["concurrency_key"] == "order:9"
+
+
 def test_a_member_enqueues_and_gets_201_with_the_item(alice: Person, settings) -> None:
     settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "bulk"]}
     response = post(

@@ -1,4 +1,4 @@
--- queue_gauges: everything a scrape of /metrics shows about the queue, in one statement across tenants: the items by lane, kind and status (workqueue/sql/read_gauges.sql), the ten deepest tenants per lane (workqueue/sql/read_top_tenants.sql), the outbox lag (outbox/sql/read_lag.sql) the live workers (workers/sql/read_workers.sql), the schedules (workers/sql/read_schedule_gauges.sql) and the lanes live workers serve (workers/sql/read_live_lanes.sql)
+-- queue_gauges: everything a scrape of /metrics shows about the queue, in one statement across tenants: the items by lane, kind and status (workqueue/sql/read_gauges.sql), the ten deepest tenants per lane (workqueue/sql/read_top_tenants.sql), the outbox lag (outbox/sql/read_lag.sql) the live workers (workers/sql/read_workers.sql), the schedules (workers/sql/read_schedule_gauges.sql), the lanes live workers serve (workers/sql/read_live_lanes.sql) and the paused lanes and kinds (workqueue/sql/read_pauses.sql)
 WITH item_groups AS (
 {read_gauges}
 ), top_tenants AS (
@@ -11,10 +11,14 @@ WITH item_groups AS (
 {read_schedule_gauges}
 ), live_lanes AS (
 {read_live_lanes}
+), pauses AS (
+{read_pauses}
 )
 SELECT (SELECT COALESCE(json_agg(g), '[]') FROM item_groups AS g)::text,
        (SELECT COALESCE(json_agg(t), '[]') FROM top_tenants AS t)::text,
        (SELECT row_to_json(o) FROM outbox_lag AS o)::text,
        (SELECT COALESCE(json_agg(w), '[]') FROM live_workers AS w)::text,
        (SELECT COALESCE(json_agg(s), '[]') FROM schedules AS s)::text,
-       (SELECT COALESCE(json_agg(l.lane), '[]') FROM live_lanes AS l)::text
+       (SELECT COALESCE(json_agg(l.lane), '[]') FROM live_lanes AS l)::text,
+       (SELECT COALESCE(json_agg(json_build_object('lane', p.lane, 'kind', p.kind)), '[]')
+          FROM pauses AS p)::text

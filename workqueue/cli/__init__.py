@@ -5,4 +5,12 @@ A subcommand module has ``HELP`` (one line), ``add_arguments(parser)`` and
 """
 
 # Each entry is a module of this package; ``manage.py queue --help`` lists them in this order.
-SUBCOMMANDS: tuple[str, ...] = ("stats", "cancel", "requeue", "discard")
+SUBCOMMANDS: tuple[str, ...] = (
+    "stats",
+    "pause",
+    "resume",
+    "paused",
+    "cancel",
+    "requeue",
+    "discard",
+)

@@ -1,4 +1,4 @@
--- claim: hand out up to limit pending, due items of the lane and kinds, round-robin across the tenants with work (weighted by their share, within their in-flight cap, priority first), locking them with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim.py; each gets a fresh token, a lease, and one attempt spent
+-- claim: hand out up to limit pending, due items of the lane and kinds, round-robin across the tenants with work (weighted by their share, within their in-flight cap, priority first; not of a paused lane or kind, within the lane's and each kind's cap, one per concurrency key), locking them with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim.py; each gets a fresh token, a lease, and one attempt spent
 -- Tenants are found by a loose index scan (one index descent per tenant) from a random start, at most limit of them
 -- per claim; each offers its first items in priority then age order (its weighted share of the batch, within its cap),
 -- locked as they are read; the batch takes them by priority, then by turn (item j of a tenant of weight w comes at
@@ -7,8 +7,33 @@
 -- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
 -- lookup, tenancy.modes), so a claim costs one round trip.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
+-- Controls (workqueue_pause, LANE_CAPS, Kind.max_running, concurrency_key): allowed names the kinds the claim may take
+-- (not paused, below their cap) and the room the lane's cap leaves, read once; the locking subqueries take only an item
+-- without a key, or the first waiting item of its key while no item of that key is claimed (the unique index
+-- workitem_one_claimed_per_key refuses a second whatever a claimer believed).
 WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
+), running AS (
+    -- what the lane holds now, by tenant and kind: counted only while a cap is in effect
+    SELECT w.org_id, w.kind, count(*) AS items
+      FROM workqueue_workitem w
+     WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
+     GROUP BY w.org_id, w.kind
+), kind_room AS (
+    SELECT c.kind, c.cap - COALESCE((SELECT sum(r.items) FROM running r WHERE r.kind = c.kind), 0)
+           AS room
+      FROM unnest(%(capped_kinds)s::text[], %(kind_caps)s::integer[]) AS c(kind, cap)
+), paused AS MATERIALIZED (
+    SELECT COALESCE(array_agg(p.kind), '{}') AS kinds
+      FROM workqueue_pause p
+     WHERE p.lane = %(lane)s::text
+), allowed AS MATERIALIZED (
+    SELECT COALESCE(array_agg(k.kind), '{}') AS kinds,
+           GREATEST(COALESCE(%(lane_cap)s::integer - (SELECT COALESCE(sum(items), 0) FROM running),
+                             %(limit)s::integer), 0) AS room
+      FROM unnest(%(kinds)s::text[]) AS k(kind), paused
+     WHERE NOT ('' = ANY(paused.kinds) OR k.kind = ANY(paused.kinds))
+       AND COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = k.kind), 1) > 0
 ), start AS MATERIALIZED (
     SELECT gen_random_uuid() AS org_id
 ), tenants (org_id, first_org_id, n) AS (
@@ -22,6 +47,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
                 WHERE w.status = 'pending' AND w.lane = %(lane)s::text
                 ORDER BY w.lane, w.org_id LIMIT 1)) AS org_id) AS f
      WHERE f.org_id IS NOT NULL
+       AND (SELECT cardinality(a.kinds) > 0 AND a.room > 0 FROM allowed a)
     UNION ALL
     SELECT nxt.org_id, t.first_org_id, t.n + 1
       FROM tenants t,
@@ -34,10 +60,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
                 ORDER BY w.lane, w.org_id LIMIT 1)) AS org_id) AS nxt
      WHERE t.n < %(limit)s::integer AND nxt.org_id <> t.first_org_id
 ), in_flight AS (
-    SELECT w.org_id, count(*) AS items
-      FROM workqueue_workitem w
-     WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
-     GROUP BY w.org_id
+    SELECT org_id, sum(items) AS items FROM running GROUP BY org_id
 ), shares AS (
     SELECT t.org_id,
            COALESCE(s.weight, 1.0)::float8 AS weight,
@@ -54,17 +77,23 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
 ), offered AS (
     -- each tenant's first items in priority then age order, locked as they are read (the
     -- compiled select_for_update(skip_locked=True) queryset, run once per tenant)
-    SELECT o.org_id, o.weight, c.id, c.priority, c.available_at
+    SELECT o.org_id, o.weight, c.id, c.kind, c.priority, c.available_at
       FROM offers AS o, LATERAL ({locking}) AS c
      WHERE o.items > 0
-), fair AS (
-    SELECT id, priority, available_at
+), turns AS (
+    SELECT id, kind, priority, available_at,
+           (row_number() OVER (PARTITION BY org_id ORDER BY priority DESC, available_at))
+               / weight AS turn
       FROM offered
-     ORDER BY priority DESC,
-              (row_number() OVER (PARTITION BY org_id ORDER BY priority DESC, available_at))
-                  / weight,
-              available_at
-     LIMIT %(limit)s::integer
+), fair AS (
+    -- a capped kind takes at most the room its cap leaves, the lane at most its own
+    SELECT id, priority, available_at
+      FROM (SELECT t.*, row_number() OVER (PARTITION BY kind ORDER BY priority DESC, turn,
+                                                                       available_at) AS nth
+              FROM turns t) AS t
+     WHERE t.nth <= COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = t.kind), t.nth)
+     ORDER BY priority DESC, turn, available_at
+     LIMIT LEAST(%(limit)s::integer, (SELECT room FROM allowed))
 ), fallback AS (
     {fallback}
 ), picked AS (

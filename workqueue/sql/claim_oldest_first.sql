@@ -1,11 +1,39 @@
--- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants, skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
+-- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants (not of a paused lane or kind, within the lane's and each kind's cap, one per concurrency key: the controls as in claim.sql), skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
 -- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
 -- lookup, tenancy.modes), so a claim costs one round trip.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
 WITH commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
-), picked AS (
+), running AS (
+    -- what the lane holds now, by kind: counted only while a cap is in effect
+    SELECT w.kind, count(*) AS items
+      FROM workqueue_workitem w
+     WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
+     GROUP BY w.kind
+), kind_room AS (
+    SELECT c.kind, c.cap - COALESCE((SELECT sum(r.items) FROM running r WHERE r.kind = c.kind), 0)
+           AS room
+      FROM unnest(%(capped_kinds)s::text[], %(kind_caps)s::integer[]) AS c(kind, cap)
+), paused AS MATERIALIZED (
+    SELECT COALESCE(array_agg(p.kind), '{}') AS kinds
+      FROM workqueue_pause p
+     WHERE p.lane = %(lane)s::text
+), allowed AS MATERIALIZED (
+    SELECT COALESCE(array_agg(k.kind), '{}') AS kinds,
+           GREATEST(COALESCE(%(lane_cap)s::integer - (SELECT COALESCE(sum(items), 0) FROM running),
+                             %(limit)s::integer), 0) AS room
+      FROM unnest(%(kinds)s::text[]) AS k(kind), paused
+     WHERE NOT ('' = ANY(paused.kinds) OR k.kind = ANY(paused.kinds))
+       AND COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = k.kind), 1) > 0
+), candidates AS (
     {locking}
+), picked AS (
+    -- a capped kind takes at most the room its cap leaves
+    SELECT c.id
+      FROM (SELECT id, kind, row_number() OVER (PARTITION BY kind ORDER BY priority DESC,
+                                                                        available_at) AS nth
+              FROM candidates) AS c
+     WHERE c.nth <= COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = c.kind), c.nth)
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',

@@ -3,11 +3,13 @@ WITH tenant AS MATERIALIZED (
     SELECT {set_tenant}
 ), inserted AS (
     INSERT INTO workqueue_workitem (
-        id, org_id, kind, lane, status, payload, idempotency_key, priority, available_at,
+        id, org_id, kind, lane, status, payload, idempotency_key, concurrency_key, priority,
+        available_at,
         claimed_by, claim_token, lease_expires_at, attempts, max_attempts, last_error,
         created_by, updated_by, request_id, traceparent, created_at, updated_at)
     SELECT %(id)s::uuid, %(org_id)s::uuid, %(kind)s::text, %(lane)s::text, 'pending',
-           %(payload)s::jsonb, %(idempotency_key)s::text, %(priority)s::smallint,
+           %(payload)s::jsonb, %(idempotency_key)s::text, %(concurrency_key)s::text,
+           %(priority)s::smallint,
            COALESCE(%(available_at)s::timestamptz, now()),
            NULL, NULL, NULL, 0, %(max_attempts)s::integer, '',
            %(created_by)s::text, %(created_by)s::text, %(request_id)s::uuid,

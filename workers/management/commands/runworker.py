@@ -41,7 +41,7 @@ class Command(BaseCommand):
     def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
-        prefixes = ("WORKER_", "SWEEP", "SCHEDULE_", "KIND_", "LOG_")
+        prefixes = ("WORKER_", "SWEEP", "SCHEDULE_", "KIND_", "LOG_", "LANE_CAPS")
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(prefixes)
         return parser
 

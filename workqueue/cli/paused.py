@@ -1,0 +1,27 @@
+"""manage.py queue paused: every lane and kind paused now, who paused it, when and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from workqueue import api
+
+HELP = "list the paused lanes and kinds"
+
+
+def add_arguments(parser: CommandParser) -> None:
+    pass
+
+
+def run(command: BaseCommand, **_: Any) -> None:
+    pauses = api.read_pauses()
+    if not pauses:
+        command.stdout.write("nothing is paused")
+        return
+    for p in pauses:
+        why = f" ({p.reason})" if p.reason else ""
+        command.stdout.write(
+            f"{p.target}\tpaused by {p.paused_by} at {p.paused_at:%Y-%m-%d %H:%M:%S %Z}{why}"
+        )
