@@ -273,7 +273,7 @@ class Runner:
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
-            self._abandon(future, "in_thread")
+            self._abandon(future, {"call": "in_thread"})
             raise
 
     async def _handle_within(self, handler: Handler, job: Job, limit_s: float | None) -> None:
@@ -324,10 +324,10 @@ class Runner:
             await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
-            self._abandon(future, job.item)
+            self._abandon(future, {"item": job.item.id, "kind": job.item.kind})
             raise
 
-    def _abandon(self, future: Any, item: api.WorkItem) -> None:
+    def _abandon(self, future: Any, what: dict[str, Any]) -> None:
         """A cancelled run's thread that is still running: count it until it returns (it
         cannot be stopped; whatever it writes to the queue later is refused by the token)."""
         if future.done() or future.cancel():  # it ended, or never started: nothing runs on
@@ -338,29 +338,27 @@ class Runner:
             logger,
             logging.WARNING,
             "handler_thread_abandoned",
-            item=item.id,
-            kind=item.kind,
+            **what,
             abandoned=self.abandoned,
         )
         loop = asyncio.get_running_loop()
 
         def returned(_: Any) -> None:
             try:
-                loop.call_soon_threadsafe(self._thread_returned, item)
+                loop.call_soon_threadsafe(self._thread_returned, what)
             except RuntimeError:  # the worker's loop has ended
                 pass
 
         future.add_done_callback(returned)
 
-    def _thread_returned(self, item: api.WorkItem) -> None:
+    def _thread_returned(self, what: dict[str, Any]) -> None:
         self.abandoned -= 1
         ABANDONED_THREADS.set(self.abandoned)
         log_event(
             logger,
             logging.INFO,
             "handler_thread_returned",
-            item=item.id,
-            kind=item.kind,
+            **what,
             abandoned=self.abandoned,
         )
         if self.on_thread_free is not None:

@@ -113,6 +113,9 @@ def production_env(tmp_path: Path) -> dict[str, str]:
         PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
         WEB_CONCURRENCY="2",
     )
+    # gunicorn.conf.py makes the metrics folder when the server starts; collectstatic, run
+    # first, already loads the apps, whose unlabelled metrics open their files at import.
+    (tmp_path / "metrics").mkdir()
     # As the image: collectstatic wrote the static files before the server started.
     subprocess.run(
         [PYTHON, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
