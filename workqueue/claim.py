@@ -56,6 +56,18 @@ class ClaimParams(NamedTuple):
     kind_caps: list[int]
 
 
+class ClaimControlsParams(NamedTuple):
+    """The parameters the claim's controls read (``sql/claim_controls.sql``, included by both
+    claims)."""
+
+    lane: str
+    kinds: list[str]
+    limit: int
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
+
+
 class ClaimOldestFirstParams(NamedTuple):
     lane: str
     kinds: list[str]
@@ -193,10 +205,12 @@ def _claim_parts() -> dict[str, str]:
     return {"claim_contexts": claim_contexts_sql()}
 
 
+CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
 CLAIM = Statement(
     "claim",
     ClaimParams,
     SQL_DIR,
+    includes=(CLAIM_CONTROLS,),
     build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
     build_parts=_claim_parts,
     generic_plan=True,
@@ -205,6 +219,7 @@ CLAIM_OLDEST_FIRST = Statement(
     "claim_oldest_first",
     ClaimOldestFirstParams,
     SQL_DIR,
+    includes=(CLAIM_CONTROLS,),
     build_locking=lambda: {"locking": _oldest_first_locking()},
     build_parts=_claim_parts,
     generic_plan=True,

@@ -19,21 +19,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
       FROM workqueue_workitem w
      WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
      GROUP BY w.org_id, w.kind
-), kind_room AS (
-    SELECT c.kind, c.cap - COALESCE((SELECT sum(r.items) FROM running r WHERE r.kind = c.kind), 0)
-           AS room
-      FROM unnest(%(capped_kinds)s::text[], %(kind_caps)s::integer[]) AS c(kind, cap)
-), paused AS MATERIALIZED (
-    SELECT COALESCE(array_agg(p.kind), '{}') AS kinds
-      FROM workqueue_pause p
-     WHERE p.lane = %(lane)s::text
-), allowed AS MATERIALIZED (
-    SELECT COALESCE(array_agg(k.kind), '{}') AS kinds,
-           GREATEST(COALESCE(%(lane_cap)s::integer - (SELECT COALESCE(sum(items), 0) FROM running),
-                             %(limit)s::integer), 0) AS room
-      FROM unnest(%(kinds)s::text[]) AS k(kind), paused
-     WHERE NOT ('' = ANY(paused.kinds) OR k.kind = ANY(paused.kinds))
-       AND COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = k.kind), 1) > 0
+), {claim_controls}
 ), start AS MATERIALIZED (
     SELECT gen_random_uuid() AS org_id
 ), tenants (org_id, first_org_id, n) AS (
