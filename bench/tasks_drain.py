@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import statistics
 import subprocess
 import sys
@@ -128,6 +129,8 @@ def worker_env(capacity: int | None, task_log_level: str) -> dict[str, str]:
         LOG_LEVEL="WARNING",
         TASKS_LOG_LEVEL=task_log_level,
         DEBUG="false",
+        # With DEBUG off the reference site refuses its built-in key: a throwaway one per run.
+        SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
     )
     if capacity is not None:
         env["WORKER_CAPACITY"] = str(capacity)

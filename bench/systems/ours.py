@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -143,6 +144,8 @@ def setup_django(dsn: str, config: str = "default") -> None:
         DATABASE_URL=_as(dsn, "workqueue_app"),
         SYSTEM_DATABASE_URL=_as(dsn, "workqueue_system"),
         DEBUG="false",
+        # With DEBUG off the reference site refuses its built-in key: a throwaway one per run.
+        SECRET_KEY=os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         LOG_LEVEL="WARNING",
     )
     if config == "pgbouncer":
