@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.services import APPEND_ENTRIES, AppendEntriesParams
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import operator_context
 from workqueue import SQL_DIR
@@ -80,8 +80,10 @@ class CancelHeldParams(NamedTuple):
     request_id: uuid.UUID | None
 
 
-CANCEL_ITEMS = Statement("cancel_items", CancelItemsParams, SQL_DIR, includes=(APPEND_ENTRIES,))
-CANCEL_DRAWN = Statement("cancel_drawn", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+# The cancel of the locked rows and its audit entries, spelled once for both (by id, as drawn).
+CANCEL_SEEN = Statement("cancel_seen", AppendEntriesParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+CANCEL_ITEMS = Statement("cancel_items", CancelItemsParams, SQL_DIR, includes=(CANCEL_SEEN,))
+CANCEL_DRAWN = Statement("cancel_drawn", TriageParams, SQL_DIR, includes=(CANCEL_SEEN,))
 CANCEL_MATCHING = Statement(
     "cancel_matching", CancelMatchingParams, SQL_DIR, includes=(APPEND_ENTRIES,)
 )

@@ -9,22 +9,6 @@ WITH drawn AS (
      WHERE w.cancel_requested_at IS NULL
        AND ((w.status = 'pending' AND w.updated_at = d.updated_at) OR w.status = 'claimed')
        FOR UPDATE OF w
-), moved AS (
-    UPDATE workqueue_workitem AS w
-       SET status = CASE WHEN seen.status_before = 'pending' THEN 'cancelled' ELSE 'claimed' END,
-           cancel_requested_at = now(), updated_at = now(), updated_by = {system_actor}
-      FROM seen
-     WHERE w.id = seen.id AND w.status = seen.status_before AND w.cancel_requested_at IS NULL
-    RETURNING w.*, seen.status_before
-), entries AS (
-    SELECT m.org_id,
-           CASE WHEN m.status = 'cancelled' THEN 'work.cancelled' ELSE 'work.cancel_requested' END
-               AS action,
-           'workqueue.workitem' AS subject_type, m.id::text AS subject_id,
-           jsonb_build_object('kind', m.kind, 'status', m.status_before, 'attempts', m.attempts,
-                              'claimed_by', m.claimed_by, 'payload', m.payload) AS data
-      FROM moved m
-), audited AS (
-{append_entries}
+), {cancel_seen}
 )
 SELECT * FROM moved
