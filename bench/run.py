@@ -29,13 +29,16 @@ SYSTEMS_DIR = BENCH / "systems"
 OUT = BENCH / "out"
 
 ALL_SYSTEMS = ["ours", "raw", "pgqueuer", "procrastinate", "django-tasks-db"]
-ALL_WORKLOADS = ["drain", "wake", "enqueue", "depth", "bloat", "raw", "fairness"]
+ALL_WORKLOADS = ["drain", "wake", "wake_loaded", "enqueue", "depth", "bloat", "raw", "fairness"]
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 # Workload variants at full size: each entry is one adapter run (one fresh database).
 PLANS: dict[str, list[dict[str, int | float]]] = {
     "drain": [{"n": 20_000, "procs": 1}, {"n": 20_000, "procs": 2}],
     "wake": [{"n": 200, "interval-ms": 20}],
+    # the wake with CPU hogs beside it (--hogs busy loops, as a noisy neighbour or a busy web
+    # process would be): the adapter runs its wake workload; its figures are named wake_loaded_*
+    "wake_loaded": [{"n": 200, "interval-ms": 20}],
     "enqueue": [{"n": 2_000, "bulk-n": 20_000, "batch": 1_000}],
     "depth": [{"n": 500, "depth": 10_000}, {"n": 500, "depth": 1_000_000}],
     "bloat": [{"n": 20_000, "churn": 1_000_000}],
@@ -44,6 +47,10 @@ PLANS: dict[str, list[dict[str, int | float]]] = {
     # --seconds (ours only: no peer has tenants)
     "fairness": [{"depth": 1_000_000, "interval-ms": 50, "seconds": 60}],
 }
+# Workloads the harness runs as another adapter workload under load: (the adapter's workload,
+# the prefix its figures get instead of the workload's name).
+LOADED = {"wake_loaded": ("wake", "wake_loaded")}
+
 # --quick divides these by 10 (pgbench seconds by 5); the rest (procs, batch, the
 # 20 ms wake interval) stay as they are.
 QUICK_SCALED = {"n": 10, "bulk-n": 10, "depth": 10, "churn": 10, "seconds": 5}
@@ -92,6 +99,7 @@ class System:
     notes: dict[str, str]
 
     def runs(self, workload: str) -> list[str]:
+        workload = LOADED.get(workload, (workload, ""))[0]
         if workload not in self.workloads:
             return []
         return [c for c in self.configs if workload in self.config_workloads.get(c, self.workloads)]
@@ -171,7 +179,18 @@ def run_one(
     admin_url: str,
     timeout: float,
     log_path: Path,
+    hogs: int = 0,
 ) -> list[dict[str, Any]]:
+    """One adapter run on a fresh database; under load (``LOADED``) with ``hogs`` busy loops
+    running beside it for the whole run, its figures renamed."""
+    if workload in LOADED:
+        adapter_workload, prefix = LOADED[workload]
+        with cpu_hogs(hogs):
+            figs = run_one(system, config, adapter_workload, args, admin_url, timeout, log_path)
+        for f in figs:
+            f["figure"] = f["figure"].replace(adapter_workload, prefix, 1)
+            f.setdefault("extra", {})["cpu_hogs"] = hogs
+        return figs
     dbname = "bench_" + system.name.replace("-", "_")
     recreate_db(admin_url, dbname)
     cmd = [
@@ -207,6 +226,24 @@ def run_one(
         raise RuntimeError(f"exit {proc.returncode}: {tail[0][:300]}")
     result = last_json_line(stdout)
     return result if isinstance(result, list) else [result]
+
+
+class cpu_hogs:
+    """``n`` processes that spin on a CPU each (``while True: pass``), for a ``with`` block."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> None:
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(self.n)
+        ]
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
 
 
 def fmt(value: float) -> str:
@@ -412,6 +449,12 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
         help="seconds allowed per adapter run (default: %(default)s)",
     )
     p.add_argument(
+        "--hogs",
+        type=int,
+        default=1,
+        help="CPU hogs (busy loops) beside the wake_loaded workload (default: %(default)s)",
+    )
+    p.add_argument(
         "--keep-db", action="store_true", help="keep the bench_<system> databases at the end"
     )
     ns = p.parse_args(argv)
@@ -479,6 +522,7 @@ def main(argv: list[str] | None = None) -> int:
                                 args.database_url,
                                 args.timeout,
                                 log_path,
+                                hogs=args.hogs,
                             )
                         except Exception as exc:
                             failures.append(f"{label} rep {rep}: {exc} (log: {log_path})")

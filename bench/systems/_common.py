@@ -215,17 +215,26 @@ def worker_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 # --- wake ---------------------------------------------------------------------------
-# The handler appends "<seq> <time.time()>" to the file named by BENCH_WAKE_FILE; the
-# enqueuer records time.time() right after each enqueue committed. Same machine, same
-# clock, so the difference is the enqueue-commit -> handler-start latency.
+# One clock for both ends: the enqueuer takes ``stamp()`` right after each enqueue's commit
+# returned, the handler takes ``stamp()`` as its first statement and appends "<seq> <stamp>"
+# to the file named by BENCH_WAKE_FILE. ``stamp()`` is time.monotonic(), which on Linux is
+# the kernel's CLOCK_MONOTONIC: one clock shared by every process on the host (never stepped
+# by NTP, unlike the wall clock), so the difference is the commit -> handler-start latency
+# whichever process took each end.
 
 WAKE_ENV = "BENCH_WAKE_FILE"
 _wake_fh: Any = None
 
 
-def record_wake(seq: int) -> None:
-    """Call first thing in the handler."""
-    now = time.time()
+def stamp() -> float:
+    """The wake workload's clock (see above)."""
+    return time.monotonic()
+
+
+def record_wake(seq: int, steps: dict[str, float] | None = None) -> None:
+    """Call first thing in the handler. ``steps``: the moments (``stamp()``) the item passed
+    on its way to the handler, written beside its start (``read_steps``)."""
+    now = stamp()
     global _wake_fh
     if _wake_fh is None:
         path = os.environ.get(WAKE_ENV)
@@ -233,24 +242,65 @@ def record_wake(seq: int) -> None:
             return
         # Line-buffered and kept open for the life of the worker process.
         _wake_fh = open(path, "a", buffering=1)
-    _wake_fh.write(f"{seq} {now:.6f}\n")
+    more = "".join(f" {name}={at:.6f}" for name, at in (steps or {}).items())
+    _wake_fh.write(f"{seq} {now:.6f}{more}\n")
+
+
+def _wake_lines(path: Path) -> dict[int, list[str]]:
+    lines: dict[int, list[str]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and line.endswith(parts[-1]):
+                lines[int(parts[0])] = parts[1:]
+    return lines
 
 
 def read_wake(path: Path, want: set[int], timeout: float) -> dict[int, float]:
     """Wait until the handler recorded every seq in `want`; return seq -> start time."""
-    deadline = time.time() + timeout
+    deadline = time.monotonic() + timeout
     seen: dict[int, float] = {}
-    while time.time() < deadline:
-        if path.exists():
-            for line in path.read_text().splitlines():
-                parts = line.split()
-                if len(parts) == 2:
-                    seen[int(parts[0])] = float(parts[1])
+    while time.monotonic() < deadline:
+        seen = {seq: float(parts[0]) for seq, parts in _wake_lines(path).items()}
         if want <= seen.keys():
             return seen
         time.sleep(0.05)
     missing = sorted(want - seen.keys())
     raise TimeoutError(f"wake: {len(missing)} items never started, e.g. {missing[:5]}")
+
+
+def read_steps(path: Path) -> dict[int, dict[str, float]]:
+    """seq -> the steps the handler recorded with its start (``record_wake(seq, steps)``)."""
+    steps: dict[int, dict[str, float]] = {}
+    for seq, parts in _wake_lines(path).items():
+        steps[seq] = dict((k, float(v)) for k, _, v in (p.partition("=") for p in parts[1:]))
+    return steps
+
+
+def step_shares(
+    sent: dict[int, float],
+    started: dict[int, float],
+    steps: dict[int, dict[str, float]],
+    order: Sequence[str],
+) -> dict[str, Any]:
+    """Each step's median length (ms) and share of the median wake, from commit (``sent``)
+    through the recorded ``order`` of steps to the handler's start. An item missing a step
+    (woken by the poll, say) is left out."""
+    segments: dict[str, list[float]] = {}
+    names = ["commit", *order, "handler"]
+    for seq, t0 in sent.items():
+        at = {"commit": t0, **steps.get(seq, {}), "handler": started[seq]}
+        if not all(n in at for n in names):
+            continue
+        for a, b in zip(names, names[1:], strict=False):
+            segments.setdefault(f"{a}->{b}", []).append((at[b] - at[a]) * 1000)
+    medians = {k: median(v) for k, v in segments.items()}
+    total = sum(medians.values()) or 1.0
+    return {
+        "steps_ms": {k: round(v, 4) for k, v in medians.items()},
+        "steps_share": {k: round(v / total, 3) for k, v in medians.items()},
+        "steps_samples": min((len(v) for v in segments.values()), default=0),
+    }
 
 
 def wake_figures(sent: dict[int, float], started: dict[int, float], **extra: Any) -> list[dict]:

@@ -139,7 +139,7 @@ def run_wake(args: argparse.Namespace) -> list[dict]:
         sent: dict[int, float] = {}
         for seq in warm + seqs:
             noop.enqueue(seq=seq)
-            sent[seq] = time.time()  # autocommit: the INSERT has committed
+            sent[seq] = c.stamp()  # autocommit: the INSERT has committed
             if seq < 0:
                 c.read_wake(wake_file, {seq}, timeout=30)
             time.sleep(args.interval_ms / 1000)

@@ -494,17 +494,18 @@ def main() -> None:
 def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     import tempfile
 
+    import ours_kinds
+
     from workqueue import api
 
     path = Path(tempfile.mkstemp(prefix="wake-ours-")[1])
+    # The worker records each step of its path beside the handler's start (ours_kinds.STEPS).
+    env = {common.WAKE_ENV: str(path), "BENCH_STEPS": "1"}
     if args.config in RUNWORKER_CONFIGS:
-        workers: Any = RunWorkers(args.config, 1, **{common.WAKE_ENV: str(path)})
+        workers: Any = RunWorkers(args.config, 1, **env)
     else:
         workers = common.Workers(
-            __file__,
-            ["serve", "--dsn", args.dsn, "--config", args.config],
-            1,
-            env={common.WAKE_ENV: str(path)},
+            __file__, ["serve", "--dsn", args.dsn, "--config", args.config], 1, env=env
         )
     try:
         if args.config not in RUNWORKER_CONFIGS:
@@ -514,13 +515,16 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         for seq in warmup + seqs:
             api.enqueue(ctx, KIND, {"seq": seq})
             if seq >= 0:
-                sent[seq] = time.time()
+                sent[seq] = common.stamp()
             time.sleep(args.interval_ms / 1000)
         started = common.read_wake(path, set(seqs), timeout=60)
+        steps = common.step_shares(sent, started, common.read_steps(path), ours_kinds.STEPS)
     finally:
         workers.stop()
         path.unlink(missing_ok=True)
-    common.emit(common.wake_figures(sent, started, how="LISTEN work_available", **extra))
+    common.emit(
+        common.wake_figures(sent, started, how="LISTEN work_available", **steps, **extra)
+    )
 
 
 def _claim_complete_cycles(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
@@ -706,7 +710,7 @@ def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         seq = 0
         while time.time() - t0 < args.seconds:
             api.enqueue(ctx_b, KIND, {"seq": seq})
-            sent[seq] = time.time()
+            sent[seq] = common.stamp()
             seq += 1
             time.sleep(args.interval_ms / 1000)
         a_rate = (done_of_a() - a_before) / (time.time() - t0)

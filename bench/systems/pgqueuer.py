@@ -116,7 +116,7 @@ async def wake_enqueue(
     sent: dict[int, float] = {}
     for seq in warm + seqs:
         await q.enqueue(ENTRYPOINT, payload(seq))
-        sent[seq] = time.time()  # asyncpg autocommits: the INSERT has committed
+        sent[seq] = c.stamp()  # asyncpg autocommits: the INSERT has committed
         if seq < 0:
             c.read_wake(wake_file, {seq}, timeout=30)
         await asyncio.sleep(interval_s)

@@ -119,7 +119,7 @@ async def wake_enqueue(
     async with app.open_async():
         for seq in warm + seqs:
             await noop.defer_async(seq=seq)
-            sent[seq] = time.time()  # defer_async returned: the INSERT has committed
+            sent[seq] = c.stamp()  # defer_async returned: the INSERT has committed
             if seq < 0:
                 c.read_wake(wake_file, {seq}, timeout=30)
             await asyncio.sleep(interval_s)

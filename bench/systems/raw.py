@@ -172,7 +172,7 @@ def run_wake(args: argparse.Namespace) -> list[dict]:
                         "INSERT INTO raw_jobs (payload) VALUES (%s)", (json.dumps({"seq": seq}),)
                     )
                     conn.execute(f"NOTIFY {CHANNEL}")
-                sent[seq] = time.time()  # right after COMMIT returned
+                sent[seq] = c.stamp()  # right after COMMIT returned
                 if seq < 0:
                     c.read_wake(wake_file, {seq}, timeout=30)  # settle each warm-up item
                 time.sleep(args.interval_ms / 1000)
