@@ -7,6 +7,7 @@ does not have the bench requirements. See README.md for the adapter contract.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -292,7 +293,7 @@ def step_shares(
         at = {"commit": t0, **steps.get(seq, {}), "handler": started[seq]}
         if not all(n in at for n in names):
             continue
-        for a, b in zip(names, names[1:], strict=False):
+        for a, b in itertools.pairwise(names):
             segments.setdefault(f"{a}->{b}", []).append((at[b] - at[a]) * 1000)
     medians = {k: median(v) for k, v in segments.items()}
     total = sum(medians.values()) or 1.0

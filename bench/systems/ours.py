@@ -522,9 +522,7 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     finally:
         workers.stop()
         path.unlink(missing_ok=True)
-    common.emit(
-        common.wake_figures(sent, started, how="LISTEN work_available", **steps, **extra)
-    )
+    common.emit(common.wake_figures(sent, started, how="LISTEN work_available", **steps, **extra))
 
 
 def _claim_complete_cycles(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
