@@ -6,9 +6,9 @@ the capacity still wait for their completion to be written (then it waits for th
 With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
 interval; the claim after that wait takes the first due item alone, by the lighter statement
 (``woken``: nothing was left to share out, so the fair claim's walk over the tenants is skipped
-on the path from a notice to a handler), and the one after it is fair again. When the database does not
-answer, it backs off (doubling from the poll interval up to ``outage_backoff_max_s``) and the
-outage is logged once, not once per pass.
+on the path from a notice to a handler), and the one after it is fair again. When the database
+does not answer, it backs off (doubling from the poll interval up to ``outage_backoff_max_s``)
+and the outage is logged once, not once per pass.
 """
 
 from __future__ import annotations
