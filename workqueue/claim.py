@@ -341,7 +341,7 @@ def claim_plan(
     # Woken from idle (its last claim found less than it asked): nothing was left to share out
     # when the claimer went idle, so the round-robin has nothing to choose between; the first
     # item is claimed alone, in the card's order across tenants, without the fair claim's walk
-    # over the tenants (a millisecond of the wake here, bench/README.md). Not while a tenant's
+    # over the tenants (0.6 ms of a wake here: README, "Benchmarks"). Not while a tenant's
     # cap is in effect. The claim after it is fair again.
     first_alone = woken and not tenant_capped
     common = (lane, kinds, worker_id, float(lease_s), 1 if first_alone else int(limit), commit)

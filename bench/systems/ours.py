@@ -713,7 +713,8 @@ def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
             seq += 1
             time.sleep(args.interval_ms / 1000)
         a_rate = (done_of_a() - a_before) / (time.time() - t0)
-        started = common.read_wake(path, set(sent), timeout=120)
+        # With fairness off B waits behind all of A's backlog (minutes at a million).
+        started = common.read_wake(path, set(sent), timeout=900)
     finally:
         workers.stop()
         path.unlink(missing_ok=True)
