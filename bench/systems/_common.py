@@ -252,7 +252,7 @@ def _wake_lines(path: Path) -> dict[int, list[str]]:
     if path.exists():
         for line in path.read_text().splitlines():
             parts = line.split()
-            if len(parts) >= 2 and line.endswith(parts[-1]):
+            if len(parts) >= 2:
                 lines[int(parts[0])] = parts[1:]
     return lines
 
