@@ -3,6 +3,8 @@
 Each pass claims up to the free capacity (at most ``claim_batch``) in one statement
 (``api.aclaim``), with a fresh ``RequestContext`` per claim, unless more finished items than
 the capacity still wait for their completion to be written (then it waits for the write).
+After a full batch the next claim goes out at once and the batch's handlers run while it is on
+its way: the default capacity is two batches, so a draining worker's claims and handlers overlap.
 With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
 interval; the claim after that wait takes the first due item alone, by the lighter statement
 (``woken``: nothing was left to share out, so the fair claim's walk over the tenants is skipped
@@ -106,19 +108,18 @@ class ClaimLoop:
             for ctx, item in claimed:
                 self.start(ctx, item)
             if claimed:
-                # Let the handlers just started take their first step before the next claim,
-                # and before the claim's metrics: they are off the path to a handler's start.
-                await asyncio.sleep(0)
-                for kind, n in Counter(item.kind for _, item in claimed).items():
-                    for_kind(kind).claimed.inc(n)
-                for _, item in claimed:
-                    # updated_at is the claim's now(): how long the item waited once due.
-                    wait_s = (item.updated_at - item.available_at).total_seconds()
-                    waited(s.lane, item.kind).observe(max(wait_s, 0.0))
-                IN_FLIGHT.set(self.in_flight())
-                if len(claimed) == asked or woken:
+                # The claim's metrics run after the handlers just started have taken their first
+                # step (the loop runs its callbacks in order): they are off the path to a start.
+                asyncio.get_running_loop().call_soon(self._count, claimed)
+                if woken:
+                    # The first item after a wait starts before the next claim is even planned.
                     woken = False
-                    continue  # a full batch, or the first item after a wait: more may be due
+                    await asyncio.sleep(0)
+                    continue  # more may be due
+                if len(claimed) == asked:
+                    # A full batch: the next claim goes out at once, and this batch's handlers
+                    # run while it is on its way (with a capacity of two batches, the default).
+                    continue
             woken = False
             # Less than asked: nothing more was due when the claim ran. Work announced since
             # (the wake event, cleared before the claim) or due by then (the poll) comes next.
@@ -130,6 +131,16 @@ class ClaimLoop:
                 continue
             await self._wait(self.wake, poll_s, stop)
             woken = True
+
+    def _count(self, claimed: list[tuple[OpContext, api.WorkItem]]) -> None:
+        lane = self.settings.lane
+        for kind, n in Counter(item.kind for _, item in claimed).items():
+            for_kind(kind).claimed.inc(n)
+        for _, item in claimed:
+            # updated_at is the claim's now(): how long the item waited once due.
+            wait_s = (item.updated_at - item.available_at).total_seconds()
+            waited(lane, item.kind).observe(max(wait_s, 0.0))
+        IN_FLIGHT.set(self.in_flight())
 
     @staticmethod
     async def _wait(event: asyncio.Event, timeout_s: float | None, stop: asyncio.Event) -> None:

@@ -58,10 +58,13 @@ CONNECTIONS = Connections()
 class WorkerSettings:
     kinds: tuple[str, ...]
     lane: str = "default"
-    # Items run at once. None: 100 when every handler is async; when any is sync (one thread
-    # and one connection each), what the pool leaves after the worker's own connections.
-    # (An async handler that only sometimes uses threads, ``uses_threads``, keeps 100 and gets
-    # the threads the pool leaves: see ``threads``.)
+    # Items run at once. None: two claim batches when every handler is async and none uses
+    # threads (the next batch is claimed while the last one's handlers run, so the claim's round
+    # trip and the handlers' Python overlap: README, "Benchmarks"); when any is sync (one thread
+    # and one connection each), what the pool leaves after the worker's own connections. (An
+    # async handler that only sometimes uses threads, ``uses_threads``, keeps one batch and
+    # gets the threads the pool leaves: see ``threads``; a second batch would only wait for
+    # them.)
     capacity: int | None = None
     # The most items one claim statement takes.
     claim_batch: int = 100
@@ -121,7 +124,10 @@ class WorkerSettings:
             object.__setattr__(self, "renew_timeout_s", min(5.0, self.lease_s / 3))
         if self.capacity is None:
             own = CONNECTIONS.own()
-            default = self.db_pool_size - own if self.runs_sync_handlers else 100
+            if self.runs_sync_handlers:
+                default = self.db_pool_size - own
+            else:
+                default = self.claim_batch * (1 if self.needs_threads else 2)
             object.__setattr__(self, "capacity", max(default, 1))
 
     def _handlers(self) -> list[Any]:

@@ -89,6 +89,33 @@ def test_the_worker_runs_within_its_capacity(ctx) -> None:
     assert peak_running == 3
 
 
+def test_an_async_worker_holds_two_claim_batches_and_claims_the_second_while_the_first_runs(
+    ctx,
+) -> None:
+    """The default capacity of a worker whose handlers are all async (none using threads) is
+    two claim batches: the claim after a full batch goes out at once, so the second batch is
+    claimed and started while the first one's handlers still run, and never a third."""
+    from workers.config import WorkerSettings
+
+    assert WorkerSettings(kinds=("TEST_SCRIPTED",)).capacity == 200
+    assert WorkerSettings(kinds=("TEST_SCRIPTED",), claim_batch=7).capacity == 14
+    # a sync handler keeps one slot per thread and connection, as before
+    assert WorkerSettings(kinds=("TEST_SCRIPTED_SYNC",), db_pool_size=12).capacity < 12
+    _enqueue(ctx, 12, sleep_s=0.3)
+    worker = Worker(settings(capacity=None, claim_batch=4))
+    assert worker.settings.capacity == 8
+    asyncio.run(run_until(worker, lambda: count(status=Status.DONE) == 12))
+    events = sorted(EVENTS, key=lambda e: e[2])
+    running, peak_running = 0, 0
+    for _, event, _ in events:
+        running += 1 if event == "start" else -1
+        peak_running = max(peak_running, running)
+    assert peak_running == 8
+    starts = [e for e in events if e[1] == "start"]
+    first_end = next(e[2] for e in events if e[1] == "end")
+    assert starts[7][2] < first_end  # the second batch started before any of the first ended
+
+
 def test_failures_retry_dead_letter_and_side_effects_are_never_retried(ctx) -> None:
     [retry] = _enqueue(ctx, action="retry")
     [permanent] = _enqueue(ctx, action="permanent")
