@@ -149,8 +149,9 @@ class Settings(pydantic.BaseModel):
     WORKER_CAPACITY: int | None = Field(
         None,
         ge=1,
-        description="items run at once (--capacity). None: 100 for async handlers; for sync "
-        "ones, what WORKER_DB_POOL_SIZE leaves after the worker's own connections",
+        description="items run at once (--capacity). None: two claim batches (200) for async "
+        "handlers, one (100) when they run in threads (Django @task); for sync ones, what "
+        "WORKER_DB_POOL_SIZE leaves after the worker's own connections",
     )
     WORKER_CLAIM_BATCH: int = Field(100, ge=1, description="the most items one claim takes")
     WORKER_LEASE_S: float = Field(30.0, ge=1, description="how long a claim holds an item")

@@ -65,7 +65,8 @@ CONFIGS = [
     "pooler_safe",
     "pgbouncer",
 ]
-# default: the shipped defaults (capacity 100 for an async handler, claim batch 100).
+# default: the shipped defaults (capacity 200, two claim batches, for an async handler; claim
+# batch 100).
 # batched: a larger capacity and claim batch, what a no-op firehose would be tuned to.
 SETTINGS = {
     "default": {},
