@@ -101,6 +101,8 @@ def contexts_from_rows(
     is gone."""
     found: dict[tuple[uuid.UUID, str], OpContext | None] = {}
     for org_id, actor, live, role in rows:
+        if (org_id, actor) in found:  # a claim's rows repeat a few authors many times
+            continue
         if not live:
             found[(org_id, actor)] = None
         elif actor == SYSTEM_ACTOR or role is None:

@@ -5,6 +5,11 @@ Each pass claims up to the free capacity (at most ``claim_batch``) in one statem
 the capacity still wait for their completion to be written (then it waits for the write).
 After a full batch the next claim goes out at once and the batch's handlers run while it is on
 its way: the default capacity is two batches, so a draining worker's claims and handlers overlap.
+While claims come back full and the capacity holds two batches or more, a second claimer joins:
+two claims are then on their way at once (each on its own connection, disjoint by ``SKIP
+LOCKED``), so a draining worker is not bound by one claim's round trip. It claims only whole
+batches, only while the lane has a backlog, and rests as soon as a claim comes back short, so
+an idle worker still sends one claim per notice or poll.
 With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
 interval; the claim after that wait takes the first due item alone, by the lighter statement
 (``woken``: nothing was left to share out, so the fair claim's walk over the tenants is skipped
@@ -22,7 +27,7 @@ from collections.abc import Callable
 
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.config import WorkerSettings
-from workers.metrics import IN_FLIGHT, for_kind, waited
+from workers.metrics import IN_FLIGHT, for_kind, observe_many, waited
 from workers.outage import Outage
 from workqueue import api
 from wqcore.logs import log_event
@@ -55,13 +60,33 @@ class ClaimLoop:
         # write (workers.completing.Completer).
         self.backlog = backlog
         self.written = written or asyncio.Event()
+        # Slots asked for by claims on their way (two claimers share the capacity).
+        self.reserved = 0
+        # Set while claims come back full (the lane has a backlog): the second claimer's cue.
+        self.full = asyncio.Event()
+        # Set when the first claimer has ended: the second one ends after its claim in flight.
+        self.over = asyncio.Event()
+
+    @property
+    def claimers(self) -> int:
+        """Two while the capacity holds two whole batches, else one."""
+        s = self.settings
+        return 2 if (s.capacity or 1) >= 2 * s.claim_batch else 1
 
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until ``stop``; in ``once`` mode, until nothing is left to claim or run."""
         waker = asyncio.ensure_future(self._wake_on(stop))
+        second = (
+            asyncio.ensure_future(self._claim_while_full(stop)) if self.claimers > 1 else None
+        )
         try:
             await self._claim_until(stop)
         finally:
+            # Never cancelled mid-claim: a claim that committed must start what it took.
+            self.over.set()
+            self.full.set()
+            if second is not None:
+                await second
             waker.cancel()
 
     async def _claim_until(self, stop: asyncio.Event) -> None:
@@ -76,41 +101,21 @@ class ClaimLoop:
                 self.written.clear()
                 await self._wait(self.written, None, stop)
                 continue
-            free = (s.capacity or 1) - self.in_flight()
+            free = self._free()
             if free <= 0:
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
                 continue
             # Cleared before the claim: a notice that lands during the claim wakes the next one.
             self.wake.clear()
-            started = self.outage.now()
             asked = min(free, s.claim_batch)
-            try:
-                claimed = await api.aclaim(
-                    new_request_context(AppType.WORKER),
-                    s.lane,
-                    list(s.kinds),
-                    self.worker_id,
-                    s.lease_s,
-                    asked,
-                    woken=woken,
-                )
-            except Exception as exc:
-                if not self.outage.failed("claim", exc):
-                    log_event(
-                        logger, logging.ERROR, "claim_failed", exc_info=True, worker=self.worker_id
-                    )
+            claimed = await self._claim(asked, woken)
+            if claimed is None:
                 await self._wait(self.wake, backoff_s, stop)
                 backoff_s = min(backoff_s * 2, s.outage_backoff_max_s)
                 continue
-            self.outage.ok(started)
             backoff_s = poll_s
-            for ctx, item in claimed:
-                self.start(ctx, item)
             if claimed:
-                # The claim's metrics run after the handlers just started have taken their first
-                # step (the loop runs its callbacks in order): they are off the path to a start.
-                asyncio.get_running_loop().call_soon(self._count, claimed)
                 if woken:
                     # The first item after a wait starts before the next claim is even planned.
                     woken = False
@@ -124,7 +129,7 @@ class ClaimLoop:
             # Less than asked: nothing more was due when the claim ran. Work announced since
             # (the wake event, cleared before the claim) or due by then (the poll) comes next.
             if s.once:
-                if not self.in_flight():
+                if not self.in_flight() and not self.reserved:
                     return
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
@@ -132,14 +137,88 @@ class ClaimLoop:
             await self._wait(self.wake, poll_s, stop)
             woken = True
 
+    async def _claim_while_full(self, stop: asyncio.Event) -> None:
+        """The second claimer: whole batches, while claims come back full (see the module's
+        docstring). A failed claim is the first claimer's to account for and back off from."""
+        s = self.settings
+        while True:
+            await self._wait(self.full, None, stop)
+            if stop.is_set() or self.over.is_set():
+                return
+            if self.backlog() > (s.capacity or 1) or self._free() < s.claim_batch:
+                # Room for a whole batch first (a claim only for the rest is the first's).
+                self.slot_freed.clear()
+                self.written.clear()
+                await self._wait_any((self.slot_freed, self.written, self.over), stop)
+                continue
+            claimed = await self._claim(s.claim_batch, woken=False)
+            if claimed is None or len(claimed) < s.claim_batch:
+                self.full.clear()
+
+    def _free(self) -> int:
+        return (self.settings.capacity or 1) - self.in_flight() - self.reserved
+
+    async def _claim(self, asked: int, woken: bool) -> list[tuple[OpContext, api.WorkItem]] | None:
+        """Claim up to ``asked`` and start each item; None when the claim failed (logged, or
+        counted by the outage account). Sets or clears ``full`` by what came back."""
+        s = self.settings
+        started = self.outage.now()
+        self.reserved += asked
+        try:
+            claimed = await api.aclaim(
+                new_request_context(AppType.WORKER),
+                s.lane,
+                list(s.kinds),
+                self.worker_id,
+                s.lease_s,
+                asked,
+                woken=woken,
+            )
+        except Exception as exc:
+            if not self.outage.failed("claim", exc):
+                log_event(
+                    logger, logging.ERROR, "claim_failed", exc_info=True, worker=self.worker_id
+                )
+            self.full.clear()
+            return None
+        finally:
+            self.reserved -= asked
+        self.outage.ok(started)
+        for ctx, item in claimed:
+            self.start(ctx, item)
+        if claimed:
+            # The claim's metrics run after the handlers just started have taken their first
+            # step (the loop runs its callbacks in order): they are off the path to a start.
+            asyncio.get_running_loop().call_soon(self._count, claimed)
+        if len(claimed) == asked and not woken:
+            self.full.set()
+        else:
+            self.full.clear()
+        return claimed
+
+    @staticmethod
+    async def _wait_any(events: tuple[asyncio.Event, ...], stop: asyncio.Event) -> None:
+        """Until any of ``events`` is set (``stop`` sets them too, see ``_wake_on``)."""
+        if stop.is_set() or any(event.is_set() for event in events):
+            return
+        waiters = [asyncio.ensure_future(event.wait()) for event in events]
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+
     def _count(self, claimed: list[tuple[OpContext, api.WorkItem]]) -> None:
         lane = self.settings.lane
         for kind, n in Counter(item.kind for _, item in claimed).items():
             for_kind(kind).claimed.inc(n)
+        waits: dict[str, list[float]] = {}
         for _, item in claimed:
             # updated_at is the claim's now(): how long the item waited once due.
             wait_s = (item.updated_at - item.available_at).total_seconds()
-            waited(lane, item.kind).observe(max(wait_s, 0.0))
+            waits.setdefault(item.kind, []).append(max(wait_s, 0.0))
+        for kind, values in waits.items():
+            observe_many(waited(lane, kind), values)
         IN_FLIGHT.set(self.in_flight())
 
     @staticmethod
@@ -156,5 +235,5 @@ class ClaimLoop:
 
     async def _wake_on(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        for event in (self.wake, self.slot_freed, self.written):
+        for event in (self.wake, self.slot_freed, self.written, self.full):
             event.set()

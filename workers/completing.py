@@ -100,8 +100,10 @@ class Completer:
 async def _send_done(batch: list[tuple[api.Fence, str]], done: set[Any]) -> None:
     """``work_done`` for each completed item of ``batch``, when someone listens for its kind
     (workqueue/signals.py)."""
+    if not api.work_done.has_listeners(api.WorkItem):
+        return
     for fence, kind in batch:
-        if fence.item_id in done and api.work_done.has_listeners(api.WorkItem):
+        if fence.item_id in done:
             results = await api.work_done.asend_robust(
                 api.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind
             )

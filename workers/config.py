@@ -34,7 +34,8 @@ class Connections:
     hand."""
 
     store_tenant: int = 2
-    store_system: int = 3
+    # The claims (two at once while a backlog drains), completions, and the rest.
+    store_system: int = 4
     listen: int = listen.CONNECTIONS
     liveness: int = 1
     maintenance: int = 3

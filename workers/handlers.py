@@ -44,7 +44,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, Protocol
 
@@ -85,7 +84,9 @@ class Run:
     """What a running handler can tell the worker, and learn from it."""
 
     def __init__(self) -> None:
-        self._cancelled = threading.Event()
+        # Set from the worker's loop or the lease keeper's thread, read by the handler (a plain
+        # flag: nothing waits on it).
+        self._cancelled = False
         self.side_effect = False
         # Set by ``snooze``: the worker defers the item by this much (seconds), whatever the
         # handler does after (even swallowing ``Snoozed``).
@@ -118,12 +119,12 @@ class Run:
     def cancelled(self) -> bool:
         """True once the worker lost the item (lease), someone cancelled it, its time limit
         passed, or the worker is stopping: stop and return."""
-        return self._cancelled.is_set()
+        return self._cancelled
 
     def cancel(self, reason: str | None = None) -> None:
         if reason is not None and self.cancel_reason is None:
             self.cancel_reason = reason
-        self._cancelled.set()
+        self._cancelled = True
 
     @contextlib.asynccontextmanager
     async def thread_turn(self) -> AsyncIterator[None]:

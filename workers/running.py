@@ -76,10 +76,12 @@ class Job:
     in_handler: bool = False
     # A cancel request that came before the handler started: it never starts.
     cancel_wanted: bool = False
+    # What the holder presents to write to the item (made once: the lease keeper holds it and
+    # the completion sends it).
+    fence: api.Fence = field(init=False)
 
-    @property
-    def fence(self) -> api.Fence:
-        return api.Fence.of(self.item)
+    def __post_init__(self) -> None:
+        self.fence = api.Fence.of(self.item)
 
     def cancel(self, reason: str) -> None:
         self.cancel_reason = reason
@@ -244,10 +246,11 @@ class Runner:
                 finally:
                     job.in_handler = False
                     for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
-            self.lease_keeper.drop(item.id)
             if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
+                self.lease_keeper.drop(item.id)
                 await self._snooze(job)
                 return
+            # No lease to keep from here (the finally below drops it before anything else runs).
             self.completer.add(job.fence, item.kind)
         except asyncio.CancelledError:
             reason = job.cancel_reason or SHUTDOWN

@@ -24,6 +24,7 @@ import asyncio
 import logging
 import os
 import socket
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -67,6 +68,8 @@ class Worker:
             kind: handler for kind in self.kinds if (handler := handler_for(kind)) is not None
         }
         self.jobs: dict[uuid.UUID, Job] = {}
+        # When the in-flight gauge was last set by an item's end (claims set it too).
+        self._in_flight_set_at = 0.0
         self.outage = Outage()
         self.stop_claiming = asyncio.Event()
         self.stopped = asyncio.Event()
@@ -366,7 +369,12 @@ class Worker:
 
     def _done(self, item_id: uuid.UUID) -> None:
         self.jobs.pop(item_id, None)
-        IN_FLIGHT.set(len(self.jobs))
+        # The gauge at most every tenth of a second (and when the last item ends): a drain
+        # ends thousands of items a second, and a scrape reads the value every few seconds.
+        now = time.monotonic()
+        if not self.jobs or now - self._in_flight_set_at >= 0.1:
+            self._in_flight_set_at = now
+            IN_FLIGHT.set(len(self.jobs))
         self.slot_freed.set()
 
     def _lost_threadsafe(self, item_id: uuid.UUID, reason: str) -> None:

@@ -295,12 +295,18 @@ def hand_out(
         key=lambda i: (i.id not in turns, turns.get(i.id, 0), -i.priority, i.available_at, i.id)
     )
     claimed, orphans = [], []
+    # Items enqueued by one request share their context: made once per author and request.
+    caused: dict[tuple[uuid.UUID, str, uuid.UUID | None], OpContext] = {}
     for item in items:
-        ctx = contexts.get((item.org_id, item.created_by))
+        key = (item.org_id, item.created_by, item.request_id)
+        ctx = caused.get(key)
         if ctx is None:
-            orphans.append(item)
-        else:
-            claimed.append((with_cause(ctx, item.request_id), item))
+            author = contexts.get((item.org_id, item.created_by))
+            if author is None:
+                orphans.append(item)
+                continue
+            ctx = caused[key] = with_cause(author, item.request_id)
+        claimed.append((ctx, item))
     return claimed, orphans
 
 

@@ -38,8 +38,24 @@ from pythonjsonlogger.json import JsonFormatter
 FIELDS = "wq_fields"
 ITEM = "wq_item"
 
-# The item running in this task or thread (its fields, as ``item_fields`` makes them).
-_current_item: contextvars.ContextVar[Mapping[str, Any] | None] = contextvars.ContextVar(
+class _Bound:
+    """The item running in a context; its fields are written out only when a line is logged
+    (most items log none, and a worker binds every item it runs)."""
+
+    __slots__ = ("_fields", "item")
+
+    def __init__(self, item: Any) -> None:
+        self.item = item
+        self._fields: dict[str, Any] | None = None
+
+    def fields(self) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = fields_of_item(self.item)
+        return self._fields
+
+
+# The item running in this task or thread.
+_current_item: contextvars.ContextVar[_Bound | None] = contextvars.ContextVar(
     "workqueue_current_item", default=None
 )
 
@@ -81,13 +97,13 @@ def bind_item(item: Any) -> None:
     """Name ``item`` on every line logged from now on in this context: for a context that is
     the item's alone (an asyncio task runs in a copy of its creator's), and the threads it
     hands a copy of it to."""
-    _current_item.set(fields_of_item(item))
+    _current_item.set(_Bound(item))
 
 
 @contextlib.contextmanager
 def item_fields(item: Any) -> Iterator[None]:
     """Name ``item`` on every line logged in this context until the block ends."""
-    token = _current_item.set(fields_of_item(item))
+    token = _current_item.set(_Bound(item))
     try:
         yield
     finally:
@@ -98,7 +114,8 @@ def item_fields(item: Any) -> Iterator[None]:
 
 
 def current_item_fields() -> Mapping[str, Any] | None:
-    return _current_item.get()
+    bound = _current_item.get()
+    return None if bound is None else bound.fields()
 
 
 def _span_trace_id() -> str | None:
@@ -116,7 +133,7 @@ class ItemFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, ITEM):
-            item = _current_item.get()
+            item = current_item_fields()
             if item is None:
                 trace_id = _span_trace_id()
                 item = {"trace_id": trace_id} if trace_id else None

@@ -12,7 +12,10 @@ takes ``{system_actor}`` (``wqcore.actor``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+import types
+import typing
+import uuid
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +27,7 @@ from django.db.models import QuerySet
 from wqcore.actor import SYSTEM_ACTOR
 from wqcore.conf import system_alias
 from wqcore.scope import SET_TENANT_EXPR
+from wqcore.uuidarrays import UUIDArray
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -165,8 +169,34 @@ class Statement:
         text = _PLACEHOLDER.sub(lambda m: f"${order[m.group(1)]}", self.sql)
         return text.replace("%%", "%")
 
+    @cached_property
+    def uuid_lists(self) -> tuple[int, ...]:
+        """Where the parameters typed ``list[uuid.UUID]`` sit: sent as binary ``uuid[]``
+        (``wqcore.uuidarrays``), not element by element in text."""
+        hints = typing.get_type_hints(self.params)
+        return tuple(
+            i for i, name in enumerate(self.params._fields) if _is_uuid_list(hints.get(name))
+        )
+
     def bind_native(self, params: NamedTuple) -> tuple[Any, ...]:
         """The values ``native_sql``'s placeholders take, in order."""
         if type(params) is not self.params:
             raise TypeError(f"statement {self.name} takes {self.params.__name__}")
-        return tuple(params)
+        import os as _o
+        if not self.uuid_lists or _o.environ.get("WQ_NO_UUIDARRAY"):
+            return tuple(params)
+        values = list(params)
+        for i in self.uuid_lists:
+            if values[i] is not None:
+                values[i] = UUIDArray(values[i])
+        return tuple(values)
+
+
+def _is_uuid_list(hint: Any) -> bool:
+    if typing.get_origin(hint) not in (list, Sequence):
+        return False
+    (element,) = typing.get_args(hint) or (None,)
+    return element is uuid.UUID or (
+        typing.get_origin(element) in (typing.Union, types.UnionType)
+        and set(typing.get_args(element)) == {uuid.UUID, type(None)}
+    )
