@@ -457,7 +457,14 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--keep-db", action="store_true", help="keep the bench_<system> databases at the end"
     )
+    p.add_argument(
+        "--configs",
+        default="",
+        help="comma-separated configs to run (e.g. default: each system's shipped defaults "
+        "only; default: every config each adapter describes)",
+    )
     ns = p.parse_args(argv)
+    ns.configs = [c for c in ns.configs.split(",") if c]
     ns.systems = [s for s in ns.systems.split(",") if s]
     ns.workloads = [w for w in ns.workloads.split(",") if w]
     unknown = [w for w in ns.workloads if w not in PLANS]
@@ -506,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
                 vargs = variant_args(variant, args.quick)
                 for system in systems:
                     for config in system.runs(workload):
+                        if args.configs and config not in args.configs:
+                            continue
                         label = f"{system.name}/{config} {workload} {' '.join(vargs)}"
                         print(f"[rep {rep}/{args.reps}] {label} ...", end=" ", flush=True)
                         log_path = logs / (

@@ -182,7 +182,10 @@ class ClaimLoop:
             self.full.clear()
             return None
         finally:
+            # The slots this claim held are free again (whatever it took): a claimer waiting for
+            # room, or for the end of a run in ``once`` mode, looks again.
             self.reserved -= asked
+            self.slot_freed.set()
         self.outage.ok(started)
         for ctx, item in claimed:
             self.start(ctx, item)

@@ -285,15 +285,8 @@ def hand_out(
             for i, row in zip(items, rows.rows, strict=True)
         ],
     )
-    # RETURNING keeps no order; hand items out in the order the claim picked them: the fair
-    # order's turn (claim_order), then what the fallback or the oldest-first claim took.
-    turns: dict[uuid.UUID, int] = {}
-    if "claim_order" in rows.names:
-        at = rows.names.index("claim_order")
-        turns = {i.id: row[at] for i, row in zip(items, rows.rows, strict=True) if row[at]}
-    items.sort(
-        key=lambda i: (i.id not in turns, turns.get(i.id, 0), -i.priority, i.available_at, i.id)
-    )
+    # The rows come in the order the claim picked them (each claim statement ends by ordering
+    # them: the fair order's turn, then what the fallback took; or priority, then age).
     claimed, orphans = [], []
     # Items enqueued by one request share their context: made once per author and request.
     caused: dict[tuple[uuid.UUID, str, uuid.UUID | None], OpContext] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from functools import cache
+from operator import itemgetter
 from typing import Any
 
 from django.db.models.base import ModelState
@@ -27,6 +28,7 @@ def items_from_rows(
 ) -> list[WorkItem]:
     """Work items from ``SELECT *``/``RETURNING *`` rows whose columns are ``names``."""
     order, attnames = _field_order(tuple(names))
+    in_model_order = itemgetter(*order)
     items = []
     # What from_db does (the model's __init__ with every field's value, then the state of a
     # row read from ``alias``), without __init__'s walk over the fields by keyword: a claim
@@ -36,9 +38,7 @@ def items_from_rows(
     for row in rows:
         if plain:
             item = WorkItem.__new__(WorkItem)
-            values = item.__dict__
-            for name, i in zip(attnames, order, strict=True):
-                values[name] = row[i]
+            item.__dict__.update(zip(attnames, in_model_order(row), strict=True))
             state = item._state = ModelState()
             state.adding, state.db = False, alias
         else:

@@ -104,3 +104,4 @@ RETURNING w.*
 )
 SELECT contexts.*, array_position((SELECT ids FROM picked), contexts.id) AS claim_order
   FROM ({claim_contexts}) AS contexts
+ ORDER BY claim_order

@@ -35,3 +35,4 @@ UPDATE workqueue_workitem AS w
 RETURNING w.*
 )
 SELECT * FROM ({claim_contexts}) AS contexts
+ ORDER BY priority DESC, available_at, id

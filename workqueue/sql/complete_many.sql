@@ -2,14 +2,16 @@
 -- Each row is found by its key and checked against its own places in the three arrays (array_positions: an id given
 -- twice matches either token), not joined to them: the planner cannot know the arrays' length and, believing few rows
 -- claimed, nested a scan of the arrays inside the scan of the claimed rows (100 x 100 pairs for a batch of 100).
+-- The status is checked inside that test, not beside the id: there the planner would read the partial index on claimed
+-- rows (workitem_stale_idx) from end to end, filtering by id, and every batch would cost as many rows as are claimed.
 WITH done AS (
 UPDATE workqueue_workitem AS w
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = {system_actor}
  WHERE w.id = ANY(%(ids)s::uuid[])
-   AND w.status = 'claimed'
    AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)
-                WHERE (%(org_ids)s::uuid[])[p.i] = w.org_id AND (%(tokens)s::uuid[])[p.i] = w.claim_token)
+                WHERE (%(org_ids)s::uuid[])[p.i] = w.org_id AND (%(tokens)s::uuid[])[p.i] = w.claim_token
+                  AND w.status = 'claimed')
 RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at
 ), ended AS (
     SELECT d.org_id, d.id, d.attempts, d.claimed_by, d.claimed_at,
