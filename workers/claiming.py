@@ -76,9 +76,7 @@ class ClaimLoop:
     async def run(self, stop: asyncio.Event) -> None:
         """Claim until ``stop``; in ``once`` mode, until nothing is left to claim or run."""
         waker = asyncio.ensure_future(self._wake_on(stop))
-        second = (
-            asyncio.ensure_future(self._claim_while_full(stop)) if self.claimers > 1 else None
-        )
+        second = asyncio.ensure_future(self._claim_while_full(stop)) if self.claimers > 1 else None
         try:
             await self._claim_until(stop)
         finally:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 from tenancy.contexts import OpContext
@@ -32,8 +32,8 @@ from workqueue.inputs import (
     check_when,
 )
 from workqueue.kinds import get_kind, validate_payload
-from workqueue.models import Status, WorkItem, new_item_id
-from workqueue.rows import items_of
+from workqueue.models import Status, WorkItem, new_item_id, new_item_id_and_text
+from workqueue.rows import items_from_rows, items_of
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
 from wqcore.tracing import current_traceparent
@@ -161,8 +161,9 @@ READ_ITEMS = Statement("read_items", ReadItemsParams, SQL_DIR)
 TAKEN_IDS = Statement("taken_ids", TakenIdsParams, SQL_DIR)
 
 
-def validated(new: NewItem, where: str = "") -> Row:
-    """The validated columns of one item, or ``InvalidPayload`` saying which field and why."""
+def validated(new: NewItem, where: str = "", minted: uuid.UUID | None = None) -> Row:
+    """The validated columns of one item, or ``InvalidPayload`` saying which field and why.
+    ``minted``: the id to give an item without one (else a new one is made here)."""
     if not isinstance(new, NewItem):
         # The item itself is what is wrong: ``items[3]: must be ...``, not a field of it.
         where = where.rstrip(".") or "item"
@@ -173,7 +174,7 @@ def validated(new: NewItem, where: str = "") -> Row:
         key, ckey = new.idempotency_key, new.concurrency_key
         attempts = new.max_attempts
         return Row(
-            id=new_item_id() if new.id is None else check_id(new.id),
+            id=check_id(new.id) if new.id is not None else minted or new_item_id(),
             kind=kind.name,
             lane=kind.lane if new.lane is None else check_lane(new.lane),
             payload=payload,
@@ -209,7 +210,7 @@ def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
         "kind": row.kind,
         "lane": row.lane,
         "status": Status.PENDING.value,
-        "payload": json.loads(row.payload),
+        "payload": row.payload,  # JSON text: items_from_rows reads it
         "idempotency_key": row.idempotency_key,
         "concurrency_key": row.concurrency_key,
         "priority": row.priority,
@@ -230,7 +231,7 @@ def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
         "updated_at": created_at,
     }
     names = _attnames()
-    return WorkItem.from_db("default", names, [values[name] for name in names])
+    return items_from_rows("default", names, [[values[name] for name in names]])[0]
 
 
 def _read_back(author: Author, rows: Sequence[Row]) -> Plan:
@@ -354,13 +355,26 @@ def _kind_and_lane(kind: str, lane: str) -> str:
     return f'"kind":{json.dumps(kind)},"lane":{json.dumps(lane)},"payload":'
 
 
-def _json_row(row: Row) -> str:
-    """One row of the batch's JSON array. Every value is validated and typed (a UUID, ints, a
-    datetime, names and keys escaped by ``json.dumps``, the payload pydantic's own JSON), so
-    nothing a caller sends can close the object early."""
-    key, when, ckey = row.idempotency_key, row.available_at, row.concurrency_key
+@lru_cache(maxsize=256)
+def _plain_tail(priority: int, max_attempts: int) -> str:
+    """The rest of a row without keys or a start time (most rows of a batch), as JSON."""
     return (
-        f'{{"id":"{row.id}",{_kind_and_lane(row.kind, row.lane)}{row.payload},'
+        f'"idempotency_key":null,"concurrency_key":null,"priority":{priority:d},'
+        f'"max_attempts":{max_attempts:d},"available_at":null}}'
+    )
+
+
+def _json_row(row: Row, id_text: str | None = None) -> str:
+    """One row of the batch's JSON array (``id_text``: the id's text, when already written).
+    Every value is validated and typed (a UUID, ints, a datetime, names and keys escaped by
+    ``json.dumps``, the payload pydantic's own JSON), so nothing a caller sends can close the
+    object early."""
+    key, when, ckey = row.idempotency_key, row.available_at, row.concurrency_key
+    head = f'{{"id":"{id_text or row.id}",{_kind_and_lane(row.kind, row.lane)}{row.payload},'
+    if key is None and ckey is None and when is None:
+        return head + _plain_tail(row.priority, row.max_attempts)
+    return (
+        f"{head}"
         f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
         f'"concurrency_key":{"null" if ckey is None else json.dumps(ckey)},'
         f'"priority":{row.priority:d},"max_attempts":{row.max_attempts:d},'
@@ -368,18 +382,24 @@ def _json_row(row: Row) -> str:
     )
 
 
-def _many_params(author: Author, rows: Sequence[Row]) -> EnqueueManyParams:
+def _many_params(
+    author: Author, rows: Sequence[Row], id_texts: Sequence[str | None] = ()
+) -> EnqueueManyParams:
     lanes = {r.lane for r in rows}
+    texts = id_texts or [None] * len(rows)
     return EnqueueManyParams(
         author.org_id,
-        "[" + ",".join(map(_json_row, rows)) + "]",
+        "[" + ",".join(map(_json_row, rows, texts)) + "]",
         *author[1:],
         notice=next(iter(lanes)) if len(lanes) == 1 else "*",
     )
 
 
 def enqueue_many_plan(
-    author: Author, rows: Sequence[Row], given_ids: Sequence[uuid.UUID] = ()
+    author: Author,
+    rows: Sequence[Row],
+    given_ids: Sequence[uuid.UUID] = (),
+    id_texts: Sequence[str | None] = (),
 ) -> Plan:
     """Insert ``rows`` in one statement; returns each row's (id, outcome), in input order.
 
@@ -395,6 +415,8 @@ def enqueue_many_plan(
     first_of: dict[uuid.UUID | str, int] = {}
     repeats: dict[int, tuple[int, Outcome]] = {}
     unique: list[Row] = []
+    unique_texts: list[str | None] = []
+    texts = id_texts or [None] * len(rows)
     for i, row in enumerate(rows):
         if row.id in first_of:
             repeats[i] = (first_of[row.id], Outcome.ID_EXISTS)
@@ -406,7 +428,8 @@ def enqueue_many_plan(
         if row.idempotency_key is not None:
             first_of[row.idempotency_key] = i
         unique.append(row)
-    params = _many_params(author, unique)
+        unique_texts.append(texts[i])
+    params = _many_params(author, unique, unique_texts)
     if not given_ids and all(row.idempotency_key is None for row in unique):
         # Every id was minted here (time-ordered, random): no row can meet another, so the
         # insert skips the per-row conflict check and returns a count, not the ids.
@@ -450,22 +473,30 @@ def _collector_paused(n: int) -> Iterator[None]:
             gc.enable()
 
 
-def _rows(items: Sequence[NewItem], first: int = 0) -> tuple[list[Row], list[uuid.UUID]]:
+def _rows(
+    items: Sequence[NewItem], first: int = 0, texts: list[str | None] | None = None
+) -> tuple[list[Row], list[uuid.UUID]]:
     """The validated rows, and the ids among them the caller chose (``first``: the index of
-    ``items[0]`` in the caller's list, for the error that names an item)."""
+    ``items[0]`` in the caller's list, for the error that names an item). ``texts``, when
+    given, gets each row's id as text where this minted it (None where the caller chose it)."""
     rows: list[Row] = []
     for i, new in enumerate(items, start=first):
+        minted, text = new_item_id_and_text() if texts is not None else (None, None)
         try:
-            rows.append(validated(new))
+            rows.append(validated(new, minted=minted))
         except InvalidPayload:
             validated(new, f"items[{i}].")  # raises again, naming the item
             raise
+        if texts is not None:
+            texts.append(text if getattr(new, "id", None) is None else None)
     given = [row.id for row, new in zip(rows, items, strict=True) if new.id is not None]
     return rows, given
 
 
-# A batch of fresh items (no id, no key) larger than this is inserted this many at a time.
+# A batch of fresh items (no id, no key) larger than this is inserted this many at a time,
+# the first chunk smaller, so the server starts inserting while the rest is validated.
 BATCH_CHUNK = 250
+FIRST_CHUNK = 50
 
 
 def _fresh(items: Sequence[NewItem]) -> bool:
@@ -482,10 +513,12 @@ def fresh_batches_plan(author: Author, items: Sequence[NewItem]) -> Plan:
     ids: list[uuid.UUID] = []
 
     def chunks() -> Iterator[EnqueueManyParams]:
-        for start in range(0, len(items), BATCH_CHUNK):
-            rows, _ = _rows(items[start : start + BATCH_CHUNK], first=start)
+        starts = [0, *range(FIRST_CHUNK, len(items), BATCH_CHUNK)]
+        for start, end in zip(starts, [*starts[1:], len(items)], strict=True):
+            texts: list[str | None] = []
+            rows, _ = _rows(items[start:end], first=start, texts=texts)
             ids.extend(row.id for row in rows)
-            yield _many_params(author, rows)
+            yield _many_params(author, rows, texts)
 
     yield TenantBatches(author.org_id, ENQUEUE_MANY_NEW, chunks())
     return [(item_id, Outcome.INSERTED) for item_id in ids]
@@ -496,8 +529,9 @@ def _many_plan(author: Author, items: Sequence[NewItem]) -> Plan | None:
     many and fresh, when validation overlaps the inserts."""
     if len(items) > BATCH_CHUNK and _fresh(items):
         return fresh_batches_plan(author, items)
-    rows, given = _rows(items)
-    return enqueue_many_plan(author, rows, given) if rows else None
+    texts: list[str | None] = []
+    rows, given = _rows(items, texts=texts)
+    return enqueue_many_plan(author, rows, given, texts) if rows else None
 
 
 def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UUID, Outcome]]:

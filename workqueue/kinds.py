@@ -7,6 +7,7 @@ payload that does not fit the kind's schema, is refused before anything is store
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,6 +126,11 @@ def max_payload_bytes() -> int:
     return int(wq_settings.MAX_PAYLOAD_BYTES)
 
 
+# What in a payload's JSON text may be something jsonb cannot hold (see validate_payload): NaN,
+# an infinity, an escaped NUL, a replacement character (UTF-8 EF BF BD). One scan of the text.
+_SUSPECT = re.compile(rb"NaN|Infinity|\\u0000|\xef\xbf\xbd")
+
+
 def validate_payload(kind: Kind, payload: Any) -> str:
     """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
 
@@ -159,8 +165,9 @@ def validate_payload(kind: Kind, payload: Any) -> str:
     # U+FFFD (UTF-8 EF BF BD): pydantic writes a lone surrogate in a typed dict's key
     # (``dict[str, Any]``) as replacement characters instead of refusing it, so the text alone
     # looks fine.
-    suspect = b"NaN" in raw or b"Infinity" in raw or b"\\u0000" in raw or b"\xef\xbf\xbd" in raw
-    if suspect and (problem := find_unstorable(model.model_dump(exclude_none=True))):
+    if _SUSPECT.search(raw) is not None and (
+        problem := find_unstorable(model.model_dump(exclude_none=True))
+    ):
         raise InvalidPayload(problem)
     limit = max_payload_bytes()
     if len(raw) > limit:

@@ -38,6 +38,7 @@ from pythonjsonlogger.json import JsonFormatter
 FIELDS = "wq_fields"
 ITEM = "wq_item"
 
+
 class _Bound:
     """The item running in a context; its fields are written out only when a line is logged
     (most items log none, and a worker binds every item it runs)."""

@@ -182,8 +182,7 @@ class Statement:
         """The values ``native_sql``'s placeholders take, in order."""
         if type(params) is not self.params:
             raise TypeError(f"statement {self.name} takes {self.params.__name__}")
-        import os as _o
-        if not self.uuid_lists or _o.environ.get("WQ_NO_UUIDARRAY"):
+        if not self.uuid_lists:
             return tuple(params)
         values = list(params)
         for i in self.uuid_lists:

@@ -31,6 +31,8 @@ def exporting() -> bool:
 
 def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the span now current, or None outside a recorded trace."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None  # no trace (most enqueues of a site that exports none): nothing to inject
     carrier: dict[str, str] = {}
     TraceContextTextMapPropagator().inject(carrier)
     return carrier.get("traceparent")
