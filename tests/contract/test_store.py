@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from django.db import connections
-from psycopg import pq
+from psycopg import pq, sql
 
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR, api, claim
@@ -127,3 +127,82 @@ def test_no_login_compiles_statements_just_in_time() -> None:
             assert cursor.fetchone()[0] == "off", alias
         assert "options" not in connections[alias].settings_dict["OPTIONS"], alias
     assert asyncio.run(async_setting()) == "off"
+
+
+def test_lists_of_uuids_go_to_the_server_as_binary_uuid_arrays() -> None:
+    """Issue 22: a statement's ``list[uuid.UUID]`` parameters are sent as binary ``uuid[]``
+    (wqcore.uuidarrays), which the server reads as the same values the text form gave: order,
+    repeats, None, an id given as text; a malformed one is the server's own error."""
+    import uuid
+
+    from workqueue import settle
+    from workqueue.fence import Fences
+    from wqcore.uuidarrays import UUIDArray
+
+    assert settle.COMPLETE_MANY.uuid_lists == (0, 1, 2)  # org_ids, ids, tokens
+    a, b = uuid.uuid4(), uuid.uuid4()
+    bound = settle.COMPLETE_MANY.bind_native(Fences([a], [b], [a]))
+    assert all(type(value) is UUIDArray for value in bound)
+
+    cases = [
+        [a, b, a],
+        [],
+        [a, None, b],
+        [a, str(b)],
+        [uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)],
+    ]
+    with connections["default"].cursor() as wrapper:
+        raw = psycopg.RawCursor(wrapper.connection)
+        for case in cases:
+            raw.execute("SELECT $1::uuid[]", (UUIDArray(case),))
+            expected = [uuid.UUID(v) if isinstance(v, str) else v for v in case]
+            assert raw.fetchone()[0] == expected, case
+        raw.execute(
+            "SELECT cardinality($1::uuid[]), $1::uuid[] = $2::uuid[]", (UUIDArray([a, b]), [a, b])
+        )
+        assert raw.fetchone() == (2, True)
+    with pytest.raises(psycopg.DataError, match="uuid"):
+        from wqcore.uuidarrays import UUIDArrayBinaryDumper
+
+        UUIDArrayBinaryDumper(UUIDArray).dump(UUIDArray(["not a uuid"]))
+
+
+def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_are_claimed(
+    ctx: OpContext, worker_rctx
+) -> None:
+    """Issue 22: with thousands of items claimed, completing or renewing a batch reads its rows
+    by the primary key, not the claimed rows' index end to end (which the planner chose while
+    the status test sat beside the id: every batch then cost a scan of every claimed row), on
+    the plan it makes for any values (generic) as for these ones."""
+    from workqueue import settle
+    from workqueue.fence import Fences
+
+    api.enqueue_many(ctx, [api.NewItem("NOOP", {}) for _ in range(3000)])
+    # Statistics read while none was claimed (as autovacuum last saw a quiet queue), then a
+    # busy moment: the planner believes few rows claimed.
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("ANALYZE workqueue_workitem")
+    claimed = api.claim(worker_rctx, "default", ["NOOP"], "w1", 300, 3000)
+    assert len(claimed) == 3000
+    batch = [item for _, item in claimed[:10]]
+    fences = Fences(
+        [i.org_id for i in batch], [i.id for i in batch], [i.claim_token for i in batch]
+    )
+    connections["system"].ensure_connection()
+    conn = connections["system"].connection  # the system login's own session, as the worker's
+    for statement, params in (
+        (settle.COMPLETE_MANY, fences),
+        (settle.EXTEND_LEASES, settle.ExtendLeasesParams(*fences, 30.0)),
+    ):
+        for mode in ("force_generic_plan", "force_custom_plan"):
+            with conn.transaction():
+                conn.execute(f"SET LOCAL plan_cache_mode = {mode}")
+                conn.execute(f"PREPARE probe AS {statement.native_sql}")
+                literals = sql.SQL(", ").join(sql.Literal(v) for v in params)
+                plan = "\n".join(
+                    row[0]
+                    for row in conn.execute(sql.SQL("EXPLAIN EXECUTE probe({})").format(literals))
+                )
+                conn.execute("DEALLOCATE probe")
+            assert "workqueue_workitem_pkey" in plan, (statement.name, mode, plan)
+            assert "workitem_stale_idx" not in plan, (statement.name, mode, plan)

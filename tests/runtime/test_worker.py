@@ -116,6 +116,88 @@ def test_an_async_worker_holds_two_claim_batches_and_claims_the_second_while_the
     assert starts[7][2] < first_end  # the second batch started before any of the first ended
 
 
+def _claims_counted(  # type: ignore[no-untyped-def]
+    monkeypatch, delay_s: float = 0.02, second_delay_s: float | None = None
+) -> dict[str, float]:
+    """Wrap the worker's claim: each one takes at least ``delay_s`` (so two overlap when they
+    can; ``second_delay_s`` for the second claimer's), and the returned dict counts them:
+    ``now`` on their way, ``peak``, ``calls``."""
+    import sys
+
+    seen = {"now": 0, "peak": 0, "calls": 0}
+    real = api.aclaim
+
+    def by_second_claimer() -> bool:
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_name == "_claim_while_full":
+                return True
+            frame = frame.f_back  # type: ignore[assignment]
+        return False
+
+    async def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen["now"] += 1
+        seen["calls"] += 1
+        seen["peak"] = max(seen["peak"], seen["now"])
+        slow = second_delay_s is not None and by_second_claimer()
+        try:
+            await asyncio.sleep(second_delay_s if slow else delay_s)  # type: ignore[arg-type]
+            return await real(*args, **kwargs)
+        finally:
+            seen["now"] -= 1
+
+    monkeypatch.setattr(api, "aclaim", counted)
+    return seen
+
+
+def test_while_claims_come_back_full_a_second_claim_goes_out_before_the_first_returns(
+    ctx, monkeypatch
+) -> None:
+    """Issue 22: with room for two batches, a draining worker has two claims on their way at
+    once (never three), every item runs once, and once the lane is empty the second claimer
+    rests: an idle worker sends one claim at a time."""
+    seen = _claims_counted(monkeypatch)
+    _enqueue(ctx, 40)
+    worker = Worker(settings(capacity=None, claim_batch=4, poll_interval_ms=30))
+    assert worker.claim_loop.claimers == 2
+    asyncio.run(run_until(worker, lambda: count(status=Status.DONE) == 40))
+    assert seen["peak"] == 2
+    assert set(WorkItem.objects.using("admin").values_list("attempts", flat=True)) == {1}
+    starts = [e for e in EVENTS if e[1] == "start"]
+    assert len(starts) == len({e[0] for e in starts}) == 40  # each item ran once
+
+    # Idle: claims by the poll, one at a time.
+    seen.update(peak=0, calls=0)
+    idle_until = time.monotonic() + 0.5
+    asyncio.run(run_until(Worker(worker.settings), lambda: time.monotonic() > idle_until))
+    assert seen["calls"] >= 3 and seen["peak"] == 1
+
+
+def test_a_worker_with_one_batch_of_room_claims_alone(ctx, monkeypatch) -> None:
+    """A capacity under two batches (sync handlers' threads, a small --capacity) keeps one
+    claimer: a second claim could only take what the first left room for."""
+    seen = _claims_counted(monkeypatch)
+    _enqueue(ctx, 20)
+    worker = Worker(settings(capacity=6, claim_batch=4))
+    assert worker.claim_loop.claimers == 1
+    asyncio.run(run_until(worker, lambda: count(status=Status.DONE) == 20))
+    assert seen["peak"] == 1
+
+
+def test_a_worker_run_once_with_two_claimers_ends_when_the_lane_is_empty(ctx, monkeypatch) -> None:
+    """``once`` mode (bench and tests run a worker to the end of its lane): the first claimer
+    ends only when no claim of the second is on its way and nothing runs, and the worker then
+    ends (before the fix, a second claim that found nothing left the first waiting forever)."""
+    # The second claimer's claims are slow: the first finds the lane empty while one is on its
+    # way, and that one then finds nothing either, after every item has ended.
+    seen = _claims_counted(monkeypatch, delay_s=0.005, second_delay_s=0.3)
+    _enqueue(ctx, 30)
+    worker = Worker(settings(capacity=None, claim_batch=4, once=True))
+    asyncio.run(asyncio.wait_for(worker.run(), timeout=30))
+    assert count(status=Status.DONE) == 30
+    assert seen["peak"] == 2
+
+
 def test_failures_retry_dead_letter_and_side_effects_are_never_retried(ctx) -> None:
     [retry] = _enqueue(ctx, action="retry")
     [permanent] = _enqueue(ctx, action="permanent")

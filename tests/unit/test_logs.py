@@ -122,3 +122,38 @@ def test_gunicorn_access_lines_are_http_request_events() -> None:
 def test_a_wrong_output_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="LOG_FORMAT"):
         formatter("yaml")
+
+
+def test_an_item_bound_to_a_task_is_named_on_its_lines_written_out_only_when_one_is_logged() -> (
+    None
+):
+    """A worker binds every item it runs (``bind_item``); the fields are written out when a line
+    is logged, once, so the many items that log nothing cost none of it."""
+    import contextvars
+
+    from wqcore import logs
+
+    calls = []
+    real = logs.fields_of_item
+
+    def counted(item):  # type: ignore[no-untyped-def]
+        calls.append(item)
+        return real(item)
+
+    logger, stream = _logger("json")
+
+    def run() -> None:
+        logs.bind_item(ITEM)
+        assert calls == []  # bound, nothing written out yet
+        log_event(logger, logging.INFO, "first")
+        log_event(logger, logging.INFO, "second")
+
+    logs.fields_of_item = counted  # type: ignore[assignment]
+    try:
+        contextvars.copy_context().run(run)
+    finally:
+        logs.fields_of_item = real  # type: ignore[assignment]
+    first, second = _json_lines(stream)
+    assert first["item"] == second["item"] == str(ITEM.id) and first["attempt"] == 3
+    assert len(calls) == 1
+    assert logs.current_item_fields() is None  # the binding stayed in the task's context
