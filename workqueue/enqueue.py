@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from functools import cache, lru_cache
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 from tenancy.contexts import OpContext
@@ -499,6 +500,12 @@ BATCH_CHUNK = 250
 FIRST_CHUNK = 50
 
 
+def chunk_bounds(n: int) -> list[tuple[int, int]]:
+    """Where a fresh batch of ``n`` items is cut: ``FIRST_CHUNK``, then ``BATCH_CHUNK`` at a
+    time, as (start, end) pairs."""
+    return list(pairwise([0, *range(FIRST_CHUNK, n, BATCH_CHUNK), n]))
+
+
 def _fresh(items: Sequence[NewItem]) -> bool:
     """Whether every item leaves its id and key to us (nothing in the batch can collide)."""
     return all(
@@ -513,8 +520,7 @@ def fresh_batches_plan(author: Author, items: Sequence[NewItem]) -> Plan:
     ids: list[uuid.UUID] = []
 
     def chunks() -> Iterator[EnqueueManyParams]:
-        starts = [0, *range(FIRST_CHUNK, len(items), BATCH_CHUNK)]
-        for start, end in zip(starts, [*starts[1:], len(items)], strict=True):
+        for start, end in chunk_bounds(len(items)):
             texts: list[str | None] = []
             rows, _ = _rows(items[start:end], first=start, texts=texts)
             ids.extend(row.id for row in rows)

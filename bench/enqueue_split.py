@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Where a bulk enqueue's time goes: ``enqueue_many`` of fresh items, against its two parts
+measured alone, alternating batch by batch in one process on one fresh database.
+
+    .venv/bin/python bench/enqueue_split.py [--batches 40] [--batch 1000] [--database-url URL]
+
+- ``enqueue_many``: the whole call (validation and the rows' JSON overlapped with the server's
+  inserts, chunk by chunk in one pipeline and one transaction);
+- ``python``: validating the batch and writing its chunks' parameters, no statement sent;
+- ``server (jsonb, shipped)``: the same chunks' statements with their parameters made
+  beforehand, in one pipeline and one transaction: the server's part and the round trips;
+- ``server (json)``: the same with the array read as ``json`` (tried for issue 22: slower).
+
+Each round runs the four in a shuffled order (what runs right after another batch pays for its
+leftovers). Prints the median ms per batch and items/s of each. Without ``--database-url`` it
+uses the PostgreSQL at 127.0.0.1:5432 as ``postgres``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "bench" / "systems")]
+DBNAME = "bench_enqueue_split"
+DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def _db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--database-url", default=DEFAULT_URL, help="an owner URL")
+    args = parser.parse_args()
+    import psycopg
+
+    with psycopg.connect(args.database_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DBNAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DBNAME}")
+    import ours
+
+    dsn = _db(args.database_url, DBNAME)
+    ours.setup_django(dsn)
+    ctx = ours.prepare(dsn)
+    ours.settle(dsn)
+
+    from workqueue import enqueue
+    from workqueue.api import NewItem, enqueue_many
+
+    author = enqueue.Author.of(ctx)
+    statement = enqueue.ENQUEUE_MANY_NEW
+    shipped = statement.native_sql
+    as_json = shipped.replace("jsonb_to_recordset(", "json_to_recordset(").replace(
+        "::jsonb)", "::json)"
+    )
+    if as_json == shipped:
+        raise SystemExit("cannot find the batch's jsonb reading in the statement")
+    app = psycopg.connect(ours._as(dsn, "workqueue_app"), cursor_factory=psycopg.RawCursor)
+
+    def items() -> list[NewItem]:
+        return [NewItem(ours.KIND, {"seq": i}) for i in range(args.batch)]
+
+    def chunk_params(batch: list[NewItem]) -> list[tuple[Any, ...]]:
+        params = []
+        for start, end in enqueue.chunk_bounds(len(batch)):
+            texts: list[str | None] = []
+            rows, _ = enqueue._rows(batch[start:end], first=start, texts=texts)
+            params.append(statement.bind_native(enqueue._many_params(author, rows, texts)))
+        return params
+
+    def server(sql: str) -> Callable[[], float]:
+        def run() -> float:
+            params = chunk_params(items())
+            started = time.perf_counter()
+            with app.transaction(), app.pipeline():
+                for bound in params:
+                    app.execute(sql, bound, prepare=True)
+            return time.perf_counter() - started
+
+        return run
+
+    def python_only() -> float:
+        batch = items()
+        started = time.perf_counter()
+        chunk_params(batch)
+        return time.perf_counter() - started
+
+    def whole() -> float:
+        batch = items()
+        started = time.perf_counter()
+        enqueue_many(ctx, batch)
+        return time.perf_counter() - started
+
+    parts: dict[str, Callable[[], float]] = {
+        "enqueue_many": whole,
+        "python": python_only,
+        "server (jsonb, shipped)": server(shipped),
+        "server (json)": server(as_json),
+    }
+    for run in parts.values():  # warm: prepared statements, caches
+        run()
+    times: dict[str, list[float]] = {name: [] for name in parts}
+    # Each round in a shuffled order: what runs right after another batch pays for its
+    # leftovers (dirty buffers, the WAL writer), so no part may always come first or last.
+    order = random.Random(22)
+    for _ in range(args.batches):
+        names = list(parts)
+        order.shuffle(names)
+        for name in names:
+            times[name].append(parts[name]())
+    app.close()
+    print(f"\nbatches of {args.batch:,} fresh items, medians of {args.batches}")
+    print("| part | ms per batch | items/s |\n|---|---|---|")
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"| {name} | {median * 1000:.2f} | {args.batch / median:,.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
