@@ -25,17 +25,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench" / "systems")]
 DBNAME = "bench_drain_cpu"
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
-
-
-def _db(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
 
 def _cpu_s(pids: list[int]) -> float:
@@ -64,13 +58,10 @@ def _variant(text: str) -> tuple[str, dict[str, str]]:
 
 
 def drain_once(admin: str, n: int, env: dict[str, str]) -> dict[str, float]:
+    import _pg
     import ours
-    import psycopg
 
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DBNAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DBNAME}")
-    dsn = _db(admin, DBNAME)
+    dsn = _pg.fresh_database(admin, DBNAME)
     from django.db import connections
 
     connections.close_all()
@@ -116,9 +107,10 @@ def main() -> int:
     parser.add_argument("--database-url", default=DEFAULT_URL, help="an owner URL")
     parser.add_argument("--variant", type=_variant, action="append", default=[])
     args = parser.parse_args()
+    import _pg
     import ours
 
-    ours.setup_django(_db(args.database_url, DBNAME))
+    ours.setup_django(_pg.database_url(args.database_url, DBNAME))
     runs: dict[str, list[dict[str, float]]] = {"default": []}
     for name, _ in args.variant:
         runs[name] = []

@@ -26,17 +26,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench" / "systems")]
 DBNAME = "bench_enqueue_split"
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/postgres"
-
-
-def _db(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
 
 def main() -> int:
@@ -45,14 +39,11 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--database-url", default=DEFAULT_URL, help="an owner URL")
     args = parser.parse_args()
+    import _pg
+    import ours
     import psycopg
 
-    with psycopg.connect(args.database_url, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DBNAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DBNAME}")
-    import ours
-
-    dsn = _db(args.database_url, DBNAME)
+    dsn = _pg.fresh_database(args.database_url, DBNAME)
     ours.setup_django(dsn)
     ctx = ours.prepare(dsn)
     ours.settle(dsn)

@@ -20,16 +20,10 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "bench" / "systems")]
 DBNAME = "bench_settle_cost"
-
-
-def _db(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
 
 
 def main() -> int:
@@ -38,21 +32,19 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--database-url", help="an owner URL (default: the embedded server)")
     args = parser.parse_args()
+    import _pg
+
     admin = args.database_url
     if not admin:
         from project.database import embedded_urls
         from project.embedded import default_pgdata
 
-        admin = _db(embedded_urls(default_pgdata()).admin, "postgres")
-    import psycopg
-
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DBNAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DBNAME}")
+        admin = _pg.database_url(embedded_urls(default_pgdata()).admin, "postgres")
+    dsn = _pg.fresh_database(admin, DBNAME)
     import ours
 
-    ours.setup_django(_db(admin, DBNAME))
-    ctx = ours.prepare(_db(admin, DBNAME))
+    ours.setup_django(dsn)
+    ctx = ours.prepare(dsn)
     ours.fill(ctx, args.batches * args.batch)
 
     from tenancy.contexts import AppType, new_request_context

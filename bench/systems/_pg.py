@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
@@ -10,6 +11,27 @@ from psycopg import sql
 
 def connect(dsn: str, autocommit: bool = True) -> psycopg.Connection[Any]:
     return psycopg.connect(dsn, autocommit=autocommit)
+
+
+def database_url(url: str, name: str) -> str:
+    """``url`` pointed at the database ``name`` (same server, login and options)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, ""))
+
+
+def fresh_database(admin_url: str, name: str) -> str:
+    """Drop (whoever is connected) and create the database ``name``; its URL."""
+    drop_database(admin_url, name)
+    with connect(admin_url) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return database_url(admin_url, name)
+
+
+def drop_database(admin_url: str, name: str) -> None:
+    with connect(admin_url) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 def scalar(dsn: str, query: str, params: Any = None) -> Any:
