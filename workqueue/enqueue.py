@@ -482,14 +482,16 @@ def _rows(
     given, gets each row's id as text where this minted it (None where the caller chose it)."""
     rows: list[Row] = []
     for i, new in enumerate(items, start=first):
-        minted, text = new_item_id_and_text() if texts is not None else (None, None)
+        # An id to mint here (the caller chose none): minted with its text, for the batch.
+        mint = texts is not None and isinstance(new, NewItem) and new.id is None
+        minted, text = new_item_id_and_text() if mint else (None, None)
         try:
             rows.append(validated(new, minted=minted))
         except InvalidPayload:
             validated(new, f"items[{i}].")  # raises again, naming the item
             raise
         if texts is not None:
-            texts.append(text if getattr(new, "id", None) is None else None)
+            texts.append(text)
     given = [row.id for row, new in zip(rows, items, strict=True) if new.id is not None]
     return rows, given
 
