@@ -7,11 +7,10 @@ measured alone, alternating batch by batch in one process on one fresh database.
 - ``enqueue_many``: the whole call (validation and the rows' JSON overlapped with the server's
   inserts, chunk by chunk in one pipeline and one transaction);
 - ``python``: validating the batch and writing its chunks' parameters, no statement sent;
-- ``server (jsonb, shipped)``: the same chunks' statements with their parameters made
-  beforehand, in one pipeline and one transaction: the server's part and the round trips;
-- ``server (json)``: the same with the array read as ``json`` (tried for issue 22: slower).
+- ``server``: the same chunks' statements with their parameters made beforehand, in one
+  pipeline and one transaction: the server's part and the round trips.
 
-Each round runs the four in a shuffled order (what runs right after another batch pays for its
+Each round runs the three in a shuffled order (what runs right after another batch pays for its
 leftovers). Prints the median ms per batch and items/s of each. Without ``--database-url`` it
 uses the PostgreSQL at 127.0.0.1:5432 as ``postgres``.
 """
@@ -53,12 +52,6 @@ def main() -> int:
 
     author = enqueue.Author.of(ctx)
     statement = enqueue.ENQUEUE_MANY_NEW
-    shipped = statement.native_sql
-    as_json = shipped.replace("jsonb_to_recordset(", "json_to_recordset(").replace(
-        "::jsonb)", "::json)"
-    )
-    if as_json == shipped:
-        raise SystemExit("cannot find the batch's jsonb reading in the statement")
     app = psycopg.connect(ours._as(dsn, "workqueue_app"), cursor_factory=psycopg.RawCursor)
 
     def items() -> list[NewItem]:
@@ -67,9 +60,8 @@ def main() -> int:
     def chunk_params(batch: list[NewItem]) -> list[tuple[Any, ...]]:
         params = []
         for start, end in enqueue.chunk_bounds(len(batch)):
-            texts: list[str | None] = []
-            rows, _ = enqueue._rows(batch[start:end], first=start, texts=texts)
-            params.append(statement.bind_native(enqueue._many_params(author, rows, texts)))
+            rows, _ = enqueue._rows(batch[start:end], first=start)
+            params.append(statement.bind_native(enqueue._many_params(author, rows)))
         return params
 
     def server(sql: str) -> Callable[[], float]:
@@ -98,8 +90,7 @@ def main() -> int:
     parts: dict[str, Callable[[], float]] = {
         "enqueue_many": whole,
         "python": python_only,
-        "server (jsonb, shipped)": server(shipped),
-        "server (json)": server(as_json),
+        "server": server(statement.native_sql),
     }
     for run in parts.values():  # warm: prepared statements, caches
         run()

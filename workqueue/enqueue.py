@@ -9,13 +9,12 @@ whatever the caller sends), and clears every claim field.
 from __future__ import annotations
 
 import gc
-import json
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
-from functools import cache, lru_cache
+from functools import cache
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -33,8 +32,9 @@ from workqueue.inputs import (
     check_when,
 )
 from workqueue.kinds import get_kind, validate_payload
-from workqueue.models import Status, WorkItem, new_item_id, new_item_id_and_text
+from workqueue.models import Status, WorkItem, new_item_id
 from workqueue.rows import items_from_rows, items_of
+from wqcore.arrays import IntArray, SmallIntArray, TextArray, TimestamptzArray, UUIDArray
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
 from wqcore.tracing import current_traceparent
@@ -118,7 +118,17 @@ class EnqueueParams(NamedTuple):
 
 class EnqueueManyParams(NamedTuple):
     org_id: uuid.UUID
-    items: str  # one JSON array of rows
+    # The rows, one array per column (element n of each is row n): sent as binary arrays
+    # (wqcore.arrays), which the server reads without parsing a document.
+    ids: UUIDArray
+    kinds: TextArray
+    lanes: TextArray
+    payloads: TextArray  # JSON text, as validated
+    idempotency_keys: TextArray
+    concurrency_keys: TextArray
+    priorities: SmallIntArray
+    available_ats: TimestamptzArray
+    max_attempts: IntArray
     created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
@@ -130,7 +140,15 @@ class EnqueueRowsParams(NamedTuple):
     """What the shared source of the bulk inserts names (never run on its own)."""
 
     org_id: uuid.UUID
-    items: str
+    ids: UUIDArray
+    kinds: TextArray
+    lanes: TextArray
+    payloads: TextArray
+    idempotency_keys: TextArray
+    concurrency_keys: TextArray
+    priorities: SmallIntArray
+    available_ats: TimestamptzArray
+    max_attempts: IntArray
     created_by: str
     request_id: uuid.UUID | None
     traceparent: str | None
@@ -162,9 +180,8 @@ READ_ITEMS = Statement("read_items", ReadItemsParams, SQL_DIR)
 TAKEN_IDS = Statement("taken_ids", TakenIdsParams, SQL_DIR)
 
 
-def validated(new: NewItem, where: str = "", minted: uuid.UUID | None = None) -> Row:
-    """The validated columns of one item, or ``InvalidPayload`` saying which field and why.
-    ``minted``: the id to give an item without one (else a new one is made here)."""
+def validated(new: NewItem, where: str = "") -> Row:
+    """The validated columns of one item, or ``InvalidPayload`` saying which field and why."""
     if not isinstance(new, NewItem):
         # The item itself is what is wrong: ``items[3]: must be ...``, not a field of it.
         where = where.rstrip(".") or "item"
@@ -175,7 +192,7 @@ def validated(new: NewItem, where: str = "", minted: uuid.UUID | None = None) ->
         key, ckey = new.idempotency_key, new.concurrency_key
         attempts = new.max_attempts
         return Row(
-            id=check_id(new.id) if new.id is not None else minted or new_item_id(),
+            id=check_id(new.id) if new.id is not None else new_item_id(),
             kind=kind.name,
             lane=kind.lane if new.lane is None else check_lane(new.lane),
             payload=payload,
@@ -350,49 +367,21 @@ async def aenqueue(
 # -- many items ---------------------------------------------------------------------------------
 
 
-@cache
-def _kind_and_lane(kind: str, lane: str) -> str:
-    """The kind and lane members of a row, as JSON; a batch repeats the same few pairs."""
-    return f'"kind":{json.dumps(kind)},"lane":{json.dumps(lane)},"payload":'
-
-
-@lru_cache(maxsize=256)
-def _plain_tail(priority: int, max_attempts: int) -> str:
-    """The rest of a row without keys or a start time (most rows of a batch), as JSON."""
-    return (
-        f'"idempotency_key":null,"concurrency_key":null,"priority":{priority:d},'
-        f'"max_attempts":{max_attempts:d},"available_at":null}}'
-    )
-
-
-def _json_row(row: Row, id_text: str | None = None) -> str:
-    """One row of the batch's JSON array (``id_text``: the id's text, when already written).
-    Every value is validated and typed (a UUID, ints, a datetime, names and keys escaped by
-    ``json.dumps``, the payload pydantic's own JSON), so nothing a caller sends can close the
-    object early."""
-    key, when, ckey = row.idempotency_key, row.available_at, row.concurrency_key
-    head = f'{{"id":"{id_text or row.id}",{_kind_and_lane(row.kind, row.lane)}{row.payload},'
-    if key is None and ckey is None and when is None:
-        return head + _plain_tail(row.priority, row.max_attempts)
-    return (
-        f"{head}"
-        f'"idempotency_key":{"null" if key is None else json.dumps(key)},'
-        f'"concurrency_key":{"null" if ckey is None else json.dumps(ckey)},'
-        f'"priority":{row.priority:d},"max_attempts":{row.max_attempts:d},'
-        f'"available_at":{"null" if when is None else json.dumps(when.isoformat())}}}'
-    )
-
-
-def _many_params(
-    author: Author, rows: Sequence[Row], id_texts: Sequence[str | None] = ()
-) -> EnqueueManyParams:
-    lanes = {r.lane for r in rows}
-    texts = id_texts or [None] * len(rows)
+def _many_params(author: Author, rows: Sequence[Row]) -> EnqueueManyParams:
+    lanes = [r.lane for r in rows]
     return EnqueueManyParams(
         author.org_id,
-        "[" + ",".join(map(_json_row, rows, texts)) + "]",
+        UUIDArray([r.id for r in rows]),
+        TextArray([r.kind for r in rows]),
+        TextArray(lanes),
+        TextArray([r.payload for r in rows]),
+        TextArray([r.idempotency_key for r in rows]),
+        TextArray([r.concurrency_key for r in rows]),
+        SmallIntArray([r.priority for r in rows]),
+        TimestamptzArray([r.available_at for r in rows]),
+        IntArray([r.max_attempts for r in rows]),
         *author[1:],
-        notice=next(iter(lanes)) if len(lanes) == 1 else "*",
+        notice=lanes[0] if lanes.count(lanes[0]) == len(lanes) else "*",
     )
 
 
@@ -400,7 +389,6 @@ def enqueue_many_plan(
     author: Author,
     rows: Sequence[Row],
     given_ids: Sequence[uuid.UUID] = (),
-    id_texts: Sequence[str | None] = (),
 ) -> Plan:
     """Insert ``rows`` in one statement; returns each row's (id, outcome), in input order.
 
@@ -416,8 +404,6 @@ def enqueue_many_plan(
     first_of: dict[uuid.UUID | str, int] = {}
     repeats: dict[int, tuple[int, Outcome]] = {}
     unique: list[Row] = []
-    unique_texts: list[str | None] = []
-    texts = id_texts or [None] * len(rows)
     for i, row in enumerate(rows):
         if row.id in first_of:
             repeats[i] = (first_of[row.id], Outcome.ID_EXISTS)
@@ -429,8 +415,7 @@ def enqueue_many_plan(
         if row.idempotency_key is not None:
             first_of[row.idempotency_key] = i
         unique.append(row)
-        unique_texts.append(texts[i])
-    params = _many_params(author, unique, unique_texts)
+    params = _many_params(author, unique)
     if not given_ids and all(row.idempotency_key is None for row in unique):
         # Every id was minted here (time-ordered, random): no row can meet another, so the
         # insert skips the per-row conflict check and returns a count, not the ids.
@@ -474,24 +459,16 @@ def _collector_paused(n: int) -> Iterator[None]:
             gc.enable()
 
 
-def _rows(
-    items: Sequence[NewItem], first: int = 0, texts: list[str | None] | None = None
-) -> tuple[list[Row], list[uuid.UUID]]:
+def _rows(items: Sequence[NewItem], first: int = 0) -> tuple[list[Row], list[uuid.UUID]]:
     """The validated rows, and the ids among them the caller chose (``first``: the index of
-    ``items[0]`` in the caller's list, for the error that names an item). ``texts``, when
-    given, gets each row's id as text where this minted it (None where the caller chose it)."""
+    ``items[0]`` in the caller's list, for the error that names an item)."""
     rows: list[Row] = []
     for i, new in enumerate(items, start=first):
-        # An id to mint here (the caller chose none): minted with its text, for the batch.
-        mint = texts is not None and isinstance(new, NewItem) and new.id is None
-        minted, text = new_item_id_and_text() if mint else (None, None)
         try:
-            rows.append(validated(new, minted=minted))
+            rows.append(validated(new))
         except InvalidPayload:
             validated(new, f"items[{i}].")  # raises again, naming the item
             raise
-        if texts is not None:
-            texts.append(text)
     given = [row.id for row, new in zip(rows, items, strict=True) if new.id is not None]
     return rows, given
 
@@ -523,10 +500,9 @@ def fresh_batches_plan(author: Author, items: Sequence[NewItem]) -> Plan:
 
     def chunks() -> Iterator[EnqueueManyParams]:
         for start, end in chunk_bounds(len(items)):
-            texts: list[str | None] = []
-            rows, _ = _rows(items[start:end], first=start, texts=texts)
+            rows, _ = _rows(items[start:end], first=start)
             ids.extend(row.id for row in rows)
-            yield _many_params(author, rows, texts)
+            yield _many_params(author, rows)
 
     yield TenantBatches(author.org_id, ENQUEUE_MANY_NEW, chunks())
     return [(item_id, Outcome.INSERTED) for item_id in ids]
@@ -537,9 +513,8 @@ def _many_plan(author: Author, items: Sequence[NewItem]) -> Plan | None:
     many and fresh, when validation overlaps the inserts."""
     if len(items) > BATCH_CHUNK and _fresh(items):
         return fresh_batches_plan(author, items)
-    texts: list[str | None] = []
-    rows, given = _rows(items, texts=texts)
-    return enqueue_many_plan(author, rows, given, texts) if rows else None
+    rows, given = _rows(items)
+    return enqueue_many_plan(author, rows, given) if rows else None
 
 
 def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UUID, Outcome]]:

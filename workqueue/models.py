@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 
-import uuid_utils
 from django.db import models
 from django.db.models.functions import Now
 from uuid_utils.compat import uuid7
@@ -31,16 +30,6 @@ def new_item_id() -> uuid.UUID:
     """A time-ordered id (UUIDv7): inserts append to the primary key's last pages instead of
     dirtying random ones, which keeps enqueues and their WAL small."""
     return uuid7()
-
-
-def new_item_id_and_text() -> tuple[uuid.UUID, str]:
-    """``new_item_id()`` and its text, for a bulk enqueue that writes every id into its batch:
-    uuid_utils writes the text, in a third of the time ``str()`` of a ``uuid.UUID`` takes."""
-    minted = uuid_utils.uuid7()
-    item_id = object.__new__(uuid.UUID)  # as uuid_utils.compat makes one from an int
-    object.__setattr__(item_id, "int", minted.int)
-    object.__setattr__(item_id, "is_safe", uuid.SafeUUID.unknown)
-    return item_id, str(minted)
 
 
 class WorkItem(models.Model):

@@ -25,9 +25,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from wqcore.actor import SYSTEM_ACTOR
+from wqcore.arrays import UUIDArray
 from wqcore.conf import system_alias
 from wqcore.scope import SET_TENANT_EXPR
-from wqcore.uuidarrays import UUIDArray
 
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s")
 
@@ -172,7 +172,7 @@ class Statement:
     @cached_property
     def uuid_lists(self) -> tuple[int, ...]:
         """Where the parameters typed ``list[uuid.UUID]`` sit: sent as binary ``uuid[]``
-        (``wqcore.uuidarrays``), not element by element in text."""
+        (``wqcore.arrays``), not element by element in text."""
         hints = typing.get_type_hints(self.params)
         return tuple(
             i for i, name in enumerate(self.params._fields) if _is_uuid_list(hints.get(name))

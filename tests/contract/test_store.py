@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -131,13 +132,13 @@ def test_no_login_compiles_statements_just_in_time() -> None:
 
 def test_lists_of_uuids_go_to_the_server_as_binary_uuid_arrays() -> None:
     """Issue 22: a statement's ``list[uuid.UUID]`` parameters are sent as binary ``uuid[]``
-    (wqcore.uuidarrays), which the server reads as the same values the text form gave: order,
+    (wqcore.arrays), which the server reads as the same values the text form gave: order,
     repeats, None, an id given as text; a malformed one is the server's own error."""
     import uuid
 
     from workqueue import settle
     from workqueue.fence import Fences
-    from wqcore.uuidarrays import UUIDArray
+    from wqcore.arrays import UUIDArray
 
     assert settle.COMPLETE_MANY.uuid_lists == (0, 1, 2)  # org_ids, ids, tokens
     a, b = uuid.uuid4(), uuid.uuid4()
@@ -162,9 +163,55 @@ def test_lists_of_uuids_go_to_the_server_as_binary_uuid_arrays() -> None:
         )
         assert raw.fetchone() == (2, True)
     with pytest.raises(psycopg.DataError, match="uuid"):
-        from wqcore.uuidarrays import UUIDArrayBinaryDumper
+        from wqcore.arrays import UUIDArrayBinaryDumper
 
         UUIDArrayBinaryDumper(UUIDArray).dump(UUIDArray(["not a uuid"]))
+
+
+def test_a_bulk_enqueues_columns_go_to_the_server_as_binary_arrays_of_the_same_values() -> None:
+    """Issue 22: a bulk enqueue sends its rows as one binary array per column (wqcore.arrays):
+    the server reads each as the values the list held, in order, with NULLs, repeats (a column
+    of one value is written once and repeated), text of every plane, the types' extremes, and
+    moments in any time zone, far past and future; a naive moment is refused before sending."""
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from wqcore.arrays import IntArray, SmallIntArray, TextArray, TimestamptzArray
+
+    paris = timezone(timedelta(hours=1))
+    cases: list[tuple[type[list[Any]], str, list[Any]]] = [
+        (TextArray, "text[]", ["a", "", None, "ünïcødé 🎉", "a", 'quo"te\\', "x" * 10_000]),
+        (TextArray, "text[]", ["same"] * 5),
+        (TextArray, "text[]", [None] * 3),
+        (TextArray, "text[]", []),
+        (SmallIntArray, "smallint[]", [0, -32768, 32767, None, 7]),
+        (SmallIntArray, "smallint[]", [3] * 4),
+        (IntArray, "integer[]", [0, -(2**31), 2**31 - 1, None]),
+        (IntArray, "integer[]", [5] * 1000),
+        (
+            TimestamptzArray,
+            "timestamptz[]",
+            [
+                datetime(2026, 12, 3, 10, 0, 0, 123456, tzinfo=UTC),
+                datetime(2026, 12, 3, 11, 0, 0, 123456, tzinfo=paris),
+                None,
+                datetime(1, 1, 1, tzinfo=UTC),
+                datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+                datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+            ],
+        ),
+    ]
+    with connections["default"].cursor() as wrapper:
+        raw = psycopg.RawCursor(wrapper.connection)
+        for cls, sql_type, values in cases:
+            raw.execute(f"SELECT $1::{sql_type}, $2::{sql_type} = $1", (cls(values), values))
+            read, same_as_text = raw.fetchone()
+            assert read == values, (cls, values)
+            assert same_as_text is True, (cls, values)
+    with pytest.raises(psycopg.DataError, match="time zone"):
+        with connections["default"].cursor() as wrapper:
+            psycopg.RawCursor(wrapper.connection).execute(
+                "SELECT $1::timestamptz[]", (TimestamptzArray([datetime(2026, 1, 1)]),)
+            )
 
 
 def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_are_claimed(

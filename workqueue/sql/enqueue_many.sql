@@ -1,4 +1,4 @@
--- enqueue_many: insert many pending items from one JSON array in the tenant this statement names for its own transaction, never overwriting (rows whose id or key exists insert nothing); announce once on work_available; return the ids inserted
+-- enqueue_many: insert many pending items (parallel arrays, one per column) in the tenant this statement names for its own transaction, never overwriting (rows whose id or key exists insert nothing); announce once on work_available; return the ids inserted
 WITH tenant AS MATERIALIZED (
     SELECT {set_tenant}
 ), inserted AS (
