@@ -181,6 +181,8 @@ def _execute_batches_sync(step: TenantBatches) -> Rows:
                     cursors.append(cursor)
                     cursor.execute(step.statement.native_sql, step.statement.bind_native(params))
             names = _column_names(cursors[0]) if cursors else []
+            if not names:  # a statement that returns no rows (a plain INSERT)
+                return Rows([], [])
             return Rows(names, [row for cursor in cursors for row in cursor.fetchall()])
         finally:
             for cursor in cursors:
@@ -312,6 +314,8 @@ class AsyncStore:
                     bound = statement.bind_native(params)
                     await cursor.execute(statement.native_sql, bound, binary=True)
             names = [col.name for col in cursors[0].description or ()] if cursors else []
+            if not names:  # a statement that returns no rows (a plain INSERT)
+                return Rows([], [])
             return Rows(names, [row for cursor in cursors for row in await cursor.fetchall()])
 
     async def execute(self, step: Step) -> Rows:

@@ -1,10 +1,6 @@
--- enqueue_many_new: insert many pending items whose ids were minted for this call and which carry no idempotency key (nothing can collide, so no conflict check per row), given as parallel arrays, in the tenant this statement names for its own transaction; announce once on work_available; return how many were inserted
+-- enqueue_many_new: insert many pending items whose ids were minted for this call and which carry no idempotency key (nothing can collide, so no conflict check per row, and every row given is inserted), given as parallel arrays, in the tenant this statement names for its own transaction; announce on work_available (delivered at commit, once however many chunks announce the same lane); returns no rows
+-- A plain INSERT, not one inside a CTE with RETURNING and counts: those cost 6% of a batch's server time.
 WITH tenant AS MATERIALIZED (
-    SELECT {set_tenant}
-), inserted AS (
-    {enqueue_many_rows}
-    RETURNING 1
-), announced AS (
-    SELECT pg_notify('work_available', %(notice)s::text) WHERE EXISTS (SELECT FROM inserted)
+    SELECT {set_tenant}, pg_notify('work_available', %(notice)s::text)
 )
-SELECT (SELECT count(*) FROM inserted), (SELECT count(*) FROM announced)
+{enqueue_many_rows}
