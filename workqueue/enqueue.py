@@ -221,7 +221,7 @@ def _attnames() -> tuple[str, ...]:
 def _inserted(author: Author, row: Row, stamped: Sequence[Any]) -> WorkItem:
     """The item as the insert stored it, from what the caller sent and what the server stamped
     (the statement returns only those, not the whole row)."""
-    item_id, available_at, created_at = stamped
+    item_id, available_at, created_at = stamped[:3]
     values = {
         "id": item_id,
         "org_id": author.org_id,

@@ -171,6 +171,27 @@ def test_enqueue_announces_work_on_commit(ctx: OpContext) -> None:
     assert (notice.channel, notice.payload) == ("work_available", "bulk")
 
 
+def test_an_enqueue_that_inserts_nothing_announces_nothing(ctx: OpContext) -> None:
+    """The announcement is made by the insert's own returned row: a taken key returns none."""
+    first, _ = enqueue(ctx, "NOOP", {}, idempotency_key="once", lane="bulk")
+    settings = connections["admin"].get_connection_params()
+    with psycopg.connect(**settings, autocommit=True) as listener:
+        listener.execute("LISTEN work_available")
+        again, outcome = enqueue(ctx, "NOOP", {}, idempotency_key="once", lane="bulk")
+        assert (again.id, outcome) == (first.id, Outcome.KEY_EXISTS)
+        assert list(listener.notifies(timeout=0.3, stop_after=1)) == []
+
+
+def test_a_large_fresh_batch_announces_its_lane_once_at_commit(face, ctx: OpContext) -> None:
+    """Each chunk announces its lane; the server delivers one notice per lane at commit."""
+    settings = connections["admin"].get_connection_params()
+    with psycopg.connect(**settings, autocommit=True) as listener:
+        listener.execute("LISTEN work_available")
+        face.enqueue_many(ctx, [NewItem("NOOP", {"n": i}, lane="bulk") for i in range(700)])
+        notices = list(listener.notifies(timeout=0.5, stop_after=2))
+    assert [(n.channel, n.payload) for n in notices] == [("work_available", "bulk")]
+
+
 def test_enqueue_inside_a_transaction_rolls_back_with_it(ctx: OpContext) -> None:
     with pytest.raises(RuntimeError), transaction.atomic():
         enqueue(ctx, "NOOP", {})
