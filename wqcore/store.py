@@ -117,11 +117,18 @@ def prepares() -> bool:
 # -- the sync face: Django's connections --------------------------------------------------------
 
 
-def _prepared_cursor(alias: str) -> Any:
-    """A cursor that binds parameters on the server, so psycopg prepares a statement after a
-    few runs (the claim and the batch completion are planned once per connection, not per
-    call; see ``_configure``), unless ``prepares()`` says not to; with binary results.
-    Django's wrapper still maps errors and runs execute wrappers."""
+def _raw_cursor(raw: Any) -> psycopg.RawCursor[Any]:
+    """A raw cursor with binary results on ``raw``: the statement comes with PostgreSQL's own
+    placeholders, so the driver never parses its text (Statement.native_sql)."""
+    cursor = psycopg.RawCursor(raw)
+    cursor.format = psycopg.pq.Format.BINARY
+    return cursor
+
+
+def _raw_connection(alias: str) -> Any:
+    """``alias``'s psycopg connection, set to prepare statements after a few runs (the claim
+    and the batch completion are planned once per connection, not per call; see
+    ``_configure``), unless ``prepares()`` says not to."""
     connection = connections[alias]
     connection.ensure_connection()
     raw = connection.connection
@@ -129,11 +136,38 @@ def _prepared_cursor(alias: str) -> Any:
         raw.prepare_threshold = None
     elif raw.prepare_threshold is None:  # Django turns preparing off unless OPTIONS ask for it
         raw.prepare_threshold = PREPARE_THRESHOLD
-    # A raw cursor: the statement comes with PostgreSQL's own placeholders, so the driver
-    # never parses its text (Statement.native_sql).
-    cursor = psycopg.RawCursor(raw)
-    cursor.format = psycopg.pq.Format.BINARY
-    return connection._prepare_cursor(cursor)
+    return raw
+
+
+def _prepared_cursor(alias: str) -> Any:
+    """A new cursor on ``alias`` that binds parameters on the server (see ``_raw_connection``),
+    with binary results. Django's wrapper still maps errors and runs execute wrappers."""
+    return connections[alias]._prepare_cursor(_raw_cursor(_raw_connection(alias)))
+
+
+# A statement's result kept by the reused cursor (until the connection's next statement) only
+# up to this many rows: a larger one is let go with its cursor.
+_KEPT_ROWS_MAX = 1000
+
+
+def _reused_cursor(alias: str) -> Any:
+    """``_prepared_cursor``, but one raw cursor per connection, made again only when Django
+    opens a new connection: making a cursor (its adapters and transformer) cost a single
+    enqueue 38 µs of its ~430 on this machine (issue 22). Django's wrapper is made per call, so
+    execute wrappers and debug logging are as they are now."""
+    connection = connections[alias]
+    raw = _raw_connection(alias)
+    kept = getattr(connection, "_workqueue_cursor", None)
+    if kept is None or kept.connection is not raw or kept.closed:
+        kept = _raw_cursor(raw)
+        connection._workqueue_cursor = kept
+    return connection._prepare_cursor(kept)
+
+
+def _let_go_if_large(alias: str, cursor: Any) -> None:
+    if cursor.rowcount > _KEPT_ROWS_MAX:
+        connections[alias]._workqueue_cursor = None
+        cursor.close()
 
 
 def _execute_sync(
@@ -141,19 +175,23 @@ def _execute_sync(
 ) -> Rows:
     """``generic_plan``: send ``GENERIC_PLAN`` before the statement (see ``_plan_setting_ends``)."""
     sql, bound = statement.native_sql, statement.bind_native(params)  # compiled out of a pipeline
+    if not generic_plan:
+        cursor = _reused_cursor(alias)
+        cursor.execute(sql, bound)
+        names = _column_names(cursor)
+        rows = Rows(names, cursor.fetchall() if names else [])
+        _let_go_if_large(alias, cursor)
+        return rows
+    connection = connections[alias]
     with _prepared_cursor(alias) as cursor:
-        if not generic_plan:
+        # The plan setting and the statement in one pipeline: one round trip.
+        with (
+            _prepared_cursor(alias) as preamble,
+            connection.wrap_database_errors,
+            connection.connection.pipeline(),
+        ):
+            preamble.execute(GENERIC_PLAN)
             cursor.execute(sql, bound)
-        else:
-            # The plan setting and the statement in one pipeline: one round trip.
-            connection = connections[alias]
-            with (
-                _prepared_cursor(alias) as preamble,
-                connection.wrap_database_errors,
-                connection.connection.pipeline(),
-            ):
-                preamble.execute(GENERIC_PLAN)
-                cursor.execute(sql, bound)
         names = _column_names(cursor)
         return Rows(names, cursor.fetchall() if names else [])
 

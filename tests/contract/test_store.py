@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import pytest
-from django.db import connections
+from django.db import DataError, connections
 from psycopg import pq, sql
 
 from tenancy.contexts import OpContext
@@ -212,6 +212,48 @@ def test_a_bulk_enqueues_columns_go_to_the_server_as_binary_arrays_of_the_same_v
             psycopg.RawCursor(wrapper.connection).execute(
                 "SELECT $1::timestamptz[]", (TimestamptzArray([datetime(2026, 1, 1)]),)
             )
+
+
+class _RowsParams(NamedTuple):
+    n: int
+
+
+def test_the_sync_face_reuses_one_cursor_per_connection_and_lets_a_large_result_go(
+    tmp_path: Path,
+) -> None:
+    """Issue 22: single statements on a connection share one raw cursor (making one cost a
+    single enqueue 38 µs); a failed statement leaves it usable, a result over
+    ``_KEPT_ROWS_MAX`` rows is let go with it, and a new connection gets a new one."""
+    (tmp_path / "rows.sql").write_text(
+        "-- rows: n numbered rows\nSELECT g FROM generate_series(1, %(n)s::integer) AS g\n"
+    )
+    (tmp_path / "fails.sql").write_text("-- fails: a division by zero\nSELECT 1 / %(n)s::integer\n")
+    rows = Statement("rows", _RowsParams, tmp_path)
+    fails = Statement("fails", _RowsParams, tmp_path)
+    connection = connections["default"]
+    connection.close()
+
+    assert store._execute_sync("default", rows, _RowsParams(3)).rows == [(1,), (2,), (3,)]
+    kept = connection._workqueue_cursor
+    assert store._execute_sync("default", rows, _RowsParams(2)).rows == [(1,), (2,)]
+    assert connection._workqueue_cursor is kept
+
+    with pytest.raises(DataError, match="division by zero"):
+        store._execute_sync("default", fails, _RowsParams(0))
+    assert store._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
+    assert connection._workqueue_cursor is kept
+
+    many = store._KEPT_ROWS_MAX + 1
+    assert len(store._execute_sync("default", rows, _RowsParams(many)).rows) == many
+    assert connection._workqueue_cursor is None and kept.closed
+    store._execute_sync("default", rows, _RowsParams(1))
+    assert connection._workqueue_cursor is not kept
+
+    again = connection._workqueue_cursor
+    connection.close()
+    assert store._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
+    assert connection._workqueue_cursor is not again
+    assert connection._workqueue_cursor.connection is connection.connection
 
 
 def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_are_claimed(
