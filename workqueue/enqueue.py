@@ -418,7 +418,7 @@ def enqueue_many_plan(
     params = _many_params(author, unique)
     if not given_ids and all(row.idempotency_key is None for row in unique):
         # Every id was minted here (time-ordered, random): no row can meet another, so the
-        # insert skips the per-row conflict check and returns a count, not the ids.
+        # insert skips the per-row conflict check and returns no rows.
         yield Tenant(author.org_id, ENQUEUE_MANY_NEW, params)
         return [(row.id, Outcome.INSERTED) for row in rows]
     inserted: Rows = yield Tenant(author.org_id, ENQUEUE_MANY, params)
