@@ -232,6 +232,11 @@ def wrong_fields(new: NewItem) -> set[str]:
     when = new.available_at
     if when is not None and not (isinstance(when, datetime) and when.tzinfo is not None):
         wrong.add("available_at")
+    elif when is not None:
+        try:  # a moment whose UTC date leaves years 1-9999 (year 1 at +00:00:00.000001)
+            when.astimezone(UTC)
+        except OverflowError:
+            wrong.add("available_at")
     return wrong
 
 
