@@ -4,8 +4,8 @@ measured alone, alternating batch by batch in one process on one fresh database.
 
     .venv/bin/python bench/enqueue_split.py [--batches 40] [--batch 1000] [--database-url URL]
 
-- ``enqueue_many``: the whole call (validation and the rows' JSON overlapped with the server's
-  inserts, chunk by chunk in one pipeline and one transaction);
+- ``enqueue_many``: the whole call (validation and the rows' arrays overlapped with the
+  server's inserts, chunk by chunk in one pipeline and one transaction);
 - ``python``: validating the batch and writing its chunks' parameters, no statement sent;
 - ``server``: the same chunks' statements with their parameters made beforehand, in one
   pipeline and one transaction: the server's part and the round trips.

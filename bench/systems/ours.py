@@ -480,7 +480,7 @@ def main() -> None:
         started = time.perf_counter()
         fill(ctx, args.bulk_n, args.batch)
         bulk = args.bulk_n / (time.perf_counter() - started)
-        how = {"how": f"enqueue_many, {args.batch} per statement", **extra}
+        how = {"how": f"enqueue_many, {args.batch} per call", **extra}
         common.emit(
             [
                 common.figure("enqueue_single", "items/s", single, **extra),
