@@ -300,32 +300,16 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
         await conn.execute("SET TIME ZONE 'UTC'")
 
 
-async def _configure_generic(conn: psycopg.AsyncConnection[Any]) -> None:
-    # For the whole session, set once here: a statement that wants its generic plan (the
-    # claim) then runs bare, not in a pipeline behind GENERIC_PLAN (0.45 ms of a 1.8 ms claim
-    # of one item on the wake's path here). Sessions of these connections run nothing else.
-    await conn.execute("SET plan_cache_mode = force_generic_plan")
-    await _configure(conn)
-
-
-TENANT, SYSTEM, GENERIC = "tenant", "system", "system-generic"
+TENANT, SYSTEM = "tenant", "system"
 
 
 class AsyncStore:
-    """Small pools on the caller's event loop: the everyday login (tenant steps), the system
-    login (system steps), two pools even where both are one login, and the system login's
-    connections planned generically (``generic``: system steps whose statement wants its
-    generic plan, the claims, while statements are prepared). Each opened on first use, all
+    """Two small pools on the caller's event loop: the everyday login (tenant steps) and the
+    system login (system steps), two pools even where both are one login. Opened on first use,
     closed by ``aclose``."""
 
-    def __init__(
-        self,
-        tenant_size: int = 2,
-        system_size: int = 3,
-        timeout_s: float = 10.0,
-        generic_size: int = 2,
-    ):
-        self.sizes = {TENANT: tenant_size, SYSTEM: system_size, GENERIC: generic_size}
+    def __init__(self, tenant_size: int = 2, system_size: int = 3, timeout_s: float = 10.0):
+        self.sizes = {TENANT: tenant_size, SYSTEM: system_size}
         self.timeout_s = timeout_s
         self._pools: dict[str, AsyncConnectionPool] = {}
         # Whether the system login bypasses row-level security (else: the all-tenants setting).
@@ -339,16 +323,16 @@ class AsyncStore:
     async def _pool(self, role: str) -> AsyncConnectionPool:
         pool = self._pools.get(role)
         if pool is None:
-            alias = tenant_alias() if role == TENANT else system_alias()
+            alias = system_alias() if role == SYSTEM else tenant_alias()
             kwargs = await asyncio.to_thread(_connection_kwargs, alias)
-            if role != TENANT and self._system_bypasses is None:
+            if role == SYSTEM:
                 self._system_bypasses = await asyncio.to_thread(_closing(bypasses_rls), alias)
             pool = AsyncConnectionPool(
                 kwargs=kwargs,
                 min_size=1,
                 max_size=self.sizes[role],
                 timeout=self.timeout_s,
-                configure=_configure_generic if role == GENERIC else _configure,
+                configure=_configure,
                 name=f"workqueue-{role}",
                 open=False,
             )
@@ -379,17 +363,7 @@ class AsyncStore:
             await asyncio.to_thread(_compile, statement)
         if isinstance(step, TenantBatches):
             return await self._execute_batches(step)
-        # A claim's generic plan comes from its connection's session (``_configure_generic``)
-        # where statements are prepared; else from GENERIC_PLAN before it (where it is prepared
-        # still: a store without that pool).
-        plan_setting = statement.generic_plan and prepares()
-        if not isinstance(step, System):
-            role = TENANT
-        elif plan_setting and self.sizes[GENERIC] > 0:
-            role, plan_setting = GENERIC, False
-        else:
-            role = SYSTEM
-        pool = await self._pool(role)
+        pool = await self._pool(SYSTEM if isinstance(step, System) else TENANT)
         async with pool.connection() as conn:
             cursor = psycopg.AsyncRawCursor(conn)
             bound = statement.bind_native(step.params)
@@ -402,7 +376,7 @@ class AsyncStore:
                     before += [(_MUTEX_ROW, mutex), (_MUTEX_LOCK, mutex)]
             elif not statement.names_tenant:
                 before = [(SET_TENANT, {"org_id": str(step.org_id)})]
-            if plan_setting:
+            if statement.generic_plan and prepares():
                 before.append((GENERIC_PLAN, None))
             if not before:
                 await cursor.execute(statement.native_sql, bound, binary=True)

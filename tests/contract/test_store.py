@@ -62,48 +62,11 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
     # runs on over several lines).
     messages = re.findall(r"^F\t\d+\t(\w+)", text, re.M)
     assert messages.count("Sync") == 1, messages  # the whole batch: one exchange
-    assert messages.count("Execute") == 1  # the claim alone: its session plans it generically
+    # the plan setting (GENERIC_PLAN), then the claim
+    assert messages.count("Execute") == 2
+    assert "force_generic_plan" in text
     # The statement sent is the claim with the compiled select_for_update(skip_locked=True).
     assert "FOR UPDATE SKIP LOCKED" in text and "SET status = 'claimed'" in text
-
-
-def test_the_claims_run_on_sessions_that_plan_them_generically_and_nothing_else_does(
-    ctx: OpContext, worker_rctx
-) -> None:
-    """The claim's generic plan (planned once per connection, not per batch) comes from its
-    connections' session setting, so it runs without a preamble; the system login's other
-    statements keep PostgreSQL's choice, and a store without a claims' pool sends the setting
-    before the claim instead."""
-    for _ in range(4):
-        api.enqueue(ctx, "NOOP", {})
-
-    async def modes_after_claims() -> tuple[int, dict[str, str]]:
-        try:
-            claimed = await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 2)
-            claimed += await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 1, woken=True)
-            modes = {}
-            for role in (store.GENERIC, store.SYSTEM):
-                pool = await store.async_store()._pool(role)
-                async with pool.connection() as conn:
-                    row = await (await conn.execute("SHOW plan_cache_mode")).fetchone()
-                    modes[role] = row[0] if row else ""
-            return len(claimed), modes
-        finally:
-            await aclose_async_store()
-
-    assert asyncio.run(modes_after_claims()) == (
-        3,
-        {store.GENERIC: "force_generic_plan", store.SYSTEM: "auto"},
-    )
-
-    async def claim_without_a_claims_pool() -> int:
-        store.use_async_store(store.AsyncStore(generic_size=0))
-        try:
-            return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 5))
-        finally:
-            await aclose_async_store()
-
-    assert asyncio.run(claim_without_a_claims_pool()) == 1
 
 
 def test_every_statement_names_exactly_its_parameters() -> None:
