@@ -27,15 +27,17 @@ METRICS_PORT_SPAN = 100
 @dataclass(frozen=True)
 class Connections:
     """What a worker process opens, besides one connection per sync handler thread: the
-    store's two async pools, the listener, the heartbeat's publisher, the maintenance thread
-    (the outbox relay and the sweep, on the everyday and system logins, and the sweep's
-    mutex), and the lease keeper's thread (its renewals, on the system login: ``offloop.py``).
-    The budget that capacity is checked against is derived from this, not kept in step by
-    hand."""
+    store's async pools (tenant, system, the claims'), the listener, the heartbeat's
+    publisher, the maintenance thread (the outbox relay and the sweep, on the everyday and
+    system logins, and the sweep's mutex), and the lease keeper's thread (its renewals, on the
+    system login: ``offloop.py``). The budget that capacity is checked against is derived from
+    this, not kept in step by hand."""
 
     store_tenant: int = 2
-    # The claims (two at once while a backlog drains), completions, and the rest.
-    store_system: int = 4
+    # Completions and the rest.
+    store_system: int = 2
+    # The claims, two at once while a backlog drains (sessions that plan them generically).
+    store_claim: int = 2
     listen: int = listen.CONNECTIONS
     liveness: int = 1
     maintenance: int = 3
@@ -45,6 +47,7 @@ class Connections:
         return (
             self.store_tenant
             + self.store_system
+            + self.store_claim
             + self.listen
             + self.liveness
             + self.maintenance

@@ -78,7 +78,9 @@ class Worker:
         self.slot_freed = asyncio.Event()
         self.signals = 0
         self.store = AsyncStore(
-            tenant_size=CONNECTIONS.store_tenant, system_size=CONNECTIONS.store_system
+            tenant_size=CONNECTIONS.store_tenant,
+            system_size=CONNECTIONS.store_system,
+            generic_size=CONNECTIONS.store_claim,
         )
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
@@ -473,8 +475,8 @@ class Worker:
 
 def _lease_store() -> AsyncStore:
     """The keeper thread's store: its renewal is one system statement, so one system
-    connection (``CONNECTIONS.lease``) and no tenant pool (never opened)."""
-    return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease)
+    connection (``CONNECTIONS.lease``) and no tenant or claim pool (never opened)."""
+    return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease, generic_size=0)
 
 
 def _snapshot(jobs: dict[uuid.UUID, Job]) -> list[Job]:

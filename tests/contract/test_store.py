@@ -15,7 +15,7 @@ from psycopg import pq, sql
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR, api, claim
 from wqcore import store
-from wqcore.statements import Statement
+from wqcore.statements import NoParams, Statement
 from wqcore.store import System, aclose_async_store, execute
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -62,11 +62,81 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
     # runs on over several lines).
     messages = re.findall(r"^F\t\d+\t(\w+)", text, re.M)
     assert messages.count("Sync") == 1, messages  # the whole batch: one exchange
-    # the plan setting (GENERIC_PLAN), then the claim
-    assert messages.count("Execute") == 2
-    assert "force_generic_plan" in text
+    assert messages.count("Execute") == 1  # the claim alone: its session plans it generically
     # The statement sent is the claim with the compiled select_for_update(skip_locked=True).
     assert "FOR UPDATE SKIP LOCKED" in text and "SET status = 'claimed'" in text
+
+
+def test_the_claims_run_on_sessions_that_plan_them_generically_and_nothing_else_does(
+    ctx: OpContext, worker_rctx
+) -> None:
+    """The claim's generic plan (planned once per connection, not per batch) comes from its
+    connections' session setting, so it runs without a preamble; the system login's other
+    statements keep PostgreSQL's choice, and a store without a claims' pool sends the setting
+    before the claim instead."""
+    for _ in range(4):
+        api.enqueue(ctx, "NOOP", {})
+
+    async def modes_after_claims() -> tuple[int, dict[str, str]]:
+        try:
+            claimed = await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 2)
+            claimed += await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 1, woken=True)
+            modes = {}
+            for role in (store.GENERIC, store.SYSTEM):
+                pool = await store.async_store()._pool(role)
+                async with pool.connection() as conn:
+                    row = await (await conn.execute("SHOW plan_cache_mode")).fetchone()
+                    modes[role] = row[0] if row else ""
+            return len(claimed), modes
+        finally:
+            await aclose_async_store()
+
+    assert asyncio.run(modes_after_claims()) == (
+        3,
+        {store.GENERIC: "force_generic_plan", store.SYSTEM: "auto"},
+    )
+
+    async def claim_without_a_claims_pool() -> int:
+        store.use_async_store(store.AsyncStore(generic_size=0))
+        try:
+            return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 5))
+        finally:
+            await aclose_async_store()
+
+    assert asyncio.run(claim_without_a_claims_pool()) == 1
+
+
+def test_a_pooled_connection_the_server_ended_while_unused_is_replaced_before_it_is_lent(
+    monkeypatch,
+) -> None:
+    """A connection left unused past IDLE_CHECK_S is tested before it is lent (an empty
+    statement): one the server ended meanwhile (a restart, an outage) is replaced, and the
+    statement runs on a new one instead of failing."""
+    monkeypatch.setattr(store, "IDLE_CHECK_S", 0.0)
+
+    def end_session(pid: int) -> None:
+        try:
+            with connections["admin"].cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+        finally:
+            connections["admin"].close()
+
+    async def ended_then_used() -> tuple[int, int, list[Any]]:
+        try:
+            pool = await store.async_store()._pool(store.SYSTEM)
+            async with pool.connection() as conn:
+                ended = conn.info.backend_pid
+            await asyncio.to_thread(end_session, ended)
+            rows = await store.async_store().execute(System(claim.CAPS_IN_EFFECT, NoParams()))
+            async with pool.connection() as conn:
+                now = conn.info.backend_pid
+            return ended, now, rows.rows
+        finally:
+            await aclose_async_store()
+
+    ended, now, rows = asyncio.run(ended_then_used())
+    assert ended != now
+    assert len(rows) == 1
 
 
 def test_every_statement_names_exactly_its_parameters() -> None:
