@@ -312,18 +312,14 @@ async def _configure_generic(conn: psycopg.AsyncConnection[Any]) -> None:
 # A pooled connection left unused this long is tested (an empty statement, one round trip)
 # before it is lent: the server may have ended it meanwhile (a restart, an outage), and the
 # statement that found it so would fail after the outage, as news of a new one. The claims'
-# connections, in use at every poll at least, are lent as they are.
+# connections, lent at every poll at least (1 s by default), go as they are.
 IDLE_CHECK_S = 2.0
 
 
-def _mark_used(conn: psycopg.AsyncConnection[Any]) -> None:
-    conn._workqueue_used_at = time.monotonic()  # type: ignore[attr-defined]
-
-
 async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
-    if time.monotonic() - getattr(conn, "_workqueue_used_at", 0.0) > IDLE_CHECK_S:
+    if time.monotonic() - getattr(conn, "_workqueue_lent_at", 0.0) > IDLE_CHECK_S:
         await conn.execute("")
-    _mark_used(conn)
+    conn._workqueue_lent_at = time.monotonic()  # type: ignore[attr-defined]
 
 
 TENANT, SYSTEM, GENERIC = "tenant", "system", "system-generic"
