@@ -301,7 +301,28 @@ def step_shares(
         "steps_ms": {k: round(v, 4) for k, v in medians.items()},
         "steps_share": {k: round(v / total, 3) for k, v in medians.items()},
         "steps_samples": min((len(v) for v in segments.values()), default=0),
+        "tail_steps_ms": tail_steps(sent, started, steps, names),
     }
+
+
+def tail_steps(
+    sent: dict[int, float],
+    started: dict[int, float],
+    steps: dict[int, dict[str, float]],
+    names: Sequence[str],
+    share: float = 0.02,
+) -> list[dict[str, float]]:
+    """The slowest ``share`` of the wakes (what the p99 is made of), slowest first: each one's
+    whole length and its steps' (ms), so a tail says which step it was spent in."""
+    slowest = sorted(sent, key=lambda seq: started[seq] - sent[seq], reverse=True)
+    tail = []
+    for seq in slowest[: max(1, round(len(sent) * share))]:
+        at = {"commit": sent[seq], **steps.get(seq, {}), "handler": started[seq]}
+        row = {"total": round((started[seq] - sent[seq]) * 1000, 3)}
+        for a, b in itertools.pairwise(n for n in names if n in at):
+            row[f"{a}->{b}"] = round((at[b] - at[a]) * 1000, 3)
+        tail.append(row)
+    return tail
 
 
 def wake_figures(sent: dict[int, float], started: dict[int, float], **extra: Any) -> list[dict]:
