@@ -452,7 +452,7 @@ def main() -> None:
             "kind_capped": ["depth"],
             "keyed_capped": ["depth"],
             "paused_other": ["depth"],
-            "async_claim": ["drain"],
+            "async_claim": ["drain", "wake"],
             "pooler_safe": ["drain", "enqueue", "wake", "depth"],
             "pgbouncer": ["drain", "enqueue", "wake"],
         },
