@@ -48,7 +48,7 @@ def main() -> int:
     ours.settle(dsn)
 
     from workqueue import enqueue
-    from workqueue.api import NewItem, enqueue_many
+    from workqueue.runtime import NewItem, enqueue_many
 
     author = enqueue.Author.of(ctx)
     statement = enqueue.ENQUEUE_MANY_NEW

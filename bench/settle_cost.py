@@ -48,7 +48,8 @@ def main() -> int:
     ours.fill(ctx, args.batches * args.batch)
 
     from tenancy.contexts import AppType, new_request_context
-    from workqueue import api
+    from workqueue import runtime
+    from workqueue.claim import claim
     from workqueue.fence import Fences
     from workqueue.settle import COMPLETE_MANY
     from wqcore.statements import Statement
@@ -60,8 +61,8 @@ def main() -> int:
     statements = {"with attempts": COMPLETE_MANY, "bare": bare}
     for round_ in range(args.batches):
         name = ("with attempts", "bare")[round_ % 2]
-        claimed = api.claim(rctx, "default", [ours.KIND], "bench-host:1:abcdef", 30, args.batch)
-        fences = Fences.of([api.Fence.of(item) for _, item in claimed])
+        claimed = claim(rctx, "default", [ours.KIND], "bench-host:1:abcdef", 30, args.batch)
+        fences = Fences.of([runtime.Fence.of(item) for _, item in claimed])
         started = time.perf_counter()
         rows = execute(System(statements[name], fences))
         times[name].append((time.perf_counter() - started) * 1000)

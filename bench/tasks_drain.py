@@ -110,7 +110,7 @@ def empty_queue() -> None:
 
 
 def fill(ctx: Any, kind: str, payload: dict[str, Any], n: int) -> None:
-    from workqueue.api import NewItem, enqueue_many
+    from workqueue.runtime import NewItem, enqueue_many
 
     for start in range(0, n, 1000):
         enqueue_many(ctx, [NewItem(kind, payload) for _ in range(min(1000, n - start))])

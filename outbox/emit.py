@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 
 from outbox.models import WORK_PREFIX
 from tenancy.contexts import OpContext
-from workqueue import api
-from workqueue.inputs import check_traceparent
+from workqueue import runtime
+from workqueue.runtime import check_traceparent
 from wqcore.statements import Statement
 from wqcore.store import Plan, Tenant, run
 from wqcore.tracing import current_traceparent
@@ -42,30 +42,34 @@ def _checked(kind: Any, payload: Any) -> str:
     it must refuse. Any other kind names the channel a notification goes out on.
     """
     if not isinstance(payload, dict):
-        raise api.InvalidPayload(f"payload: must be a JSON object, got {type(payload).__name__}")
+        raise runtime.InvalidPayload(
+            f"payload: must be a JSON object, got {type(payload).__name__}"
+        )
     if isinstance(kind, str) and kind.startswith(WORK_PREFIX):
         body = dict(payload)
         lane = body.pop("lane", None)
         ckey = body.pop("concurrency_key", None)
-        api.validated(api.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane, concurrency_key=ckey))
+        runtime.validated(
+            runtime.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane, concurrency_key=ckey)
+        )
     else:
-        api.check_name("kind", kind, 63)  # a NOTIFY channel name
-    if problem := api.too_deep(payload):  # json.dumps recurses: refuse before it does
-        raise api.InvalidPayload(problem)
+        runtime.check_name("kind", kind, 63)  # a NOTIFY channel name
+    if problem := runtime.too_deep(payload):  # json.dumps recurses: refuse before it does
+        raise runtime.InvalidPayload(problem)
     try:
         text = json.dumps(payload, allow_nan=False, ensure_ascii=False)
         data = text.encode("utf-8")
     except (TypeError, ValueError, UnicodeEncodeError) as exc:
-        raise api.InvalidPayload(
-            api.find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
+        raise runtime.InvalidPayload(
+            runtime.find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
         ) from None
-    if "\\u0000" in text and (problem := api.find_unstorable(payload)):
-        raise api.InvalidPayload(problem)
-    limit = api.max_payload_bytes()
+    if "\\u0000" in text and (problem := runtime.find_unstorable(payload)):
+        raise runtime.InvalidPayload(problem)
+    limit = runtime.max_payload_bytes()
     if not kind.startswith(WORK_PREFIX):
         limit = min(limit, NOTIFICATION_MAX_BYTES)
     if len(data) > limit:
-        raise api.InvalidPayload(
+        raise runtime.InvalidPayload(
             f"payload: {len(data)} bytes is more than the {limit} allowed "
             + (
                 "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
@@ -78,7 +82,7 @@ def _checked(kind: Any, payload: Any) -> str:
 
 def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
     params = EmitParams(
-        id=api.WorkItem._meta.pk.default(),
+        id=runtime.WorkItem._meta.pk.default(),
         org_id=ctx.org_id,
         kind=kind,
         payload=_checked(kind, payload),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models.functions import Now
 
-from workqueue.models import new_item_id
+from workqueue.runtime import new_item_id
 
 # A row whose kind starts with this becomes a work item of the kind after it.
 WORK_PREFIX = "work."

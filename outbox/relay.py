@@ -22,7 +22,7 @@ from django.db import transaction
 
 from outbox.models import WORK_PREFIX
 from tenancy.contexts import RequestContext
-from workqueue import api
+from workqueue import runtime
 from wqcore.conf import system_alias
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
@@ -80,14 +80,16 @@ def _relay_one(row: Any) -> tuple[str, str | None]:
     if isinstance(payload, str):
         payload = json.loads(payload)
     if kind.startswith(WORK_PREFIX):
-        relayed = api.Relayed(
+        relayed = runtime.Relayed(
             row_id, kind[len(WORK_PREFIX) :], payload, actor, request_id, traceparent
         )
         try:
-            api.enqueue_relayed(org_id, relayed)
-        except api.InvalidPayload as exc:  # the kind left this release since the row was written
+            runtime.enqueue_relayed(org_id, relayed)
+        except (
+            runtime.InvalidPayload
+        ) as exc:  # the kind left this release since the row was written
             return "failed", str(exc)
-        except api.Conflict as exc:  # the id is another tenant's item: nothing can be written
+        except runtime.Conflict as exc:  # the id is another tenant's item: nothing can be written
             return "failed", str(exc)
         return "enqueued", None
     message = json.dumps({"id": str(row_id), "org_id": str(org_id), "payload": payload})

@@ -20,11 +20,11 @@ class ProjectConfig(AppConfig):
 
     def ready(self) -> None:
         from project import checks, observability
-        from workqueue import checks as queue_checks
+        from workqueue.runtime import set_unreachable_hint
 
         # Once per migrate (sender=self), after every app's tables exist.
         post_migrate.connect(grant_logins, sender=self, dispatch_uid="project.grant_logins")
-        queue_checks.unreachable_hint = checks.unreachable_hint
+        set_unreachable_hint(checks.unreachable_hint)
         observability.configure_tracing()
 
 

@@ -8,8 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views import defaults
 
-from workqueue.api import known_kinds
-from workqueue.views import error
+from workqueue.runtime import json_error, known_kinds
 
 
 def landing(request: HttpRequest) -> HttpResponse:
@@ -26,7 +25,7 @@ def _is_api(request: HttpRequest) -> bool:
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
         # The API's shape: a reason "<field>: <why>" names its field (X-Org-ID).
-        return error(403, str(exception) if exception and str(exception) else "forbidden")
+        return json_error(403, str(exception) if exception and str(exception) else "forbidden")
     return defaults.permission_denied(request, exception)  # type: ignore[arg-type]
 
 

@@ -12,7 +12,7 @@ try:
 
     # A web process on an unreachable database, or on a login that escapes row-level security,
     # refuses to start with one line (workqueue/checks.py) rather than serve.
-    from workqueue.checks import refuse_unsafe_start
+    from workqueue.runtime import refuse_unsafe_start
 
     refuse_unsafe_start()
 except ImproperlyConfigured as exc:

@@ -9,6 +9,7 @@ from contextlib import ExitStack, contextmanager
 
 from django.db import connections
 
+from workqueue.claim import claim
 from workqueue.models import WorkItem
 
 
@@ -64,13 +65,13 @@ def dead_letter(  # type: ignore[no-untyped-def]
     """A dead letter of ``ctx``'s tenant, made the way the product makes one: enqueued in a lane
     of its own (so the claim takes it alone), claimed by ``worker``, failed for good (with its
     audit entry and its attempt, carrying ``traceback``)."""
-    from workqueue import api
+    from workqueue import api, settle
 
     lane = f"dl-{uuid.uuid4().hex[:12]}"
     item, _ = api.enqueue(ctx, kind, payload or {"n": 1}, lane=lane)
-    [(item_ctx, held)] = api.claim(rctx, lane, [kind], worker, 30, 10)
+    [(item_ctx, held)] = claim(rctx, lane, [kind], worker, 30, 10)
     assert held.id == item.id
-    return api.fail(item_ctx, held, error, permanent=True, traceback=traceback)
+    return settle.fail(item_ctx, held, error, permanent=True, traceback=traceback)
 
 
 def fresh_async_connections() -> None:

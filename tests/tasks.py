@@ -14,7 +14,7 @@ from django.tasks import TaskContext, task
 from tenancy.current import current_context
 from workers.demo.models import Shipment
 from workers.django_tasks.policy import retries
-from workers.handlers import PermanentError
+from workqueue.api import PermanentError
 
 # What the in-process tasks saw, in order: (task, value).
 SEEN: list[tuple[str, object]] = []

@@ -1,7 +1,7 @@
 """Claiming: take work while a slot is free, wake on notice, back off while the database is away.
 
 Each pass claims up to the free capacity (at most ``claim_batch``) in one statement
-(``api.aclaim``), with a fresh ``RequestContext`` per claim, unless more finished items than
+(``runtime.aclaim``), with a fresh ``RequestContext`` per claim, unless more finished items than
 the capacity still wait for their completion to be written (then it waits for the write).
 After a full batch the next claim goes out at once and the batch's handlers run while it is on
 its way: the default capacity is two batches, so a draining worker's claims and handlers overlap.
@@ -29,7 +29,7 @@ from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.config import WorkerSettings
 from workers.metrics import IN_FLIGHT, for_kind, observe_many, waited
 from workers.outage import Outage
-from workqueue import api
+from workqueue import runtime
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class ClaimLoop:
         outage: Outage,
         *,
         in_flight: Callable[[], int],
-        start: Callable[[OpContext, api.WorkItem], None],
+        start: Callable[[OpContext, runtime.WorkItem], None],
         wake: asyncio.Event,
         slot_freed: asyncio.Event,
         backlog: Callable[[], int] = lambda: 0,
@@ -92,7 +92,7 @@ class ClaimLoop:
         poll_s = s.poll_interval_ms / 1000
         backoff_s = poll_s
         # Whether the last claim found less than it asked and the loop then waited: the next
-        # claim takes the first due item alone, by the lighter statement (``api.aclaim``).
+        # claim takes the first due item alone, by the lighter statement (``runtime.aclaim``).
         woken = False
         while not stop.is_set():
             if self.backlog() > (s.capacity or 1):
@@ -156,14 +156,16 @@ class ClaimLoop:
     def _free(self) -> int:
         return (self.settings.capacity or 1) - self.in_flight() - self.reserved
 
-    async def _claim(self, asked: int, woken: bool) -> list[tuple[OpContext, api.WorkItem]] | None:
+    async def _claim(
+        self, asked: int, woken: bool
+    ) -> list[tuple[OpContext, runtime.WorkItem]] | None:
         """Claim up to ``asked`` and start each item; None when the claim failed (logged, or
         counted by the outage account). Sets or clears ``full`` by what came back."""
         s = self.settings
         started = self.outage.now()
         self.reserved += asked
         try:
-            claimed = await api.aclaim(
+            claimed = await runtime.aclaim(
                 new_request_context(AppType.WORKER),
                 s.lane,
                 list(s.kinds),
@@ -209,7 +211,7 @@ class ClaimLoop:
             for waiter in waiters:
                 waiter.cancel()
 
-    def _count(self, claimed: list[tuple[OpContext, api.WorkItem]]) -> None:
+    def _count(self, claimed: list[tuple[OpContext, runtime.WorkItem]]) -> None:
         lane = self.settings.lane
         for kind, n in Counter(item.kind for _, item in claimed).items():
             for_kind(kind).claimed.inc(n)

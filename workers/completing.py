@@ -18,7 +18,7 @@ from typing import Any
 
 from workers.metrics import for_kind
 from workers.outage import Outage
-from workqueue import api
+from workqueue import runtime
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class Completer:
         self.flush_s = flush_ms / 1000
         self.flush_at = flush_at
         self.retry_s = retry_s
-        self.pending: list[tuple[api.Fence, str]] = []
+        self.pending: list[tuple[runtime.Fence, str]] = []
         self.waiting = asyncio.Event()
         # Items in the batch being written now, and an event set after each write: the claim
         # loop waits on it while ``backlog`` is full.
@@ -44,7 +44,7 @@ class Completer:
         """Finished items whose completion is not written yet."""
         return len(self.pending) + self.writing
 
-    def add(self, fence: api.Fence, kind: str) -> None:
+    def add(self, fence: runtime.Fence, kind: str) -> None:
         self.pending.append((fence, kind))
         self.waiting.set()
 
@@ -64,7 +64,7 @@ class Completer:
             started = self.outage.now()
             self.writing = len(batch)
             try:
-                done = await api.acomplete_many([fence for fence, _ in batch])
+                done = await runtime.acomplete_many([fence for fence, _ in batch])
             except Exception as exc:
                 if not self.outage.failed("complete", exc):
                     log_event(
@@ -97,14 +97,14 @@ class Completer:
             await _send_done(batch, done)
 
 
-async def _send_done(batch: list[tuple[api.Fence, str]], done: set[Any]) -> None:
+async def _send_done(batch: list[tuple[runtime.Fence, str]], done: set[Any]) -> None:
     """``work_done`` for each completed item of ``batch``, when someone listens for its kind
     (workqueue/signals.py)."""
-    if not api.work_done.has_listeners(api.WorkItem):
+    if not runtime.work_done.has_listeners(runtime.WorkItem):
         return
     for fence, kind in batch:
         if fence.item_id in done:
-            results = await api.work_done.asend_robust(
-                api.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind
+            results = await runtime.work_done.asend_robust(
+                runtime.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind
             )
-            api.log_receiver_failures("work_done", results)
+            runtime.log_receiver_failures("work_done", results)

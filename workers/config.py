@@ -15,8 +15,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import listen
-from workers.handlers import handled_kinds, handler_for, is_async, needs_threads
-from workqueue import api
+from workqueue import runtime
+from workqueue.runtime import handled_kinds, handler_for, is_async, needs_threads
 from wqcore.conf import wq_settings
 
 DEFAULT_METRICS_PORT = 9100
@@ -163,15 +163,17 @@ class WorkerSettings:
         if not self.kinds:
             problems.append("name at least one kind to run (e.g. runworker NOOP)")
         for kind in self.kinds:
-            if kind not in api.known_kinds():
-                problems.append(f"unknown kind {kind!r} (known: {', '.join(api.known_kinds())})")
+            if kind not in runtime.known_kinds():
+                problems.append(
+                    f"unknown kind {kind!r} (known: {', '.join(runtime.known_kinds())})"
+                )
             elif handler_for(kind) is None:
                 problems.append(
                     f"no worker handles {kind!r} (handled: {', '.join(handled_kinds())})"
                 )
         try:
-            api.check_lane(self.lane, "--lane/WORKER_LANE")
-        except api.InvalidPayload as exc:
+            runtime.check_lane(self.lane, "--lane/WORKER_LANE")
+        except runtime.InvalidPayload as exc:
             problems.append(str(exc))
         assert self.capacity is not None
         if self.capacity < 1:

@@ -27,7 +27,7 @@ from workers import schedule_state
 from workers.liveness import read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
-from workqueue import api
+from workqueue import runtime
 from wqcore.conf import system_alias, wq_settings
 from wqcore.statements import NoParams
 from wqcore.store import System, Tenant, execute
@@ -88,10 +88,10 @@ class ScheduleRow:
 @dataclass
 class Panel:
     scope: str
-    gauges: api.Gauges
+    gauges: runtime.Gauges
     lag: Lag
     throughput: list[tuple[datetime, int]]
-    holders: list[api.Holder]
+    holders: list[runtime.Holder]
     workers: list[WorkerRow] | None  # None: not shown (a tenant's page)
     by_status: dict[str, int] = field(default_factory=dict)
     by_lane: dict[str, int] = field(default_factory=dict)
@@ -104,14 +104,14 @@ class Panel:
     # enqueue for their tenant.
     schedules: list[ScheduleRow] = field(default_factory=list)
     # The lanes with due work and no live worker serving them (``unserved``).
-    unserved: list[api.DueLane] = field(default_factory=list)
+    unserved: list[runtime.DueLane] = field(default_factory=list)
     # The paused lanes and kinds (the site's: every page shows them; who paused them, the
     # operator's only).
-    pauses: list[api.Paused] = field(default_factory=list)
+    pauses: list[runtime.Paused] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
-        return list(api.Status.values)
+        return list(runtime.Status.values)
 
     @property
     def status_counts(self) -> list[int]:
@@ -148,7 +148,7 @@ def _lag(org_id: uuid.UUID | None) -> Lag:
     return Lag(float(oldest), int(pending))
 
 
-def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
+def _workers(holders: list[runtime.Holder]) -> list[WorkerRow]:
     """The workers that have not gone offline, newest heartbeat first, with what each holds.
     The workers table belongs to no tenant: the operator's page only, on the system login."""
     holds = {h.claimed_by: h.items for h in holders}
@@ -164,12 +164,12 @@ def _workers(holders: list[api.Holder]) -> list[WorkerRow]:
 def _top_tenants() -> list[TenantRow]:
     """Each lane's ten deepest tenants, by name, with their weight and cap: who the fair claim
     is sharing out between. Across tenants: the operator's page only, system login."""
-    rows = api.read_top_tenants()
+    rows = runtime.read_top_tenants()
     org_ids = {row.org_id for row in rows}
     names = current_tenancy().tenant_names(org_ids)
     shares = {
         s.org_id: s
-        for s in api.TenantShare.objects.using(system_alias()).filter(org_id__in=org_ids)
+        for s in runtime.TenantShare.objects.using(system_alias()).filter(org_id__in=org_ids)
     }
     default_cap = wq_settings.MAX_IN_FLIGHT
     found = []
@@ -220,12 +220,12 @@ def _schedules(org_id: uuid.UUID | None) -> list[ScheduleRow]:
     return rows
 
 
-def unserved(org_id: uuid.UUID | None) -> list[api.DueLane]:
+def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     """The lanes with due pending items (every tenant's, or ``org_id``'s under its row-level
     security) that no live worker serves: a worker row not offline, beating within
     ``GAUGES_WORKER_STALE_AFTER_S``, of that lane (read on the system login: the workers table
     belongs to no tenant and says nothing of one)."""
-    due = api.read_due_lanes(org_id)
+    due = runtime.read_due_lanes(org_id)
     if not due:
         return []
     live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
@@ -234,19 +234,19 @@ def unserved(org_id: uuid.UUID | None) -> list[api.DueLane]:
 
 def read_panel(org_id: uuid.UUID | None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
-    gauges = api.read_gauges_of(org_id)
-    holders = api.read_holders(org_id=org_id)
+    gauges = runtime.read_gauges_of(org_id)
+    holders = runtime.read_holders(org_id=org_id)
     panel = Panel(
         scope="every tenant" if org_id is None else "",
         gauges=gauges,
         lag=_lag(org_id),
-        throughput=api.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
+        throughput=runtime.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
-        pauses=api.read_pauses(),
+        pauses=runtime.read_pauses(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):
@@ -282,6 +282,6 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "minutes": THROUGHPUT_MINUTES,
         "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
         "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,
-        "undeclared": api.UNDECLARED,
+        "undeclared": runtime.UNDECLARED,
     }
     return TemplateResponse(request, "admin/workqueue_workers/gauges.html", context)

@@ -31,9 +31,8 @@ from outbox.relay import READ_LAG
 from workers.liveness import READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
-from workqueue import api
-from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
-from workqueue.pauses import READ_PAUSES
+from workqueue import runtime
+from workqueue.runtime import READ_GAUGES, READ_PAUSES, READ_TOP_TENANTS
 from wqcore.conf import wq_settings
 from wqcore.logs import log_event
 from wqcore.statements import Statement
@@ -79,7 +78,7 @@ class QueueGauges:
     # One row per schedule state: name, last_tick_s (epoch seconds, None before its first
     # item), skipped, enqueued, paused, now_s (the database's clock).
     schedules: list[dict[str, Any]] = field(default_factory=list)
-    # The lanes live workers serve (an undeclared one as ``api.UNDECLARED``, as items count).
+    # The lanes live workers serve (an undeclared one as ``runtime.UNDECLARED``, as items count).
     served_lanes: set[str] = field(default_factory=set)
 
     @property
@@ -91,7 +90,7 @@ class QueueGauges:
             for r in self.items
             if r["status"] == "pending" and r["oldest_age_s"] is not None
         }
-        lanes = set(api.declared_lanes()) | due
+        lanes = set(runtime.declared_lanes()) | due
         return {lane: lane in due and lane not in self.served_lanes for lane in sorted(lanes)}
 
     # The paused lanes and kinds: (lane, kind), kind '' for a whole lane.
@@ -112,7 +111,7 @@ class QueueGauges:
 
     @property
     def failed(self) -> int:
-        return sum(r["items"] for r in self.items if r["status"] == api.Status.FAILED)
+        return sum(r["items"] for r in self.items if r["status"] == runtime.Status.FAILED)
 
 
 def read_queue_gauges() -> QueueGauges:
@@ -122,7 +121,7 @@ def read_queue_gauges() -> QueueGauges:
     tenants on the system login.
     """
     stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
-    params = QueueGaugesParams(api.declared_lanes(), stale_after_s)
+    params = QueueGaugesParams(runtime.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
     items, top, lag, workers, schedules, lanes, pauses = (json.loads(text) for text in rows.rows[0])
     declared = set(params.lanes)
@@ -133,7 +132,7 @@ def read_queue_gauges() -> QueueGauges:
         outbox_pending=int(lag["pending"]),
         workers={w["state"]: int(w["workers"]) for w in workers},
         schedules=schedules,
-        served_lanes={lane if lane in declared else api.UNDECLARED for lane in lanes},
+        served_lanes={lane if lane in declared else runtime.UNDECLARED for lane in lanes},
         pauses=[(p["lane"], p["kind"]) for p in pauses],
     )
 
@@ -164,7 +163,9 @@ class CachedGauges:
 class QueueCollector(Collector):
     """The queue's gauges, read when scraped."""
 
-    def __init__(self, gauges: CachedGauges, lanes: Callable[[], list[str]] = api.declared_lanes):
+    def __init__(
+        self, gauges: CachedGauges, lanes: Callable[[], list[str]] = runtime.declared_lanes
+    ):
         self.gauges = gauges
         self.lanes = lanes
 
@@ -292,11 +293,11 @@ def _paused_family(pauses: list[tuple[str, str]]) -> GaugeMetricFamily:
         '1 while a lane (kind "") or a kind in it is paused: its items are not claimed.',
         labels=["lane", "kind"],
     )
-    declared, kinds = set(api.declared_lanes()), set(api.known_kinds())
+    declared, kinds = set(runtime.declared_lanes()), set(runtime.known_kinds())
     shown: set[tuple[str, str]] = set()
     for lane, kind in pauses:
         label = (
-            lane if lane in declared else api.UNDECLARED,
+            lane if lane in declared else runtime.UNDECLARED,
             kind if not kind or kind in kinds else "(unknown)",
         )
         if label not in shown:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from workers.metrics import RENEWALS_FAILED
 from workers.outage import Outage
-from workqueue.api import Fence
+from workqueue.runtime import Fence
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)

@@ -29,10 +29,10 @@ import functools
 import logging
 import time
 import traceback
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from django.db import connections
@@ -43,11 +43,11 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from tenancy.contexts import OpContext
 from workers.completing import Completer
-from workers.handlers import Handler, PermanentError, Run, is_async, is_failure
 from workers.lease import LeaseKeeper
 from workers.metrics import ABANDONED_THREADS, CANCELLED, RELEASED, TIMED_OUT, for_kind
 from workers.outage import Outage
-from workqueue import api
+from workqueue import runtime
+from workqueue.runtime import Handler, Run, is_async, is_failure
 from wqcore.logs import bind_item, log_event
 from wqcore.tracing import exporting
 
@@ -59,13 +59,36 @@ SHUTDOWN = "shutdown"
 CANCEL_REQUESTED = "cancel_requested"
 # The handler ran past its time limit.
 TIMEOUT = "timeout"
+
+
+class Ended(StrEnum):
+    """How an item's run ended here (``Job.ended``)."""
+
+    # The handler returned: its completion is queued (the batch writes it under the token).
+    DONE = "done"
+    # It failed and runs again after a delay.
+    RETRIED = "retried"
+    # It failed for good: a dead letter.
+    DEAD_LETTERED = "dead_lettered"
+    # It asked for later (``run.snooze``): handed back, its attempt given back.
+    SNOOZED = "snoozed"
+    # Handed back unrun or unfinished: a kind this worker does not handle, or shutdown.
+    RELEASED = "released"
+    # Someone asked to cancel it: it ended cancelled.
+    CANCELLED = "cancelled"
+    # Another holder has it: the lease was lost, or the claim token refused a settle.
+    LOST = "lost"
+    # Its settle failed (the database is away): the lease runs out and the sweep hands it back.
+    UNSETTLED = "unsettled"
+
+
 _NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
 
 
 @dataclass
 class Job:
     ctx: OpContext
-    item: api.WorkItem
+    item: runtime.WorkItem
     run: Run = field(default_factory=Run)
     task: asyncio.Task[None] | None = None
     # Why the task was cancelled: lost to another holder, self-fenced, cancel requested, or
@@ -78,10 +101,13 @@ class Job:
     cancel_wanted: bool = False
     # What the holder presents to write to the item (made once: the lease keeper holds it and
     # the completion sends it).
-    fence: api.Fence = field(init=False)
+    fence: runtime.Fence = field(init=False)
+    # How its run ended here, and what its handler raised (None: it returned).
+    ended: Ended | None = None
+    exception: BaseException | None = None
 
     def __post_init__(self) -> None:
-        self.fence = api.Fence.of(self.item)
+        self.fence = runtime.Fence.of(self.item)
 
     def cancel(self, reason: str) -> None:
         self.cancel_reason = reason
@@ -101,7 +127,7 @@ def _links(traceparent: str | None) -> list[Link]:
     return [Link(span_context)] if span_context.is_valid else []
 
 
-def span_for(item: api.WorkItem) -> Any:
+def span_for(item: runtime.WorkItem) -> Any:
     """The item's span, linked to the enqueuing trace; a no-op when no span is exported."""
     if not exporting():
         return _NO_SPAN
@@ -134,31 +160,10 @@ def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
     return call
 
 
-def time_limit(handler: Handler, item: api.WorkItem) -> float | None:
-    """How long ``handler`` may run ``item``, in seconds (None: no limit): the handler's own
-    ``timeout_for(item)`` when it has one and it names a limit (the ``django.tasks`` handler:
-    a task's own), else the kind's (``Kind.time_limit_s``)."""
-    own = getattr(handler, "timeout_for", None)
-    if own is not None:
-        limit = own(item)
-        if limit is not None:
-            return float(limit) if limit > 0 else None
-    return api.get_kind(item.kind).time_limit_s()
-
-
 def first_line(text: str) -> str:
     """The first line of an error (a dead letter's log line carries it, not the traceback)."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line[:500]
-
-
-def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
-    """The error to store and whether it is permanent: a ``PermanentError``, or any failure
-    after the handler marked a side effect (a human decides whether repeating it is safe)."""
-    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    if run.side_effect and not isinstance(exc, PermanentError):
-        return f"failed after a side effect, not retried automatically: {error}", True
-    return error, isinstance(exc, PermanentError)
 
 
 class Runner:
@@ -172,7 +177,7 @@ class Runner:
         lease_keeper: LeaseKeeper,
         outage: Outage,
         handler_pool: ThreadPoolExecutor | None,
-        on_done: Callable[[uuid.UUID], None],
+        on_done: Callable[[Job], None],
         *,
         threads_hold_slots: bool = False,
         on_thread_free: Callable[[], None] | None = None,
@@ -225,7 +230,7 @@ class Runner:
                 started = time.perf_counter()
                 try:
                     job.in_handler = True
-                    await self._handle_within(handler, job, time_limit(handler, item))
+                    await self._handle_within(handler, job, runtime.time_limit(handler, item))
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
@@ -239,6 +244,7 @@ class Runner:
                     if job.run.snoozed_s is not None:
                         await self._snooze(job)
                         return
+                    job.exception = exc
                     span.record_exception(exc)
                     span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
                     await self._fail(job, exc)
@@ -252,6 +258,7 @@ class Runner:
                 return
             # No lease to keep from here (the finally below drops it before anything else runs).
             self.completer.add(job.fence, item.kind)
+            job.ended = Ended.DONE
         except asyncio.CancelledError:
             reason = job.cancel_reason or SHUTDOWN
             CANCELLED.labels(item.kind, reason).inc()
@@ -260,14 +267,17 @@ class Runner:
                 RELEASED.labels(item.kind, SHUTDOWN).inc()
             elif reason == CANCEL_REQUESTED:
                 await self._end_cancelled(job)
+            else:
+                job.ended = Ended.LOST
         except Exception as exc:
             # A settle that failed (the database is away): the lease runs out and the sweep
             # hands the item back, its attempt counted.
+            job.ended = Ended.UNSETTLED
             if not self.outage.failed("settle", exc):
                 log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
             self.lease_keeper.drop(item.id)
-            self.on_done(item.id)
+            self.on_done(job)
 
     async def _in_pool(self, call: Callable[[], Any]) -> Any:
         """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
@@ -371,10 +381,12 @@ class Runner:
         """Defer the item by what the handler asked (``run.snooze``), its attempt given back."""
         item, delay_s = job.item, job.run.snoozed_s or 0.0
         try:
-            await api.adefer(job.ctx, item, delay_s, note=f"snoozed for {delay_s:g} s")
-        except api.Conflict:
+            await runtime.adefer(job.ctx, item, delay_s, note=f"snoozed for {delay_s:g} s")
+        except runtime.Conflict:
+            job.ended = Ended.LOST
             log_event(logger, logging.WARNING, "stale_snooze_refused", item=item.id)
             return
+        job.ended = Ended.SNOOZED
         RELEASED.labels(item.kind, "snoozed").inc()
         log_event(
             logger, logging.INFO, "item_snoozed", item=item.id, kind=item.kind, delay_s=delay_s
@@ -386,42 +398,46 @@ class Runner:
         item = job.item
         try:
             if job.run.side_effect:
-                await api.afail(
+                await runtime.afail(
                     job.ctx,
                     item,
                     "cancelled as asked after a side effect, not retried automatically",
                     permanent=True,
                 )
-                outcome = "dead_lettered"
+                job.ended = Ended.DEAD_LETTERED
             else:
-                await api.acancel_held(job.ctx, item, "cancelled as asked while it ran")
-                outcome = "cancelled"
-        except api.Conflict:
+                await runtime.acancel_held(job.ctx, item, "cancelled as asked while it ran")
+                job.ended = Ended.CANCELLED
+        except runtime.Conflict:
+            job.ended = Ended.LOST
             log_event(logger, logging.WARNING, "stale_cancel_refused", item=item.id)
             return
         except Exception as exc:
             # The database is away: the lease runs out and the sweep ends it cancelled.
+            job.ended = Ended.UNSETTLED
             if not self.outage.failed("cancel", exc):
                 log_event(logger, logging.ERROR, "item_cancel_failed", exc_info=True, item=item.id)
             return
         log_event(
-            logger, logging.INFO, "item_cancelled", item=item.id, kind=item.kind, outcome=outcome
+            logger, logging.INFO, "item_cancelled", item=item.id, kind=item.kind, outcome=job.ended
         )
 
     async def _fail(self, job: Job, exc: BaseException) -> None:
         item = job.item
-        error, permanent = failure_of(exc, job.run)
+        error, permanent = runtime.failure_of(exc, job.run)
         trace = "".join(traceback.format_exception(exc))
         # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
         delay_s = getattr(exc, "delay_s", None)
         try:
-            failed = await api.afail(
+            failed = await runtime.afail(
                 job.ctx, item, error, permanent=permanent, delay_s=delay_s, traceback=trace
             )
-        except api.Conflict:
+        except runtime.Conflict:
+            job.ended = Ended.LOST
             log_event(logger, logging.WARNING, "stale_fail_refused")
             return
-        if failed.status == api.Status.PENDING:
+        if failed.status == runtime.Status.PENDING:
+            job.ended = Ended.RETRIED
             for_kind(item.kind).retried.inc()
             log_event(
                 logger,
@@ -431,16 +447,20 @@ class Runner:
                 available_at=failed.available_at.isoformat() if failed.available_at else None,
             )
         else:
+            job.ended = Ended.DEAD_LETTERED
             # WARNING, with the error's first line: what an error tracker's logging hook sees.
             log_event(logger, logging.WARNING, "item_dead_lettered", error=first_line(error))
-        await api.asend_settled(failed, failed.last_error, exc, trace)
+        await runtime.asend_settled(failed, failed.last_error, exc, trace)
 
     async def _release(self, job: Job, note: str) -> None:
         """Hand the item back; if that fails, its lease runs out and the sweep hands it back."""
         try:
-            await api.arelease(job.ctx, job.item, note)
-        except api.Conflict:
+            await runtime.arelease(job.ctx, job.item, note)
+            job.ended = Ended.RELEASED
+        except runtime.Conflict:
+            job.ended = Ended.LOST
             log_event(logger, logging.WARNING, "stale_release_refused")
         except Exception as exc:
+            job.ended = Ended.UNSETTLED
             if not self.outage.failed("release", exc):
                 log_event(logger, logging.ERROR, "item_release_failed", exc_info=True)

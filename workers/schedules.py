@@ -34,7 +34,7 @@ from cronsim import CronSim, CronSimError
 from django.core.exceptions import ImproperlyConfigured
 
 from tenancy.contexts import OpContext, RequestContext, service_context
-from workqueue import api
+from workqueue import runtime
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Schedule names: what kind names may hold, short enough for the key (KEY_MAX) with its tick.
@@ -85,11 +85,11 @@ class Schedule:
     def __post_init__(self) -> None:
         where = f"schedule {self.name!r}"
         try:
-            api.check_name("name", self.name, NAME_MAX)
-            api.check_name("kind", self.kind, 100)
+            runtime.check_name("name", self.name, NAME_MAX)
+            runtime.check_name("kind", self.kind, 100)
             if self.lane is not None:
-                api.check_lane(self.lane)
-        except api.InvalidPayload as exc:
+                runtime.check_lane(self.lane)
+        except runtime.InvalidPayload as exc:
             raise ImproperlyConfigured(f"{where}: {exc}") from None
         if (self.every is None) == (self.cron is None):
             raise ImproperlyConfigured(f"{where}: give every=timedelta(...) or cron='...', one")
@@ -168,7 +168,7 @@ class Schedule:
     def key(self, tick: datetime) -> str:
         """The idempotency key of this schedule's item for ``tick``: the same on every host."""
         when = tick.astimezone(UTC).isoformat().replace("+00:00", "Z")
-        return f"{api.SCHEDULE_KEY_PREFIX}{self.name}:{when}"
+        return f"{runtime.SCHEDULE_KEY_PREFIX}{self.name}:{when}"
 
     def item(self, tick: datetime) -> ScheduledItem:
         """What ``tick`` enqueues."""
@@ -255,12 +255,14 @@ def declaration_problems() -> list[str]:
             if schedule.build is not None:
                 # A producer's item (a task's call) is made once now, as a tick would make it.
                 made = schedule.item(datetime.now(UTC))
-                api.validated(api.NewItem(made.kind, made.payload, lane=made.lane))
+                runtime.validated(runtime.NewItem(made.kind, made.payload, lane=made.lane))
             else:
-                kind = api.get_kind(schedule.kind)
+                kind = runtime.get_kind(schedule.kind)
                 if isinstance(schedule.payload, dict):
-                    api.validated(api.NewItem(kind.name, schedule.payload, lane=schedule.lane))
-        except (api.InvalidPayload, ImproperlyConfigured, TypeError, ValueError) as exc:
+                    runtime.validated(
+                        runtime.NewItem(kind.name, schedule.payload, lane=schedule.lane)
+                    )
+        except (runtime.InvalidPayload, ImproperlyConfigured, TypeError, ValueError) as exc:
             problems.append(f"{where}: {exc}")
         except Exception as exc:  # a producer's own refusal (InvalidTask): named, not raised
             problems.append(f"{where}: {type(exc).__name__}: {exc}")

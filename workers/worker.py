@@ -26,6 +26,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,7 +36,6 @@ from tenancy.contexts import OpContext
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
 from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
-from workers.handlers import Handler, handler_for, is_async
 from workers.http import serve
 from workers.lease import LeaseKeeper
 from workers.listen import CHANNEL, Listener
@@ -50,7 +50,8 @@ from workers.running import CANCEL_REQUESTED, SHUTDOWN, Job, Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
 from workers.watchdog import LoopWatchdog
-from workqueue import api
+from workqueue import runtime
+from workqueue.runtime import Handler, handler_for, is_async
 from wqcore.logs import fields_of_item, log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
@@ -58,8 +59,17 @@ logger = logging.getLogger(__name__)
 
 
 class Worker:
-    def __init__(self, settings: WorkerSettings, sweep: SweepSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        sweep: SweepSettings | None = None,
+        *,
+        on_ended: Callable[[Job], None] | None = None,
+    ) -> None:
+        """``on_ended``: called with each item's job as its run ends here (``Job.ended`` says
+        how), on the worker's loop: a drain in a site's tests reports from it."""
         self.settings = settings
+        self.on_ended = on_ended
         self.sweep_settings = sweep or SweepSettings()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.kinds = list(settings.kinds)
@@ -97,7 +107,7 @@ class Worker:
             stale_after_s=settings.heartbeat_interval_s * settings.stale_after_beats,
         )
         self.lease_keeper = LeaseKeeper(
-            api.aextend_leases,
+            runtime.aextend_leases,
             self._lost_threadsafe,
             on_cancel=self._cancel_threadsafe,
             lease_s=settings.lease_s,
@@ -364,13 +374,15 @@ class Worker:
 
     # -- items ----------------------------------------------------------------------------------
 
-    def _start(self, ctx: OpContext, item: api.WorkItem) -> None:
+    def _start(self, ctx: OpContext, item: runtime.WorkItem) -> None:
         job = Job(ctx, item)
         self.jobs[item.id] = job
         self.runner.start(job)
 
-    def _done(self, item_id: uuid.UUID) -> None:
-        self.jobs.pop(item_id, None)
+    def _done(self, job: Job) -> None:
+        self.jobs.pop(job.item.id, None)
+        if self.on_ended is not None:
+            self.on_ended(job)
         # The gauge at most every tenth of a second (and when the last item ends): a drain
         # ends thousands of items a second, and a scrape reads the value every few seconds.
         now = time.monotonic()

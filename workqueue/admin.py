@@ -11,7 +11,7 @@ when they failed (``workitem_triage_idx``).
 
 Every triage action (requeue now, requeue later, discard, edit the payload then requeue,
 cancel) shows
-a confirmation page first, acts on at most ``api.MAX_BATCH`` items, runs as one of the store's
+a confirmation page first, acts on at most ``MAX_BATCH`` items, runs as one of the store's
 triage statements under the items' tenant (``workqueue/triage.py``: fenced on the status and
 ``updated_at`` the confirmation page drew, audited in the same statement with the operator as
 actor), and says which items changed meanwhile and were left alone.
@@ -46,9 +46,28 @@ from tenancy.contexts import OpContext, actor_of
 from tenancy.modes import current_tenancy
 from tenancy.services import operator_context
 from workqueue import api
+from workqueue.cancel import cancel_drawn
 from workqueue.claim import forget_caps
+from workqueue.kinds import known_kinds
+from workqueue.lanes import declared_lanes
 from workqueue.models import Attempt, DeadLetter, Pause, Status, TenantShare, WorkItem
-from workqueue.triage import ERROR_CONTAINS_MAX, parse_since
+from workqueue.pauses import pause, resume
+from workqueue.triage import (
+    ERROR_CONTAINS_MAX,
+    MAX_BATCH,
+    SCAN_MAX,
+    DeadFilter,
+    Drawn,
+    Triaged,
+    act_on_every_match,
+    count_dead,
+    discard,
+    group_dead,
+    parse_since,
+    read_lanes,
+    requeue_dead,
+    requeue_edited,
+)
 from wqcore.conf import system_alias, wq_settings
 
 # The longest delay the "requeue later" page offers, in minutes (30 days).
@@ -113,7 +132,7 @@ class KindFilter(admin.SimpleListFilter):
     parameter_name = "kind"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(k, k) for k in api.known_kinds()]
+        return [(k, k) for k in known_kinds()]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return queryset.filter(kind=self.value()) if self.value() else queryset
@@ -131,7 +150,7 @@ def scope_of(request: HttpRequest) -> uuid.UUID | None:
 
 
 class LaneFilter(admin.SimpleListFilter):
-    """Every lane that holds items (found without a scan: ``api.read_lanes``), declared or
+    """Every lane that holds items (found without a scan: ``read_lanes``), declared or
     not, with the declared ones on the items list; the dead-letter list lists its own lanes."""
 
     title = "lane"
@@ -139,9 +158,9 @@ class LaneFilter(admin.SimpleListFilter):
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
         dead_only = isinstance(model_admin, DeadLetterAdmin)
-        lanes = set(api.read_lanes(scope_of(request), with_live=not dead_only))
+        lanes = set(read_lanes(scope_of(request), with_live=not dead_only))
         if not dead_only:
-            lanes.update(api.declared_lanes())
+            lanes.update(declared_lanes())
         if self.value():
             lanes.add(self.value())
         return [(lane, lane) for lane in sorted(lanes)]
@@ -228,9 +247,9 @@ DEAD_FILTER_PARAMETERS = frozenset(
 )
 
 
-def dead_filter_of(request: HttpRequest, query: Any = None) -> api.DeadFilter:
+def dead_filter_of(request: HttpRequest, query: Any = None) -> DeadFilter:
     """The dead-letter list's filters (``query``: its query string, else the request's) as the
-    ``api.DeadFilter`` a grouping, a count or a triage by filter reads: the same rows the list
+    ``DeadFilter`` a grouping, a count or a triage by filter reads: the same rows the list
     shows. A tenant's staff name no tenant: their readings are their tenant's anyway."""
     query = request.GET if query is None else query
     unknown = set(query) - DEAD_FILTER_PARAMETERS
@@ -251,7 +270,7 @@ def dead_filter_of(request: HttpRequest, query: Any = None) -> api.DeadFilter:
     else:
         # The list shows that one item: triage it from its page, not by a filter.
         raise api.InvalidPayload("q: an item's id; triage that item from its own page")
-    return api.DeadFilter(
+    return DeadFilter(
         kind=query.get("kind") or None,
         lane=query.get("lane") or None,
         error_contains=term[:ERROR_CONTAINS_MAX] if term else None,
@@ -288,8 +307,8 @@ class TriageAction:
         return {}
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
         raise NotImplementedError
 
 
@@ -298,9 +317,9 @@ class RequeueNow(TriageAction):
     acts_on = frozenset({Status.FAILED.value})
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
-        return api.requeue_dead(ctx, fences)
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
+        return requeue_dead(ctx, fences)
 
 
 class RequeueLater(TriageAction):
@@ -321,9 +340,9 @@ class RequeueLater(TriageAction):
         return values
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
-        return api.requeue_dead(ctx, fences, delay_s=extra["delay_s"])
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
+        return requeue_dead(ctx, fences, delay_s=extra["delay_s"])
 
 
 class Discard(TriageAction):
@@ -331,9 +350,9 @@ class Discard(TriageAction):
     acts_on = frozenset({Status.FAILED.value, Status.PENDING.value})
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
-        return api.discard(ctx, fences)
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
+        return discard(ctx, fences)
 
 
 class EditPayload(TriageAction):
@@ -354,14 +373,14 @@ class EditPayload(TriageAction):
         return values
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
         (fence,) = fences
         try:
-            item = api.requeue_edited(ctx, fence, extra["payload"])
+            item = requeue_edited(ctx, fence, extra["payload"])
         except api.Conflict:
-            return api.Triaged([], [fence.id])
-        return api.Triaged([item], [])
+            return Triaged([], [fence.id])
+        return Triaged([item], [])
 
 
 class Cancel(TriageAction):
@@ -373,9 +392,9 @@ class Cancel(TriageAction):
     acts_on = frozenset({Status.PENDING.value, Status.CLAIMED.value})
 
     def act(
-        self, request: HttpRequest, ctx: OpContext, fences: list[api.Drawn], extra: dict[str, Any]
-    ) -> api.Triaged:
-        return api.cancel_drawn(ctx, fences)
+        self, request: HttpRequest, ctx: OpContext, fences: list[Drawn], extra: dict[str, Any]
+    ) -> Triaged:
+        return cancel_drawn(ctx, fences)
 
 
 def _refuse_constant(name: str) -> None:
@@ -628,11 +647,11 @@ class WorkItemAdmin(TenantAdmin):
         ):
             url = reverse("admin:workqueue_deadletter_matching", args=[by_filter])
             return HttpResponseRedirect(f"{url}?{request.GET.urlencode()}")
-        selected = list(queryset.order_by("-id")[: api.MAX_BATCH + 1])
-        if len(selected) > api.MAX_BATCH:
+        selected = list(queryset.order_by("-id")[: MAX_BATCH + 1])
+        if len(selected) > MAX_BATCH:
             self.message_user(
                 request,
-                f"Select at most {api.MAX_BATCH} items at a time; nothing was changed.",
+                f"Select at most {MAX_BATCH} items at a time; nothing was changed.",
                 messages.ERROR,
             )
             return None
@@ -684,11 +703,11 @@ class WorkItemAdmin(TenantAdmin):
         drawn = []
         for token in request.POST.getlist("fence"):
             try:
-                drawn.append(api.Drawn.parse(token))
+                drawn.append(Drawn.parse(token))
             except api.InvalidPayload as exc:
                 raise Refused(str(exc)) from None
         org_of = {item.id: item.org_id for item in items}
-        by_org: dict[uuid.UUID, list[api.Drawn]] = defaultdict(list)
+        by_org: dict[uuid.UUID, list[Drawn]] = defaultdict(list)
         gone = []
         for fence in drawn:
             if fence.id in org_of:
@@ -732,7 +751,7 @@ class WorkItemAdmin(TenantAdmin):
         first = {}
         for token in request.POST.getlist("fence"):
             try:
-                fence = api.Drawn.parse(token)
+                fence = Drawn.parse(token)
             except api.InvalidPayload:
                 continue
             first[fence.id] = fence.token()
@@ -741,7 +760,7 @@ class WorkItemAdmin(TenantAdmin):
             "title": f"{action.verb}: confirm",
             "opts": self.opts,
             "action": action,
-            "items": [(item, first.get(item.id) or api.Drawn.of(item).token()) for item in items],
+            "items": [(item, first.get(item.id) or Drawn.of(item).token()) for item in items],
             "skipped": skipped,
             "extra": extra,
             "problem": problem,
@@ -784,7 +803,7 @@ class DeadLetterAdmin(WorkItemAdmin):
     ) -> tuple[QuerySet[Any], bool]:
         """An id, or text in the error: read by when the items failed, so a search without a
         "failed" filter looks at the last ``TRIAGE_SEARCH_WINDOW_S`` only (the same rows
-        ``api.DeadFilter`` matches)."""
+        ``DeadFilter`` matches)."""
         term = search_term.strip()
         if not term:
             return queryset, False
@@ -822,7 +841,7 @@ class DeadLetterAdmin(WorkItemAdmin):
             *super().get_urls(),
         ]
 
-    def _filter_or_refuse(self, request: HttpRequest) -> api.DeadFilter | None:
+    def _filter_or_refuse(self, request: HttpRequest) -> DeadFilter | None:
         try:
             return dead_filter_of(request)
         except api.InvalidPayload as exc:
@@ -837,7 +856,7 @@ class DeadLetterAdmin(WorkItemAdmin):
         dead = self._filter_or_refuse(request)
         if dead is None:
             return HttpResponseRedirect(reverse("admin:workqueue_deadletter_changelist"))
-        grouped = api.group_dead(dead, scope_of(request))
+        grouped = group_dead(dead, scope_of(request))
         keep = request.GET.copy()
         for name in ("q", "kind", "p", "o", "e"):
             keep.pop(name, None)
@@ -854,7 +873,7 @@ class DeadLetterAdmin(WorkItemAdmin):
             "opts": self.opts,
             "grouped": grouped,
             "rows": rows,
-            "scan_max": api.SCAN_MAX,
+            "scan_max": SCAN_MAX,
             "filter": dead.described(),
             "filter_query": request.GET.urlencode(),
             "triage": self.has_triage_permission(request),
@@ -883,7 +902,7 @@ class DeadLetterAdmin(WorkItemAdmin):
             except api.InvalidPayload as exc:
                 self.message_user(request, f"{exc}; nothing was changed.", messages.ERROR)
                 return HttpResponseRedirect(changelist)
-            swept = api.act_on_every_match(
+            swept = act_on_every_match(
                 action, dead, until, lambda org_id: _actor(request, org_id), scope
             )
             done_so_far = _count_field(request, "done_so_far") + swept.changed
@@ -906,9 +925,9 @@ class DeadLetterAdmin(WorkItemAdmin):
                 if scope is not None:
                     back.pop("org", None)  # not a filter of a tenant's staff's list
                 return HttpResponseRedirect(f"{changelist}?{back.urlencode()}")
-            counted = api.count_dead(dead, scope, until)
+            counted = count_dead(dead, scope, until)
         else:
-            counted = api.count_dead(dead, scope)
+            counted = count_dead(dead, scope)
             until = counted.read_at
         # The form posts the filter as shown: a window ("the last hour") as the moment it
         # stood for, so the run acts on the rows this page counted.
@@ -932,7 +951,7 @@ class DeadLetterAdmin(WorkItemAdmin):
             "filter_query": request.GET.urlencode(),
             "batch": wq_settings.TRIAGE_BATCH,
             "budget": wq_settings.TRIAGE_BATCH * wq_settings.TRIAGE_MAX_BATCHES,
-            "scan_max": api.SCAN_MAX,
+            "scan_max": SCAN_MAX,
         }
         return TemplateResponse(request, "admin/workqueue/deadletter/matching.html", context)
 
@@ -1007,10 +1026,8 @@ class PauseForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["lane"].choices = [(lane, lane) for lane in api.declared_lanes()]
-        self.fields["kind"].choices = [("", "(the whole lane)")] + [
-            (k, k) for k in api.known_kinds()
-        ]
+        self.fields["lane"].choices = [(lane, lane) for lane in declared_lanes()]
+        self.fields["kind"].choices = [("", "(the whole lane)")] + [(k, k) for k in known_kinds()]
 
     def validate_unique(self) -> None:
         # Checked by the pause itself (on the system login): a lane paused already stays as
@@ -1024,7 +1041,7 @@ class PauseForm(forms.ModelForm):
 @admin.register(Pause)
 class PauseAdmin(admin.ModelAdmin):
     """Paused lanes and kinds: the operator's only (a pause stops every tenant's work). Adding
-    one pauses (``api.pause``), the "resume" action resumes (``api.resume``, which wakes the
+    one pauses (``pause``), the "resume" action resumes (``resume``, which wakes the
     lane's workers); both audited with the operator as actor. No edits and no deletes: a pause
     ends by resuming."""
 
@@ -1059,7 +1076,7 @@ class PauseAdmin(admin.ModelAdmin):
         if not isinstance(obj, Pause) or not is_operator(request):
             raise PermissionDenied
         rctx = getattr(request, "rctx", None)
-        paused, changed = api.pause(
+        paused, changed = pause(
             actor_of(request.user),
             obj.lane,
             obj.kind or None,
@@ -1081,7 +1098,7 @@ class PauseAdmin(admin.ModelAdmin):
             ended.target
             for pause in queryset
             if (
-                ended := api.resume(
+                ended := resume(
                     actor_of(request.user),
                     pause.lane,
                     pause.kind or None,

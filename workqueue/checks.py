@@ -25,6 +25,12 @@ from wqcore.conf import LOGIN_SETTINGS, system_alias, tenant_alias, wq_settings
 unreachable_hint: Callable[[str], str] | None = None
 
 
+def set_unreachable_hint(hint: Callable[[str], str]) -> None:
+    """Say an unreachable database in the site's own words (its set-up, its variables)."""
+    global unreachable_hint
+    unreachable_hint = hint
+
+
 def settings_problems() -> list[str]:
     """What is wrong with ``WORKQUEUE`` itself: unknown names, wrong types, lanes that are no
     lane names, aliases DATABASES lacks, a tenancy that cannot be used."""

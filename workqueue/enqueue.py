@@ -34,6 +34,7 @@ from workqueue.inputs import (
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import Status, WorkItem, new_item_id
 from workqueue.rows import items_from_rows, items_of
+from workqueue.signals import send_enqueued, work_enqueued
 from wqcore.arrays import IntArray, SmallIntArray, TextArray, TimestamptzArray, UUIDArray
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, TenantBatches, arun, run
@@ -330,7 +331,10 @@ def enqueue(
             concurrency_key,
         )
     )
-    return run(enqueue_plan(Author.of(ctx), row))
+    item, outcome = run(enqueue_plan(Author.of(ctx), row))
+    if outcome == Outcome.INSERTED:
+        send_enqueued([(item.id, item.kind, item.lane)])
+    return item, outcome
 
 
 async def aenqueue(
@@ -529,7 +533,16 @@ def enqueue_many(ctx: OpContext, items: Sequence[NewItem]) -> list[tuple[uuid.UU
     """
     with _collector_paused(len(items)):
         plan = _many_plan(Author.of(ctx), items)
-        return run(plan) if plan is not None else []
+        outcomes: list[tuple[uuid.UUID, Outcome]] = run(plan) if plan is not None else []
+    if work_enqueued.has_listeners(WorkItem):
+        send_enqueued(
+            [
+                (id_, new.kind, new.lane or get_kind(new.kind).lane)
+                for new, (id_, outcome) in zip(items, outcomes, strict=True)
+                if outcome == Outcome.INSERTED
+            ]
+        )
+    return outcomes
 
 
 async def aenqueue_many(

@@ -38,6 +38,17 @@ work_failed = Signal()
 work_retried = Signal()
 work_dead_lettered = Signal()
 work_done = Signal()
+# Items were inserted by ``enqueue`` or ``enqueue_many`` (the sync face, which joins the caller's
+# transaction), sent right after the statement, before the commit: ``items``, a list of
+# ``(id, kind, lane)``. For code that acts when that transaction commits (``transaction.on_commit``
+# in the receiver): the testing module's ``inline``.
+work_enqueued = Signal()
+
+
+def send_enqueued(items: list[tuple[Any, str, str]]) -> None:
+    """``work_enqueued`` for what an enqueue inserted, when anything listens."""
+    if items and work_enqueued.has_listeners(WorkItem):
+        work_enqueued.send(WorkItem, items=items)
 
 
 def log_receiver_failures(signal_name: str, results: list[tuple[Any, Any]]) -> None:

@@ -29,7 +29,17 @@ from django.views.decorators.csrf import csrf_exempt
 from tenancy.contexts import OpContext, Role
 from tenancy.membership import ORG_HEADER
 from workqueue import api
-from workqueue.inputs import check_caller_key, check_when
+from workqueue.idempotency import (
+    KeyInFlight,
+    KeyReused,
+    Stored,
+    check_key,
+    claim_key,
+    fingerprint,
+    store_response,
+)
+from workqueue.inputs import check_caller_key, check_lane, check_when
+from workqueue.lanes import declared_lanes, is_declared
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
 # or an id in the body would be ignored silently otherwise).
@@ -39,7 +49,7 @@ KEY_HEADER = "Idempotency-Key"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
 
 
-def error(status: int, message: str, field: str | None = None, **headers: str) -> JsonResponse:
+def json_error(status: int, message: str, field: str | None = None, **headers: str) -> JsonResponse:
     """A JSON error naming the field at fault (the part of ``message`` before its colon)."""
     if field is None and ": " in message:
         field = message.split(": ", 1)[0]
@@ -89,15 +99,15 @@ def _member(request: HttpRequest) -> OpContext | JsonResponse:
     """The signed-in member's context, or the answer that refuses the request."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
-        return error(
+        return json_error(
             401, "sign in first (a session cookie from /login/)", "", WWW_Authenticate="Session"
         )
     refused = _CsrfCheck(lambda r: None).process_view(request, None, (), {})  # type: ignore[arg-type,return-value]
     if refused:
-        return error(403, f"CSRF: {refused}; send the csrftoken cookie's value as X-CSRFToken")
+        return json_error(403, f"CSRF: {refused}; send the csrftoken cookie's value as X-CSRFToken")
     op: OpContext | None = getattr(request, "op", None)
     if op is None:
-        return error(403, "you are not a member of any tenant", "")
+        return json_error(403, "you are not a member of any tenant", "")
     return op
 
 
@@ -107,7 +117,7 @@ def _no_query(request: HttpRequest) -> JsonResponse | None:
     if not request.GET:
         return None
     name = sorted(request.GET)[0][:60]
-    return error(
+    return json_error(
         400,
         f"{name}: unknown query parameter (the API takes none; the tenant and the author come "
         f"from the signed-in user, or {ORG_HEADER})",
@@ -116,20 +126,20 @@ def _no_query(request: HttpRequest) -> JsonResponse | None:
 
 
 def _not_allowed(allowed: str) -> JsonResponse:
-    return error(405, f"method not allowed: use {allowed}", "", Allow=allowed)
+    return json_error(405, f"method not allowed: use {allowed}", "", Allow=allowed)
 
 
 def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
     """The JSON object a POST carries, or the answer that refuses it."""
     if request.content_type != "application/json":
-        return error(415, "Content-Type: must be application/json")
+        return json_error(415, "Content-Type: must be application/json")
     charset = (request.content_params or {}).get("charset", "utf-8").lower()
     if charset not in ("utf-8", "utf8"):
-        return error(415, "Content-Type: JSON must be sent as UTF-8")
+        return json_error(415, "Content-Type: JSON must be sent as UTF-8")
     try:
         raw = request.body
     except RequestDataTooBig:
-        return error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
+        return json_error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
 
     def refuse_constant(name: str) -> None:
         raise ValueError(f"{name} is not JSON")
@@ -137,17 +147,17 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=refuse_constant)
     except UnicodeDecodeError:
-        return error(400, "body: not valid UTF-8")
+        return json_error(400, "body: not valid UTF-8")
     except RecursionError:
-        return error(400, "body: nested too deeply")
+        return json_error(400, "body: nested too deeply")
     except ValueError as exc:
-        return error(400, f"body: not valid JSON ({exc})")
+        return json_error(400, f"body: not valid JSON ({exc})")
     if not isinstance(body, dict):
-        return error(400, f"body: must be a JSON object, got {type(body).__name__}")
+        return json_error(400, f"body: must be a JSON object, got {type(body).__name__}")
     unknown = sorted(set(body) - set(FIELDS))
     if unknown:
         name = field_name(unknown[0])
-        return error(
+        return json_error(
             400,
             f"{name}: unknown field (a body has {', '.join(FIELDS)}; the author "
             "and tenant come from the signed-in user)",
@@ -155,7 +165,7 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
         )
     for name in REQUIRED:
         if name not in body:
-            return error(400, f"{name}: required")
+            return json_error(400, f"{name}: required")
     return body
 
 
@@ -174,9 +184,9 @@ def _lane(value: Any) -> str | None:
     process's ``/metrics``; a caller may not grow either."""
     if value is None:
         return None
-    lane = api.check_lane(value)
-    if not api.is_declared(lane):
-        declared = ", ".join(api.declared_lanes())
+    lane = check_lane(value)
+    if not is_declared(lane):
+        declared = ", ".join(declared_lanes())
         raise api.InvalidPayload(
             f"lane: {lane!r} is not a lane this site declares (declared: {declared}); "
             "the site declares lanes in WORKQUEUE['LANES'] or by a kind"
@@ -219,13 +229,13 @@ def work_collection(request: HttpRequest) -> JsonResponse:
         return body
     header = request.headers.get(KEY_HEADER)
     try:
-        key = api.check_key(header, KEY_HEADER) if header is not None else None
+        key = check_key(header, KEY_HEADER) if header is not None else None
         # A savepoint: a refused request leaves nothing, its key claim included.
         with transaction.atomic():
             claim = None
             if key is not None:
-                claim = api.claim_key(op, key, api.fingerprint("POST", request.path, body))
-                if isinstance(claim, api.Stored):
+                claim = claim_key(op, key, fingerprint("POST", request.path, body))
+                if isinstance(claim, Stored):
                     return JsonResponse(
                         claim.body, status=200, headers={"Idempotent-Replayed": "true"}
                     )
@@ -242,15 +252,15 @@ def work_collection(request: HttpRequest) -> JsonResponse:
             status = 201 if outcome == api.Outcome.INSERTED else 200
             answer = {"item": item_json(item), "outcome": outcome.value}
             if claim is not None:
-                api.store_response(op, claim, status, answer)
+                store_response(op, claim, status, answer)
     except api.InvalidPayload as exc:
-        return error(400, str(exc))
-    except api.KeyReused as exc:
-        return error(422, f"{KEY_HEADER}: {exc}")
-    except api.KeyInFlight as exc:
-        return error(409, f"{KEY_HEADER}: {exc}")
+        return json_error(400, str(exc))
+    except KeyReused as exc:
+        return json_error(422, f"{KEY_HEADER}: {exc}")
+    except KeyInFlight as exc:
+        return json_error(409, f"{KEY_HEADER}: {exc}")
     except api.Conflict as exc:
-        return error(409, str(exc), "")
+        return json_error(409, str(exc), "")
     return JsonResponse(answer, status=status, headers={"Location": f"/api/work/{item.id}"})
 
 
@@ -269,7 +279,7 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
     # The view runs in the member's tenant scope: the everyday login sees this tenant's rows only.
     item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
     if item is None:
-        return error(404, "no such work item in your tenant", "")
+        return json_error(404, "no such work item in your tenant", "")
     return JsonResponse({"item": item_json(item)})
 
 
@@ -302,16 +312,16 @@ def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
         return refused
     try:
         if request.body.strip() not in (b"", b"{}"):
-            return error(400, "body: cancel takes no body (send none, or {})")
+            return json_error(400, "body: cancel takes no body (send none, or {})")
     except RequestDataTooBig:
-        return error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
+        return json_error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
     wanted = _item_id(item_id)
     # Read under the member's tenant (row-level security): another tenant's id is not found.
     item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
     if item is None:
-        return error(404, "no such work item in your tenant", "")
+        return json_error(404, "no such work item in your tenant", "")
     if op.role not in CANCEL_ANY and item.created_by != op.user_id:
-        return error(
+        return json_error(
             403, "role: a member cancels the items they enqueued; owners and admins cancel any"
         )
     was_cancelled = item.status == api.Status.CANCELLED
@@ -319,9 +329,9 @@ def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
         with transaction.atomic():
             item = api.cancel(op, item.id)
     except api.NotFound:
-        return error(404, "no such work item in your tenant", "")
+        return json_error(404, "no such work item in your tenant", "")
     except api.Conflict as exc:
-        return error(409, f"status: {exc}")
+        return json_error(409, f"status: {exc}")
     if item.status == api.Status.CANCELLED:
         outcome = "already_cancelled" if was_cancelled else "cancelled"
         return JsonResponse({"item": item_json(item), "outcome": outcome}, status=200)

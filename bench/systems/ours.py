@@ -203,7 +203,7 @@ def fill(
     ``keys`` spreads them over that many concurrency keys."""
     from datetime import UTC, datetime, timedelta
 
-    from workqueue.api import NewItem, enqueue_many
+    from workqueue.runtime import NewItem, enqueue_many
 
     when = datetime.now(UTC) + timedelta(hours=1) if held_back else None
     for start in range(0, n, batch):
@@ -229,7 +229,7 @@ def fill_sql(
     ``keys`` spreads them over that many concurrency keys."""
     from django.db import connections
 
-    from workqueue.api import enqueue
+    from workqueue.runtime import enqueue
 
     key = "k0" if keys else None
     seed, _ = enqueue(ctx, kind, payload or {"seq": 0}, concurrency_key=key)
@@ -462,7 +462,7 @@ def main() -> None:
     setup_django(args.dsn, args.config)
     ctx = prepare(args.dsn)
     extra = {"config": args.config, **SETTINGS[args.config], **CONFIG_ENV.get(args.config, {})}
-    from workqueue import api
+    from workqueue import runtime
 
     if args.workload == "drain":
         fill(ctx, args.n, held_back=args.config in RUNWORKER_CONFIGS)
@@ -475,7 +475,7 @@ def main() -> None:
         settle(args.dsn)  # the migrations settled before the timed part, as for every system
         started = time.perf_counter()
         for i in range(args.n):
-            api.enqueue(ctx, KIND, {"seq": i})
+            runtime.enqueue(ctx, KIND, {"seq": i})
         single = args.n / (time.perf_counter() - started)
         started = time.perf_counter()
         fill(ctx, args.bulk_n, args.batch)
@@ -500,7 +500,7 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
 
     import ours_kinds
 
-    from workqueue import api
+    from workqueue import runtime
 
     path = Path(tempfile.mkstemp(prefix="wake-ours-")[1])
     # The worker records each step of its path beside the handler's start (ours_kinds.STEPS).
@@ -517,7 +517,7 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         warmup, seqs = common.wake_seqs(args.n)
         sent: dict[int, float] = {}
         for seq in warmup + seqs:
-            api.enqueue(ctx, KIND, {"seq": seq})
+            runtime.enqueue(ctx, KIND, {"seq": seq})
             if seq >= 0:
                 sent[seq] = common.stamp()
             time.sleep(args.interval_ms / 1000)
@@ -531,15 +531,16 @@ def wake(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
 
 def _claim_complete_cycles(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
     from tenancy.contexts import AppType, new_request_context
-    from workqueue import api
+    from workqueue.claim import claim
+    from workqueue.settle import complete
 
     rctx = new_request_context(AppType.WORKER)
     claims, cycles = [], []
     for _ in range(n):
         t0 = time.perf_counter()
-        [(item_ctx, item)] = api.claim(rctx, "default", [kind], "bench", 30, 1)
+        [(item_ctx, item)] = claim(rctx, "default", [kind], "bench", 30, 1)
         t1 = time.perf_counter()
-        api.complete(item_ctx, item)
+        complete(item_ctx, item)
         t2 = time.perf_counter()
         claims.append((t1 - t0) * 1000)
         cycles.append((t2 - t0) * 1000)
@@ -549,13 +550,13 @@ def _claim_complete_cycles(n: int, kind: str = KIND) -> tuple[list[float], list[
 def _empty_claims(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
     """Claims that find nothing (every waiting item's key is held): their latency."""
     from tenancy.contexts import AppType, new_request_context
-    from workqueue import api
+    from workqueue.claim import claim
 
     rctx = new_request_context(AppType.WORKER)
     claims = []
     for _ in range(n):
         t0 = time.perf_counter()
-        assert api.claim(rctx, "default", [kind], "bench", 30, 1) == []
+        assert claim(rctx, "default", [kind], "bench", 30, 1) == []
         claims.append((time.perf_counter() - t0) * 1000)
     return claims, claims
 
@@ -563,7 +564,8 @@ def _empty_claims(n: int, kind: str = KIND) -> tuple[list[float], list[float]]:
 def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     from ours_kinds import CAPPED_KIND
 
-    from workqueue import api
+    from workqueue.claim import claim
+    from workqueue.pauses import pause
 
     kind = CAPPED_KIND if args.config == "kind_capped" else KIND
     keys = KEYS.get(args.config, 0)
@@ -574,7 +576,7 @@ def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         fill(ctx, args.depth, kind=kind, keys=keys)
         how = "enqueue_many"
     if args.config == "paused_other":
-        api.pause("bench", "default", CAPPED_KIND)
+        pause("bench", "default", CAPPED_KIND)
     settle(args.dsn)
     cycles_of = _claim_complete_cycles
     if args.config == "one_key_held":
@@ -582,7 +584,7 @@ def depth(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         from tenancy.contexts import AppType, new_request_context
 
         rctx = new_request_context(AppType.WORKER)
-        assert len(api.claim(rctx, "default", [kind], "holder", 3600, 1)) == 1
+        assert len(claim(rctx, "default", [kind], "holder", 3600, 1)) == 1
         cycles_of = _empty_claims
     # Warm the plans and the connections (a claim that walks a held key's backlog needs fewer).
     cycles_of(20 if cycles_of is _claim_complete_cycles else 2, kind)
@@ -607,7 +609,9 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     from django.db import connections
 
     from tenancy.contexts import AppType, new_request_context
-    from workqueue import api
+    from workqueue import runtime
+    from workqueue.claim import claim
+    from workqueue.settle import complete_many
 
     held_back = args.config in RUNWORKER_CONFIGS
     fill(ctx, args.n, held_back=held_back)
@@ -617,15 +621,15 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     fill_sql(ctx, args.churn)
     rctx = new_request_context(AppType.WORKER)
     pushed = 0
-    while batch := api.claim(rctx, "default", [KIND], "churn", 30, 1000):
-        done = api.complete_many([api.Fence.of(i) for _, i in batch])
+    while batch := claim(rctx, "default", [KIND], "churn", 30, 1000):
+        done = complete_many([runtime.Fence.of(i) for _, i in batch])
         pushed += len(done)
     # one sweep: the purge of done items (the sweep's step for finished work)
     with connections["admin"].cursor() as cursor:
         cursor.execute("SELECT now()")
         (now,) = cursor.fetchone()
     purged = 0
-    while deleted := api.purge_items(rctx, now, batch=5000, max_batches=100):
+    while deleted := runtime.purge_items(rctx, now, batch=5000, max_batches=100):
         purged += deleted
     with connections["admin"].cursor() as cursor:
         cursor.execute("SELECT current_setting('autovacuum')")
@@ -652,7 +656,7 @@ def bloat(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         with connections["admin"].cursor() as cursor:
             cursor.execute("SELECT now()")
             (now,) = cursor.fetchone()
-        while api.purge_items(rctx, now, batch=5000, max_batches=100):
+        while runtime.purge_items(rctx, now, batch=5000, max_batches=100):
             pass
         with connections["admin"].cursor() as cursor:
             cursor.execute("VACUUM workqueue_workitem")
@@ -686,7 +690,7 @@ def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
     from tenancy.models import Membership, Org
 
     User = get_user_model()
-    from workqueue import api
+    from workqueue import runtime
 
     fill_sql(ctx, args.depth, {"seq": -1, "quiet": True})
     org_b = Org.objects.using("admin").create(name="B", slug=f"bench-b-{uuid.uuid4().hex[:8]}")
@@ -711,7 +715,7 @@ def fairness(args: Any, ctx: Any, extra: dict[str, Any]) -> None:
         a_before, t0 = done_of_a(), time.time()
         seq = 0
         while time.time() - t0 < args.seconds:
-            api.enqueue(ctx_b, KIND, {"seq": seq})
+            runtime.enqueue(ctx_b, KIND, {"seq": seq})
             sent[seq] = common.stamp()
             seq += 1
             time.sleep(args.interval_ms / 1000)

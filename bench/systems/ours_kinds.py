@@ -13,8 +13,7 @@ from typing import Any
 import _common as common
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, WorkItem, register
+from workqueue.runtime import Kind, Payload, Run, WorkItem, handles, register
 
 KIND = "BENCH_NOOP"
 
@@ -72,7 +71,7 @@ class _StampingEvent:
 
 def _trace_steps() -> None:
     from workers import listen, running
-    from workqueue import api
+    from workqueue import runtime
     from wqcore import store
 
     listener_init = listen.Listener.__init__
@@ -81,7 +80,7 @@ def _trace_steps() -> None:
         listener_init(self, lane, _StampingEvent(wake), *args, **kwargs)
 
     listen.Listener.__init__ = init  # type: ignore[method-assign]
-    aclaim = api.aclaim
+    aclaim = runtime.aclaim
 
     async def claim(*args: Any, **kwargs: Any) -> Any:
         _step("claim")
@@ -89,7 +88,7 @@ def _trace_steps() -> None:
         _step("claimed")
         return claimed
 
-    api.aclaim = claim
+    runtime.aclaim = claim
     execute = store.AsyncStore.execute
 
     async def run_step(self: Any, step: Any) -> Any:

@@ -27,8 +27,7 @@ from django.db import connections
 
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
-from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, RetryPolicy, WorkItem, register
+from workqueue.api import Kind, Payload, RetryPolicy, Run, WorkItem, handles, register
 
 # Retries come quickly: a connection cut by the test is the failure here, not the work.
 FAST_RETRY = RetryPolicy(base_s=0.2, factor=2.0, cap_s=1.0)

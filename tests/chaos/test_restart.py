@@ -20,6 +20,8 @@ from tenancy.contexts import OpContext
 from tests import summary
 from tests.helpers import row
 from workqueue import api
+from workqueue.claim import claim
+from workqueue.settle import complete
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("committed")]
 
@@ -44,14 +46,14 @@ def test_a_claimed_attempt_survives_an_immediate_restart(ctx: OpContext, worker_
         # Let the enqueues reach the disk first: only the claim's own commit is on trial.
         with connections["admin"].cursor() as cursor:
             cursor.execute("CHECKPOINT")
-        claimed = api.claim(worker_rctx, "default", ["NOOP"], "crash-test", 30, limit=5)
+        claimed = claim(worker_rctx, "default", ["NOOP"], "crash-test", 30, limit=5)
         assert len(claimed) == 5
         _restart_immediately(pgdata)
         after = [row(item.id) for item in items]
         assert [(i.status, i.attempts) for i in after] == [("claimed", 1)] * 5
         kept += len(after)
         for item_ctx, item in claimed:
-            api.complete(item_ctx, item)
+            complete(item_ctx, item)
     summary.state(
         "restart",
         f"restart: {kept}/{kept} claims and their attempts kept across {ROUNDS} immediate"

@@ -8,23 +8,24 @@ from typing import Any
 
 import pytest
 
-from workqueue import api
+from workqueue import claim, enqueue, maintenance, settle
 from wqcore.store import aclose_async_store
 
-# The transitions that come in pairs (sync on Django's connections, async on the store's own).
-PAIRED = (
-    "claim",
-    "complete",
-    "complete_many",
-    "defer",
-    "enqueue",
-    "enqueue_many",
-    "extend_lease",
-    "extend_leases",
-    "fail",
-    "release",
-    "requeue_stale",
-)
+# The transitions that come in pairs (sync on Django's connections, async on the store's own),
+# by the module that makes them.
+PAIRED = {
+    "claim": claim,
+    "complete": settle,
+    "complete_many": settle,
+    "defer": settle,
+    "enqueue": enqueue,
+    "enqueue_many": enqueue,
+    "extend_lease": settle,
+    "extend_leases": settle,
+    "fail": settle,
+    "release": settle,
+    "requeue_stale": maintenance,
+}
 
 
 async def _once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -38,11 +39,11 @@ async def _once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 class Face:
     def __init__(self, name: str) -> None:
         self.name = name
-        for transition in PAIRED:
+        for transition, module in PAIRED.items():
             if name == "sync":
-                setattr(self, transition, getattr(api, transition))
+                setattr(self, transition, getattr(module, transition))
             else:
-                setattr(self, transition, self._async(getattr(api, f"a{transition}")))
+                setattr(self, transition, self._async(getattr(module, f"a{transition}")))
 
     @staticmethod
     def _async(fn: Callable[..., Any]) -> Callable[..., Any]:

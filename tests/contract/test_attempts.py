@@ -10,9 +10,10 @@ from django.db import connections
 
 from tenancy.scope import tenant_scope
 from tests.helpers import back_date, row, statements
-from workqueue import api
+from workqueue import api, runtime
 from workqueue.inputs import TRACEBACK_MAX
 from workqueue.models import Attempt, AttemptOutcome, Status
+from workqueue.settle import complete_many
 
 WORKER = "host-a:4242:abc123"
 
@@ -32,10 +33,10 @@ def test_a_completion_records_its_attempt_in_the_same_statement(face, ctx, worke
     assert held.claimed_at is not None
     if face.name == "sync":
         with statements("system") as ran:
-            assert face.complete_many([api.Fence.of(held)]) == {item.id}
+            assert face.complete_many([runtime.Fence.of(held)]) == {item.id}
         assert len(ran) == 1  # no round trip of its own
     else:
-        assert face.complete_many([api.Fence.of(held)]) == {item.id}
+        assert face.complete_many([runtime.Fence.of(held)]) == {item.id}
     [attempt] = _attempts(item.id)
     assert (attempt.org_id, attempt.attempt, attempt.outcome) == (ctx.org_id, 1, "done")
     assert (attempt.worker, attempt.host) == (WORKER, "host-a")
@@ -89,18 +90,18 @@ def test_a_defer_spends_no_attempt_and_records_none(face, ctx, worker_rctx) -> N
     assert _attempts(item.id) == []
 
 
-def test_attempts_are_purged_with_their_item(ctx, worker_rctx) -> None:
+def test_attempts_are_purged_with_their_item(face, ctx, worker_rctx) -> None:
     old, _ = api.enqueue(ctx, "NOOP", {}, lane="att-purge")
-    _item_ctx, held = _claim_one(api, ctx, worker_rctx, "att-purge")
-    api.complete_many([api.Fence.of(held)])
+    _item_ctx, held = _claim_one(face, ctx, worker_rctx, "att-purge")
+    complete_many([runtime.Fence.of(held)])
     kept, _ = api.enqueue(ctx, "NOOP", {}, lane="att-purge")
-    _item_ctx, held = _claim_one(api, ctx, worker_rctx, "att-purge")
-    api.complete_many([api.Fence.of(held)])
+    _item_ctx, held = _claim_one(face, ctx, worker_rctx, "att-purge")
+    complete_many([runtime.Fence.of(held)])
     back_date(old.id, updated_at=7200)
     with connections["admin"].cursor() as cursor:
         cursor.execute("SELECT now() - interval '1 hour'")
         cutoff = cursor.fetchone()[0]
-    assert api.purge_items(worker_rctx, cutoff) == 1
+    assert runtime.purge_items(worker_rctx, cutoff) == 1
     assert _attempts(old.id) == [] and len(_attempts(kept.id)) == 1
 
 

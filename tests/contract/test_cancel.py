@@ -13,8 +13,18 @@ from audit.models import AuditEntry
 from tenancy.contexts import OpContext, Role
 from tests.factories import UserFactory
 from tests.helpers import back_date, row
-from workqueue import api
+from workqueue import api, runtime, settle
+from workqueue.cancel import (
+    acancel_drawn,
+    cancel_drawn,
+    cancel_held,
+    is_cancel_requested,
+    operator_cancel_matching,
+)
+from workqueue.claim import claim
 from workqueue.models import Status, WorkItem
+from workqueue.settle import complete
+from workqueue.triage import Drawn
 from wqcore.store import aclose_async_store
 
 
@@ -25,7 +35,7 @@ def _entries(item_id: uuid.UUID) -> list[AuditEntry]:
 
 
 def _claim(worker_rctx, item_id: uuid.UUID, lane: str = "default"):  # type: ignore[no-untyped-def]
-    for pair in api.claim(worker_rctx, lane, ["NOOP"], "w1", 30, 100):
+    for pair in claim(worker_rctx, lane, ["NOOP"], "w1", 30, 100):
         if pair[1].id == item_id:
             return pair
     raise AssertionError("not claimed")
@@ -42,7 +52,7 @@ def test_a_pending_item_is_cancelled_at_once_audited_and_never_claimed(
     item, _ = api.enqueue(ctx, "NOOP", {"n": 1})
     cancelled = api.cancel(operator, item.id)
     assert cancelled.status == Status.CANCELLED and cancelled.cancel_requested_at is not None
-    assert api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 100) == []
+    assert claim(worker_rctx, "default", ["NOOP"], "w1", 30, 100) == []
     assert row(item.id).status == Status.CANCELLED
     [entry] = _entries(item.id)
     assert (entry.action, entry.actor, entry.org_id) == (
@@ -63,26 +73,26 @@ def test_a_running_item_gets_a_request_its_renewal_reports_and_its_holder_ends_i
     item, _ = api.enqueue(ctx, "NOOP", {"n": 1})
     item_ctx, held = _claim(worker_rctx, item.id)
     asked = api.cancel(_operator(ctx), item.id)
-    assert asked.status == Status.CLAIMED and api.is_cancel_requested(asked)
+    assert asked.status == Status.CLAIMED and is_cancel_requested(asked)
     assert _entries(item.id)[-1].action == "work.cancel_requested"
     # The renewal still renews it, and says so.
-    renewed = api.extend_leases([api.Fence.of(held)], 30)
+    renewed = settle.extend_leases([runtime.Fence.of(held)], 30)
     assert renewed == {item.id} and renewed.cancel_requested == {item.id}
-    ended = api.cancel_held(item_ctx, held, "cancelled as asked while it ran")
+    ended = cancel_held(item_ctx, held, "cancelled as asked while it ran")
     assert ended.status == Status.CANCELLED and ended.claim_token is None
     assert _entries(item.id)[-1].action == "work.cancelled"
     # A late write of the same holder is refused by the token.
     with pytest.raises(api.Conflict):
-        api.complete(item_ctx, held)
+        complete(item_ctx, held)
     with pytest.raises(api.Conflict):
-        api.cancel_held(item_ctx, held, "again")
+        cancel_held(item_ctx, held, "again")
     assert row(item.id).status == Status.CANCELLED
 
 
 def test_the_renewal_reports_nothing_for_items_nobody_cancelled(ctx, worker_rctx) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(ctx, "NOOP", {"n": 1})
     _, held = _claim(worker_rctx, item.id)
-    renewed = api.extend_leases([api.Fence.of(held)], 30)
+    renewed = settle.extend_leases([runtime.Fence.of(held)], 30)
     assert renewed == {item.id} and renewed.cancel_requested == frozenset()
 
 
@@ -94,8 +104,8 @@ def test_async_face_reports_the_request_too(ctx: OpContext, worker_rctx) -> None
     async def go():  # type: ignore[no-untyped-def]
         try:
             await api.acancel(operator, item.id)
-            renewed = await api.aextend_leases([api.Fence.of(held)], 30)
-            ended = await api.acancel_held(item_ctx, held, "asked")
+            renewed = await runtime.aextend_leases([runtime.Fence.of(held)], 30)
+            ended = await runtime.acancel_held(item_ctx, held, "asked")
             return renewed, ended
         finally:
             await aclose_async_store()
@@ -112,13 +122,13 @@ def test_a_holder_that_hands_back_a_cancelled_item_ends_it_cancelled(
     item_ctx, held = _claim(worker_rctx, item.id)
     api.cancel(_operator(ctx), item.id)
     if how == "retry":
-        after = api.fail(item_ctx, held, "boom")
+        after = settle.fail(item_ctx, held, "boom")
     elif how == "release":
-        after = api.release(item_ctx, held, "shutdown")
+        after = settle.release(item_ctx, held, "shutdown")
     else:
-        after = api.defer(item_ctx, held, 60, "snoozed")
+        after = settle.defer(item_ctx, held, 60, "snoozed")
     assert after.status == Status.CANCELLED
-    assert api.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 100) == []
+    assert claim(worker_rctx, "default", ["NOOP"], "w2", 30, 100) == []
 
 
 def test_the_sweep_ends_a_dead_holders_cancelled_item_cancelled(ctx, worker_rctx) -> None:  # type: ignore[no-untyped-def]
@@ -128,7 +138,7 @@ def test_the_sweep_ends_a_dead_holders_cancelled_item_cancelled(ctx, worker_rctx
     _claim(worker_rctx, item.id)
     api.cancel(_operator(ctx), item.id)
     back_date(item.id, lease_expires_at=90)
-    moved = api.requeue_stale(service_context(worker_rctx, ctx.org_id))
+    moved = runtime.requeue_stale(service_context(worker_rctx, ctx.org_id))
     assert (moved.requeued, moved.dead_lettered, moved.cancelled) == (0, 0, 1)
     assert row(item.id).status == Status.CANCELLED
     assert _entries(item.id)[-1].action == "work.cancelled"
@@ -139,9 +149,9 @@ def test_a_final_item_is_a_conflict_and_unchanged(ctx, worker_rctx, final: str) 
     item, _ = api.enqueue(ctx, "NOOP", {"n": 1})
     item_ctx, held = _claim(worker_rctx, item.id)
     if final == "done":
-        api.complete(item_ctx, held)
+        complete(item_ctx, held)
     else:
-        api.fail(item_ctx, held, "no", permanent=True)
+        settle.fail(item_ctx, held, "no", permanent=True)
     before = row(item.id)
     with pytest.raises(api.Conflict, match=f"is {final}"):
         api.cancel(_operator(ctx), item.id)
@@ -166,19 +176,19 @@ def test_cancel_drawn_is_fenced_on_what_the_operator_saw(ctx, worker_rctx) -> No
     fresh, _ = api.enqueue(ctx, "NOOP", {"n": 1})
     moved, _ = api.enqueue(ctx, "NOOP", {"n": 2})
     running, _ = api.enqueue(ctx, "NOOP", {"n": 3}, lane="other")
-    drawn = [api.Drawn.of(row(fresh.id)), api.Drawn.of(row(moved.id))]
+    drawn = [Drawn.of(row(fresh.id)), Drawn.of(row(moved.id))]
     back_date(moved.id, updated_at=5)  # changed since the page was drawn
     _claim(worker_rctx, running.id, lane="other")
-    drawn.append(api.Drawn.of(row(running.id)))
-    api.extend_leases([api.Fence.of(row(running.id))], 30)  # its updated_at moves: still ok
-    result = api.cancel_drawn(operator, drawn)
+    drawn.append(Drawn.of(row(running.id)))
+    settle.extend_leases([runtime.Fence.of(row(running.id))], 30)  # its updated_at moves: still ok
+    result = cancel_drawn(operator, drawn)
     assert {i.id for i in result.changed} == {fresh.id, running.id}
     assert result.refused == [moved.id]
     assert row(fresh.id).status == Status.CANCELLED
-    assert api.is_cancel_requested(row(running.id))
+    assert is_cancel_requested(row(running.id))
     assert row(moved.id).status == Status.PENDING
     with pytest.raises(api.InvalidPayload, match="cancel acts on"):
-        api.cancel_drawn(operator, [api.Drawn.of(row(fresh.id))])
+        cancel_drawn(operator, [Drawn.of(row(fresh.id))])
 
 
 def test_bulk_cancel_is_bounded_per_statement_resumable_and_audited(ctx, make_ctx) -> None:  # type: ignore[no-untyped-def]
@@ -207,9 +217,9 @@ def test_the_operators_bulk_cancel_reaches_every_tenant_or_one(ctx, make_ctx) ->
     other = make_ctx()
     api.enqueue_many(ctx, [api.NewItem("NOOP", {"n": i}) for i in range(3)])
     api.enqueue_many(other, [api.NewItem("NOOP", {"n": i}) for i in range(4)])
-    one = api.operator_cancel_matching("ops", "NOOP", org_id=other.org_id)
+    one = operator_cancel_matching("ops", "NOOP", org_id=other.org_id)
     assert one.cancelled == 4
-    rest = api.operator_cancel_matching("ops", "NOOP")
+    rest = operator_cancel_matching("ops", "NOOP")
     assert rest.cancelled == 3 and rest.finished
     entries = AuditEntry.objects.using("admin").filter(action="work.cancelled")
     assert entries.count() == 7 and {e.actor for e in entries} == {"ops"}
@@ -251,7 +261,7 @@ def test_the_renewal_reports_requests_in_its_one_statement(ctx: OpContext, worke
     _, held = _claim(worker_rctx, item.id)
     api.cancel(_operator(ctx), item.id)
     with statements("system", "default") as seen:
-        renewed = api.extend_leases([api.Fence.of(held)], 30)
+        renewed = settle.extend_leases([runtime.Fence.of(held)], 30)
     assert renewed.cancel_requested == {item.id}
     assert len([s for s in seen if "extend_leases" in s]) == 1 and len(seen) == 1, seen
 
@@ -259,12 +269,12 @@ def test_the_renewal_reports_requests_in_its_one_statement(ctx: OpContext, worke
 def test_the_async_bulk_and_drawn_cancels(ctx: OpContext) -> None:
     api.enqueue_many(ctx, [api.NewItem("NOOP", {"n": i}) for i in range(3)])
     drawn, _ = api.enqueue(ctx, "NOOP", {"n": 9}, lane="other")
-    fence = api.Drawn.of(row(drawn.id))
+    fence = Drawn.of(row(drawn.id))
 
     async def go():  # type: ignore[no-untyped-def]
         try:
             bulk = await api.acancel_matching(ctx, "NOOP", lane="default", batch=2)
-            one = await api.acancel_drawn(ctx, [fence])
+            one = await acancel_drawn(ctx, [fence])
             return bulk, one
         finally:
             await aclose_async_store()

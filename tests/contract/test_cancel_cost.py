@@ -21,6 +21,8 @@ from django.db import connections
 
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR, api
+from workqueue import claim as claims
+from workqueue.fence import Fence
 from workqueue.settle import EXTEND_LEASES, ExtendLeasesParams
 from wqcore.statements import Statement
 from wqcore.store import System, run
@@ -73,7 +75,7 @@ def test_what_cancel_costs_the_claim_and_the_renewal(ctx: OpContext, worker_rctx
     _vacuum()
 
     def claim(lane: str) -> Callable[[], object]:
-        return lambda: api.claim(worker_rctx, lane, ["NOOP"], "bench", 300, 10)
+        return lambda: claims.claim(worker_rctx, lane, ["NOOP"], "bench", 300, 10)
 
     claim("base")()  # prepared, planned
     claim("bench")()
@@ -86,8 +88,7 @@ def test_what_cancel_costs_the_claim_and_the_renewal(ctx: OpContext, worker_rctx
     baseline_vacuumed, after_vacuum = _paired_ms(claim("base"), claim("bench"))
 
     held = [
-        api.Fence.of(item)
-        for _, item in api.claim(worker_rctx, "base", ["NOOP"], "bench", 300, 100)
+        Fence.of(item) for _, item in claims.claim(worker_rctx, "base", ["NOOP"], "bench", 300, 100)
     ]
     assert len(held) == 100
     # The same statement without the cancel column, run the same way (prepared, binary).

@@ -14,7 +14,7 @@ from tenancy.models import Membership
 from tests.factories import MembershipFactory
 from tests.helpers import back_date, row, statements
 from workqueue import api, claim
-from workqueue.api import fail_orphaned
+from workqueue.claim import fail_orphaned
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence
 from workqueue.models import Status, WorkItem
@@ -82,17 +82,17 @@ def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx, monkeypatch) -> 
     # Whether caps are in effect is read once per CAPS_CACHE_S (its own statement): read it
     # now and keep the reading, so the claims counted here are the claims alone.
     claim.forget_caps()
-    assert api.claim(worker_rctx, "default", None, "w1", 30, 1) == []
+    assert claim.claim(worker_rctx, "default", None, "w1", 30, 1) == []
     monkeypatch.setattr(claim, "CAPS_CACHE_S", float("inf"))
     for _ in range(20):
         api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
-        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
+        assert len(claim.claim(worker_rctx, "default", None, "w1", 30, 20)) == 20
     # the claim returns every item's context lookup with its row; the plan setting goes before
     # it in the same pipeline (one round trip)
     assert sent == [GENERIC_PLAN, claim.CLAIM.native_sql]
     with statements("default", "system") as sent:
-        assert api.claim(worker_rctx, "default", None, "w1", 30, 20) == []
+        assert claim.claim(worker_rctx, "default", None, "w1", 30, 20) == []
     assert sent == [GENERIC_PLAN, claim.CLAIM.native_sql]
 
 

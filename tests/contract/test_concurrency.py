@@ -8,7 +8,8 @@ from collections import Counter
 from django.db import connections
 
 from tenancy.contexts import AppType, new_request_context
-from workqueue.api import NewItem, claim, enqueue, enqueue_many
+from workqueue.api import NewItem, enqueue, enqueue_many
+from workqueue.claim import claim
 
 
 def _race(claimers: int, work) -> list:

@@ -14,9 +14,13 @@ from django.utils import timezone
 
 from audit.models import AuditEntry
 from tests.helpers import queue_settings
-from workqueue import api
+from workqueue import api, runtime
+from workqueue import pauses as lane_pauses
 from workqueue.api import Kind, NewItem, Payload, register
+from workqueue.claim import claim
 from workqueue.models import Pause, Status, WorkItem
+from workqueue.pauses import pause
+from workqueue.settle import complete, fail
 
 
 class Free(Payload):
@@ -60,11 +64,11 @@ def _claimed(face, rctx, lane="default", kinds=None, limit=10, worker="w1"):  # 
 
 def test_a_paused_lane_is_not_claimed_until_resumed(face, claim_mode, ctx, worker_rctx) -> None:
     item, _ = face.enqueue(ctx, "NOOP", {})
-    paused, changed = api.pause(OPERATOR, "default", reason="deploying")
+    paused, changed = pause(OPERATOR, "default", reason="deploying")
     assert changed and (paused.lane, paused.kind, paused.paused_by) == ("default", "", OPERATOR)
     assert _claimed(face, worker_rctx) == []
     assert WorkItem.objects.using("admin").get(id=item.id).status == Status.PENDING
-    ended = api.resume(OPERATOR, "default")
+    ended = lane_pauses.resume(OPERATOR, "default")
     assert ended is not None and ended.reason == "deploying"
     assert [i.id for i in _claimed(face, worker_rctx)] == [item.id]
 
@@ -72,39 +76,39 @@ def test_a_paused_lane_is_not_claimed_until_resumed(face, claim_mode, ctx, worke
 def test_a_paused_kind_stops_only_that_kind(face, claim_mode, ctx, worker_rctx) -> None:
     noop, _ = face.enqueue(ctx, "NOOP", {})
     other, _ = face.enqueue(ctx, OTHER.name, {})
-    api.pause(OPERATOR, "default", "NOOP")
+    pause(OPERATOR, "default", "NOOP")
     assert [i.id for i in _claimed(face, worker_rctx)] == [other.id]
-    api.resume(OPERATOR, "default", "NOOP")
+    lane_pauses.resume(OPERATOR, "default", "NOOP")
     assert [i.id for i in _claimed(face, worker_rctx)] == [noop.id]
 
 
 def test_resuming_the_lane_leaves_a_kind_paused_on_its_own(ctx, worker_rctx) -> None:
     api.enqueue(ctx, "NOOP", {})
-    api.pause(OPERATOR, "default")
-    api.pause(OPERATOR, "default", "NOOP")
-    api.resume(OPERATOR, "default")
-    assert api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10) == []
-    assert [p.target for p in api.read_pauses()] == ["default:NOOP"]
+    pause(OPERATOR, "default")
+    pause(OPERATOR, "default", "NOOP")
+    lane_pauses.resume(OPERATOR, "default")
+    assert claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10) == []
+    assert [p.target for p in runtime.read_pauses()] == ["default:NOOP"]
 
 
 def test_a_running_item_finishes_while_its_lane_is_paused(ctx, worker_rctx) -> None:
     api.enqueue(ctx, "NOOP", {})
-    [(item_ctx, held)] = api.claim(worker_rctx, "default", None, "w1", 30, 1)
-    api.pause(OPERATOR, "default")
-    assert api.complete(item_ctx, held).status == Status.DONE
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 1)
+    pause(OPERATOR, "default")
+    assert complete(item_ctx, held).status == Status.DONE
 
 
 def test_pause_and_resume_are_audited_once_with_the_actor(ctx) -> None:
     request_id = uuid.uuid4()
-    assert api.pause(OPERATOR, "default", "NOOP", request_id=request_id)[1] is True
-    again, changed = api.pause("someone-else", "default", "NOOP")
+    assert pause(OPERATOR, "default", "NOOP", request_id=request_id)[1] is True
+    again, changed = pause("someone-else", "default", "NOOP")
     assert not changed and again.paused_by == OPERATOR  # the first pause stands
-    assert api.resume(OPERATOR, "default", "NOOP") is not None
-    assert api.resume(OPERATOR, "default", "NOOP") is None  # not paused: nothing to do
+    assert lane_pauses.resume(OPERATOR, "default", "NOOP") is not None
+    assert lane_pauses.resume(OPERATOR, "default", "NOOP") is None  # not paused: nothing to do
     entries = list(AuditEntry.objects.using("admin").order_by("created_at", "action"))
     assert [(e.action, e.actor, e.subject_id, e.org_id) for e in entries] == [
-        ("queue.paused", OPERATOR, "default:NOOP", api.SITE_ORG_ID),
-        ("queue.resumed", OPERATOR, "default:NOOP", api.SITE_ORG_ID),
+        ("queue.paused", OPERATOR, "default:NOOP", lane_pauses.SITE_ORG_ID),
+        ("queue.resumed", OPERATOR, "default:NOOP", lane_pauses.SITE_ORG_ID),
     ]
     assert entries[0].request_id == request_id
     assert entries[1].data["paused_by"] == OPERATOR
@@ -120,7 +124,7 @@ def test_pause_and_resume_are_audited_once_with_the_actor(ctx) -> None:
 )
 def test_a_pause_of_an_unknown_lane_or_kind_is_refused(committed, lane, kind, message) -> None:
     with pytest.raises(api.InvalidPayload, match=message):
-        api.pause(OPERATOR, lane, kind)
+        pause(OPERATOR, lane, kind)
     assert not Pause.objects.using("admin").exists()
 
 
@@ -134,10 +138,10 @@ def test_resume_announces_the_lane_on_work_available(committed) -> None:
     params = connections["admin"].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    api.pause(OPERATOR, "default")
+    pause(OPERATOR, "default")
     with psycopg.connect(**params, autocommit=True) as listener:
         listener.execute("LISTEN work_available")
-        api.resume(OPERATOR, "default")
+        lane_pauses.resume(OPERATOR, "default")
         notices = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
     assert notices == ["default"]
 
@@ -180,9 +184,9 @@ def test_a_retried_item_of_a_key_lets_the_next_one_run(ctx, worker_rctx) -> None
     """A failed item waits for its retry like a new one: it holds no place in its key."""
     first, _ = api.enqueue(ctx, "NOOP", {"n": 1}, concurrency_key="k")
     second, _ = api.enqueue(ctx, "NOOP", {"n": 2}, concurrency_key="k")
-    [(item_ctx, held)] = api.claim(worker_rctx, "default", None, "w1", 30, 10)
-    api.fail(item_ctx, held, "try later")
-    [(_c, nxt)] = api.claim(worker_rctx, "default", None, "w1", 30, 10)
+    [(item_ctx, held)] = claim(worker_rctx, "default", None, "w1", 30, 10)
+    fail(item_ctx, held, "try later")
+    [(_c, nxt)] = claim(worker_rctx, "default", None, "w1", 30, 10)
     assert (held.id, nxt.id) == (first.id, second.id)
 
 
@@ -217,7 +221,7 @@ def test_a_claim_that_loses_the_race_for_a_key_takes_nothing(ctx, worker_rctx) -
     commit = threading.Timer(1.0, rival.commit)
     commit.start()
     try:
-        assert api.claim(worker_rctx, "default", None, "w1", 30, 10) == []
+        assert claim(worker_rctx, "default", None, "w1", 30, 10) == []
     finally:
         commit.join()
         rival.close()
@@ -275,13 +279,13 @@ def test_a_tenant_cap_still_holds_with_keys_and_a_lane_cap(
     committed, make_ctx, worker_rctx
 ) -> None:
     busy, quiet = make_ctx(), make_ctx()
-    api.TenantShare.objects.using("admin").create(org_id=busy.org_id, max_in_flight=2)
+    runtime.TenantShare.objects.using("admin").create(org_id=busy.org_id, max_in_flight=2)
     api.enqueue_many(busy, [NewItem("NOOP", {"n": n}) for n in range(6)])
     api.enqueue_many(quiet, [NewItem("NOOP", {"n": n}, concurrency_key="q") for n in range(3)])
     claim_module = __import__("workqueue.claim", fromlist=["forget_caps"])
     claim_module.forget_caps()
     with queue_settings(LANE_CAPS={"default": 5}):
-        claimed = api.claim(worker_rctx, "default", None, "w1", 30, 10)
+        claimed = claim(worker_rctx, "default", None, "w1", 30, 10)
     by_tenant = {busy.org_id: 0, quiet.org_id: 0}
     for _c, item in claimed:
         by_tenant[item.org_id] += 1
@@ -304,13 +308,13 @@ def test_a_due_item_behind_an_unavailable_one_of_its_key_runs(ctx, worker_rctx) 
     later = timezone.now() + timedelta(hours=1)
     api.enqueue(ctx, "NOOP", {"n": 1}, concurrency_key="k", available_at=later, priority=9)
     due, _ = api.enqueue(ctx, "NOOP", {"n": 2}, concurrency_key="k")
-    assert [i.id for _c, i in api.claim(worker_rctx, "default", None, "w1", 30, 10)] == [due.id]
+    assert [i.id for _c, i in claim(worker_rctx, "default", None, "w1", 30, 10)] == [due.id]
 
 
 def test_a_claim_naming_a_kind_this_process_does_not_know_still_runs(ctx, worker_rctx) -> None:
     """Caps are read from the registry; a kind it lacks has none, and the claim goes on."""
     item, _ = api.enqueue(ctx, "NOOP", {})
-    claimed = api.claim(worker_rctx, "default", ["NOT_REGISTERED_HERE", "NOOP"], "w1", 30, 10)
+    claimed = claim(worker_rctx, "default", ["NOT_REGISTERED_HERE", "NOOP"], "w1", 30, 10)
     assert [i.id for _c, i in claimed] == [item.id]
 
 

@@ -27,8 +27,10 @@ from tests import tasks
 from tests.helpers import queue_settings, statements
 from workers.django_tasks import records
 from workers.django_tasks.models import TaskRecord
-from workqueue import api
+from workqueue import api, runtime
+from workqueue.claim import claim
 from workqueue.models import WorkItem
+from workqueue.settle import complete_many
 from wqcore.store import run
 
 
@@ -337,23 +339,23 @@ def test_the_record_is_written_only_under_the_claim_token_and_purged_with_its_it
     member: OpContext, worker_rctx
 ) -> None:
     result = tasks.add.enqueue(1, 2)
-    [(_, held)] = api.claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
-    stale = api.Fence(held.org_id, held.id, uuid.uuid4())
+    [(_, held)] = claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
+    stale = runtime.Fence(held.org_id, held.id, uuid.uuid4())
     assert run(records.record_start_plan([stale])) == {}
     assert not TaskRecord.objects.using("admin").exists()
-    started = run(records.record_start_plan([api.Fence.of(held)]))
+    started = run(records.record_start_plan([runtime.Fence.of(held)]))
     assert started[held.id].worker_ids == ["w1"]
     ended = records.Ended(return_value="3")
     assert run(records.record_end_plan([(stale, ended)])) == set()
-    assert run(records.record_end_plan([(api.Fence.of(held), ended)])) == {held.id}
-    api.complete_many([api.Fence.of(held)])
+    assert run(records.record_end_plan([(runtime.Fence.of(held), ended)])) == {held.id}
+    complete_many([runtime.Fence.of(held)])
     done = tasks.add.get_result(result.id)
     assert (done.status, done.return_value, done.worker_ids) == (
         TaskResultStatus.SUCCESSFUL,
         3,
         ["w1"],
     )
-    purged = api.purge_items(
+    purged = runtime.purge_items(
         worker_rctx, before=datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)
     )
     assert purged == 1
@@ -368,8 +370,8 @@ def test_the_everyday_login_cannot_write_records(member: OpContext, worker_rctx)
     from tenancy.scope import tenant_scope
 
     tasks.add.enqueue(1, 2)
-    [(_, held)] = api.claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
-    run(records.record_start_plan([api.Fence.of(held)]))
+    [(_, held)] = claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
+    run(records.record_start_plan([runtime.Fence.of(held)]))
     for attack in (
         "UPDATE workqueue_tasks_taskrecord SET return_value = '1'",
         "DELETE FROM workqueue_tasks_taskrecord",

@@ -14,7 +14,6 @@ from django.db import transaction
 from tenancy.contexts import OpContext
 from tests.helpers import queue_settings, statements
 from workqueue.api import (
-    PAYLOAD_DEPTH_MAX,
     InvalidPayload,
     Kind,
     NewItem,
@@ -25,6 +24,7 @@ from workqueue.api import (
     register,
 )
 from workqueue.models import WorkItem
+from workqueue.runtime import PAYLOAD_DEPTH_MAX
 
 
 class FreeForm(Payload):

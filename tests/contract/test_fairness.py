@@ -12,7 +12,9 @@ from django.db import connections, transaction
 from tests.factories import OrgFactory
 from tests.helpers import queue_settings
 from workqueue import api, claim
+from workqueue.fence import Fence
 from workqueue.models import TenantShare
+from workqueue.settle import complete_many
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -82,7 +84,7 @@ def test_a_cap_holds_across_claimers_at_once(ctx, worker_rctx) -> None:
         try:
             barrier.wait()
             for _ in range(5):
-                got.append(len(api.claim(worker_rctx, "default", ["NOOP"], f"w{i}", 30, 10)))
+                got.append(len(claim.claim(worker_rctx, "default", ["NOOP"], f"w{i}", 30, 10)))
         finally:
             connections.close_all()
 
@@ -113,9 +115,9 @@ def test_weights_give_the_stated_shares(ctx, make_ctx, worker_rctx) -> None:
     _backlog(light, 2000)
     taken: Counter = Counter()
     for _ in range(30):
-        batch = api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 30)
+        batch = claim.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 30)
         taken.update(_tenants(batch))
-        api.complete_many([api.Fence.of(item) for _, item in batch])
+        complete_many([Fence.of(item) for _, item in batch])
     share = taken[ctx.org_id] / sum(taken.values())
     assert abs(share - 2 / 3) < 0.05, taken
 
@@ -147,7 +149,7 @@ def test_claimers_racing_for_the_same_offers_still_fill_their_batches(ctx, worke
     def claimer(i: int) -> None:
         try:
             barrier.wait()
-            sizes.append(len(api.claim(worker_rctx, "default", ["NOOP"], f"w{i}", 30, 50)))
+            sizes.append(len(claim.claim(worker_rctx, "default", ["NOOP"], f"w{i}", 30, 50)))
         finally:
             connections.close_all()
 

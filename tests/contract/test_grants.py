@@ -19,7 +19,7 @@ from tenancy.models import Org
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import tenant_scope
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
-from workqueue import api
+from workqueue import api, idempotency
 
 User = get_user_model()
 
@@ -108,8 +108,10 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
         )
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)
-        claim = api.claim_key(ctx, "probe-key", api.fingerprint("POST", "/api/work/", {}))
-        api.store_response(ctx, claim, 201, {"probe": True})
+        claim = idempotency.claim_key(
+            ctx, "probe-key", idempotency.fingerprint("POST", "/api/work/", {})
+        )
+        idempotency.store_response(ctx, claim, 201, {"probe": True})
         append(ctx, "probe", ("probe", ctx.org_id))
         shipment = Shipment.objects.using("admin").create(
             org_id=ctx.org_id, reference="r", recipient_email="r@example.com"

@@ -7,13 +7,12 @@ from django.db import connections
 
 from tenancy.contexts import SYSTEM_ACTOR
 from tests.helpers import back_date, row
-from workqueue import api
-from workqueue.api import (
-    purge_items,
-    read_gauges,
-)
+from workqueue import api, runtime
+from workqueue.kinds import all_kinds
+from workqueue.maintenance import read_gauges
 from workqueue.models import Status
 from workqueue.rules import is_exhausted
+from workqueue.runtime import purge_items
 
 
 def _db_now():
@@ -153,10 +152,10 @@ def test_the_gauges_count_undeclared_lanes_as_one(ctx, worker_rctx, settings) ->
     gauges = read_gauges(worker_rctx)
     assert gauges.counts == {
         ("bulk", "NOOP", "pending"): 1,
-        (api.UNDECLARED, "NOOP", "pending"): 50,
+        (runtime.UNDECLARED, "NOOP", "pending"): 50,
     }
-    assert {(t.lane, t.items) for t in api.read_top_tenants()} == {
-        (api.UNDECLARED, 50),
+    assert {(t.lane, t.items) for t in runtime.read_top_tenants()} == {
+        (runtime.UNDECLARED, 50),
         ("bulk", 1),
     }
 
@@ -165,12 +164,12 @@ def test_the_undeclared_label_is_the_one_the_statements_write() -> None:
     from workqueue.maintenance import READ_GAUGES, READ_TOP_TENANTS
 
     for statement in (READ_GAUGES, READ_TOP_TENANTS):
-        assert f"'{api.UNDECLARED}'" in statement.sql
+        assert f"'{runtime.UNDECLARED}'" in statement.sql
 
 
 def test_declared_lanes_are_the_settings_the_kinds_and_the_task_queues(settings) -> None:
     settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "reports"]}
-    lanes = api.declared_lanes()
+    lanes = runtime.declared_lanes()
     assert {"default", "reports"} <= set(lanes)
-    assert {kind.lane for kind in api.all_kinds()} <= set(lanes)
+    assert {kind.lane for kind in all_kinds()} <= set(lanes)
     assert set(settings.TASKS["default"]["QUEUES"]) <= set(lanes)

@@ -15,6 +15,8 @@ from django.db import connections
 from tenancy.contexts import OpContext
 from tests.helpers import queue_settings, statements
 from workqueue import api, checks
+from workqueue.claim import aclaim, claim
+from workqueue.settle import acomplete, complete
 from wqcore import store
 from wqcore.conf import LOGIN_SETTINGS
 from wqcore.store import aclose_async_store
@@ -32,8 +34,8 @@ def _rounds(ctx: OpContext, rctx: Any) -> None:
     for n in range(4):  # past the prepare threshold
         api.enqueue(ctx, "NOOP", {"n": n})
         api.enqueue_many(ctx, [api.NewItem("NOOP", {"n": n})])
-        for item_ctx, item in api.claim(rctx, "default", ["NOOP"], "w", 30, 2):
-            api.complete(item_ctx, item)
+        for item_ctx, item in claim(rctx, "default", ["NOOP"], "w", 30, 2):
+            complete(item_ctx, item)
 
 
 async def _arounds(ctx: OpContext, rctx: Any) -> tuple[int, list[str]]:
@@ -48,8 +50,8 @@ async def _arounds(ctx: OpContext, rctx: Any) -> tuple[int, list[str]]:
     try:
         for n in range(4):
             await api.aenqueue(ctx, "NOOP", {"n": n})
-            for item_ctx, item in await api.aclaim(rctx, "default", ["NOOP"], "w", 30, 2):
-                await api.acomplete(item_ctx, item)
+            for item_ctx, item in await aclaim(rctx, "default", ["NOOP"], "w", 30, 2):
+                await acomplete(item_ctx, item)
         prepared = 0
         for alias in (store.TENANT, store.SYSTEM):
             pool = await store.async_store()._pool(alias)

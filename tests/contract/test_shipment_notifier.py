@@ -15,9 +15,10 @@ from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import tenant_scope
 from workers.demo.handler import NotifyShipmentHandler
 from workers.demo.models import Shipment, ShipmentNotice, ShipmentStatus
-from workers.handlers import PermanentError, RetryableError, Run, handler_for
-from workqueue.api import claim, enqueue
+from workqueue.api import PermanentError, RetryableError, Run, enqueue
+from workqueue.claim import claim
 from workqueue.models import WorkItem
+from workqueue.runtime import handler_for
 
 TABLES = ("workqueue_demo_shipment", "workqueue_demo_shipmentnotice")
 

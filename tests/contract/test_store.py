@@ -46,11 +46,11 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
     monkeypatch.setattr(store, "_configure", configure_then_trace)
     # Whether any cap is in effect is read at most every CAPS_CACHE_S, in a statement of its
     # own: read it now, so the traced claim is one like all the others in between.
-    api.claim(worker_rctx, "default", ["NOOP"], "w0", 30, 1)
+    claim.claim(worker_rctx, "default", ["NOOP"], "w0", 30, 1)
 
     async def claim_once() -> int:
         try:
-            return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 20))
+            return len(await claim.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 20))
         finally:
             await aclose_async_store()
 
@@ -79,8 +79,8 @@ def test_the_claims_run_on_sessions_that_plan_them_generically_and_nothing_else_
 
     async def modes_after_claims() -> tuple[int, dict[str, str]]:
         try:
-            claimed = await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 2)
-            claimed += await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 1, woken=True)
+            claimed = await claim.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 2)
+            claimed += await claim.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 1, woken=True)
             modes = {}
             for role in (store.GENERIC, store.SYSTEM):
                 pool = await store.async_store()._pool(role)
@@ -99,7 +99,7 @@ def test_the_claims_run_on_sessions_that_plan_them_generically_and_nothing_else_
     async def claim_without_a_claims_pool() -> int:
         store.use_async_store(store.AsyncStore(generic_size=0))
         try:
-            return len(await api.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 5))
+            return len(await claim.aclaim(worker_rctx, "default", ["NOOP"], "w1", 30, 5))
         finally:
             await aclose_async_store()
 
@@ -341,7 +341,7 @@ def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_ar
     # busy moment: the planner believes few rows claimed.
     with connections["admin"].cursor() as cursor:
         cursor.execute("ANALYZE workqueue_workitem")
-    claimed = api.claim(worker_rctx, "default", ["NOOP"], "w1", 300, 3000)
+    claimed = claim.claim(worker_rctx, "default", ["NOOP"], "w1", 300, 3000)
     assert len(claimed) == 3000
     batch = [item for _, item in claimed[:10]]
     fences = Fences(

@@ -24,7 +24,9 @@ from workers.gauges import GAUGES, read_queue_gauges
 from workers.sweep import purge_items, purge_outbox, purge_sessions, relay_outbox, requeue_stale
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import MUTEX, sweep_once
-from workqueue import api
+from workqueue import api, runtime
+from workqueue.claim import claim
+from workqueue.idempotency import claim_key, fingerprint, store_response
 from workqueue.models import Status, WorkItem
 from wqcore.logs import event_text
 
@@ -36,7 +38,7 @@ SETTINGS = SweepSettings(batch=2, max_batches=2)
 def _claimed(ctx: OpContext, rctx, n: int, **payload) -> list[WorkItem]:  # type: ignore[no-untyped-def]
     for _ in range(n):
         api.enqueue(ctx, "NOOP", dict(payload))
-    return [item for _, item in api.claim(rctx, "default", ["NOOP"], "dead-worker", 30, n)]
+    return [item for _, item in claim(rctx, "default", ["NOOP"], "dead-worker", 30, n)]
 
 
 def test_requeue_stale_hands_back_expired_claims_and_dead_letters_spent_ones(
@@ -103,10 +105,10 @@ def test_purges_leave_newer_rows_and_keep_dead_letters_longer(ctx, worker_rctx) 
 def test_stored_api_answers_past_their_retention_are_purged(ctx) -> None:
     from workers.sweep import purge_request_keys
 
-    old = api.claim_key(ctx, "old", api.fingerprint("POST", "/api/work/", {}))
-    api.store_response(ctx, old, 201, {})
-    new = api.claim_key(ctx, "new", api.fingerprint("POST", "/api/work/", {}))
-    api.store_response(ctx, new, 201, {})
+    old = claim_key(ctx, "old", fingerprint("POST", "/api/work/", {}))
+    store_response(ctx, old, 201, {})
+    new = claim_key(ctx, "new", fingerprint("POST", "/api/work/", {}))
+    store_response(ctx, new, 201, {})
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             "UPDATE workqueue_storedresponse SET created_at = now() - interval '2 days'"
@@ -146,10 +148,10 @@ def _table_autovacuum_off() -> Iterator[None]:
 
 
 def test_autovacuum_is_read_from_the_server_and_from_the_table() -> None:
-    assert api.autovacuum_on() is _server_autovacuum()
+    assert runtime.autovacuum_on() is _server_autovacuum()
     with _table_autovacuum_off():
-        assert api.autovacuum_on() is False
-    assert api.autovacuum_on() is _server_autovacuum()
+        assert runtime.autovacuum_on() is False
+    assert runtime.autovacuum_on() is _server_autovacuum()
 
 
 def _purge_one_done_item(ctx: OpContext, rctx, settings: SweepSettings) -> None:  # type: ignore[no-untyped-def]

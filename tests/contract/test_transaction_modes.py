@@ -12,7 +12,9 @@ from django.db import connections, transaction
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from workqueue import api
+from workqueue.claim import claim
 from workqueue.models import WorkItem
+from workqueue.settle import complete, fail, release
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -56,13 +58,13 @@ def test_transitions_under_manual_transactions_leave_no_tenant(ctx, worker_rctx)
     api.enqueue_many(ctx, [api.NewItem("NOOP", {"n": 2}), api.NewItem("NOOP", {"n": 3})])
     assert _tenant_now() == "" and _visible() == 0
     connections["default"].commit()  # the claim runs on the system login: let it see them
-    claimed = api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 3)
+    claimed = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 3)
     (c1, i1), (c2, i2), (c3, i3) = claimed
-    api.complete(c1, i1)
+    complete(c1, i1)
     assert _tenant_now() == "" and _visible() == 0
-    api.fail(c2, i2, "boom")
+    fail(c2, i2, "boom")
     assert _tenant_now() == "" and _visible() == 0
-    api.release(c3, i3, "bye")
+    release(c3, i3, "bye")
     assert _tenant_now() == "" and _visible() == 0
 
 
@@ -113,15 +115,15 @@ def test_the_claims_plan_setting_never_outlives_its_statement(ctx: OpContext, wo
     before = _plan_mode()
     for _ in range(3):
         api.enqueue(ctx, "NOOP", {})
-    assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1  # autocommit
+    assert len(claim(worker_rctx, "default", None, "w1", 30, 1)) == 1  # autocommit
     assert _plan_mode() == before
     with transaction.atomic(using="system"):
-        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
+        assert len(claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
         assert _plan_mode() == before
     system = connections["system"]
     system.set_autocommit(False)
     try:
-        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
+        assert len(claim(worker_rctx, "default", None, "w1", 30, 1)) == 1
         assert _plan_mode() == before
     finally:
         system.rollback()

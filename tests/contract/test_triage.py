@@ -16,8 +16,11 @@ from audit.models import AuditEntry
 from tenancy.contexts import OpContext, Role
 from tests.factories import UserFactory
 from tests.helpers import back_date, row
-from workqueue import api
+from workqueue import api, runtime
+from workqueue import triage as dead_letters
+from workqueue.claim import claim
 from workqueue.models import Status, WorkItem
+from workqueue.settle import fail
 from wqcore.store import aclose_async_store
 
 
@@ -26,10 +29,10 @@ def _dead(ctx: OpContext, worker_rctx, payload: dict | None = None, error: str =
     item, _ = api.enqueue(ctx, "NOOP", payload or {"n": 1})
     [(item_ctx, held)] = [
         pair
-        for pair in api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 100)
+        for pair in claim(worker_rctx, "default", ["NOOP"], "w1", 30, 100)
         if pair[1].id == item.id
     ]
-    return api.fail(item_ctx, held, error, permanent=True)
+    return fail(item_ctx, held, error, permanent=True)
 
 
 def _audit(item_id) -> list[AuditEntry]:  # type: ignore[no-untyped-def]
@@ -57,7 +60,7 @@ def test_requeue_now_resets_attempts_keeps_the_error_in_history_and_announces(
     params = connections["admin"].get_connection_params()
     with psycopg.connect(**params, autocommit=True) as listener:
         listener.execute("LISTEN work_available")
-        result = api.requeue_dead(operator, [api.Drawn.of(dead)])
+        result = dead_letters.requeue_dead(operator, [dead_letters.Drawn.of(dead)])
         [notice] = list(listener.notifies(timeout=5, stop_after=1))
     assert notice.payload == "default"
     assert result.refused == [] and [i.id for i in result.changed] == [dead.id]
@@ -72,17 +75,17 @@ def test_requeue_now_resets_attempts_keeps_the_error_in_history_and_announces(
     assert entry.data["error"] == "Traceback: the gateway said no\nline 2"
     assert entry.data["attempts"] == 1 and entry.data["kind"] == "NOOP"
     # Claimable again, with a fresh count of attempts.
-    [(_, again)] = api.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10)
+    [(_, again)] = claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10)
     assert again.id == dead.id and again.attempts == 1
 
 
 def test_requeue_with_a_delay_is_due_later(ctx: OpContext, worker_rctx) -> None:
     dead = _dead(ctx, worker_rctx)
     before = _db_now()
-    api.requeue_dead(ctx, [api.Drawn.of(dead)], delay_s=600)
+    dead_letters.requeue_dead(ctx, [dead_letters.Drawn.of(dead)], delay_s=600)
     delay = row(dead.id).available_at - before
     assert timedelta(seconds=599) < delay < timedelta(seconds=610)
-    assert api.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
+    assert claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
     assert _audit(dead.id)[0].data["delay_s"] == 600
 
 
@@ -90,18 +93,18 @@ def test_an_item_changed_since_the_page_was_drawn_is_left_alone(
     ctx: OpContext, worker_rctx
 ) -> None:
     dead = _dead(ctx, worker_rctx)
-    drawn = api.Drawn.of(dead)
+    drawn = dead_letters.Drawn.of(dead)
     # Someone else requeued it meanwhile, and a worker claimed it.
-    api.requeue_dead(ctx, [drawn])
-    api.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10)
+    dead_letters.requeue_dead(ctx, [drawn])
+    claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10)
     for action in (
-        lambda: api.requeue_dead(ctx, [drawn]),
-        lambda: api.discard(ctx, [drawn]),
+        lambda: dead_letters.requeue_dead(ctx, [drawn]),
+        lambda: dead_letters.discard(ctx, [drawn]),
     ):
         result = action()
         assert result.changed == [] and result.refused == [dead.id]
     with pytest.raises(api.Conflict, match="changed since the page was drawn"):
-        api.requeue_edited(ctx, drawn, {"n": 9})
+        dead_letters.requeue_edited(ctx, drawn, {"n": 9})
     now = row(dead.id)
     assert (now.status, now.payload) == (Status.CLAIMED, {"n": 1})
     assert [e.action for e in _audit(dead.id)] == ["work.requeued"]
@@ -112,9 +115,9 @@ def test_a_failed_item_failed_again_since_it_was_drawn_is_left_alone(
 ) -> None:
     """Same status, later updated_at: the fence is the pair, not the status alone."""
     dead = _dead(ctx, worker_rctx)
-    drawn = api.Drawn.of(dead)
+    drawn = dead_letters.Drawn.of(dead)
     back_date(dead.id, updated_at=-1)  # any write moves updated_at
-    assert api.requeue_dead(ctx, [drawn]).refused == [dead.id]
+    assert dead_letters.requeue_dead(ctx, [drawn]).refused == [dead.id]
     assert row(dead.id).status == Status.FAILED
 
 
@@ -124,18 +127,18 @@ def test_a_fence_that_crosses_a_concurrent_write_is_refused_after_it_commits(
     """The row is locked by another transaction that then commits a change: the requeue waits,
     re-checks the fence on the committed row, and leaves it alone."""
     dead = _dead(ctx, worker_rctx)
-    drawn = api.Drawn.of(dead)
+    drawn = dead_letters.Drawn.of(dead)
     params = connections["admin"].get_connection_params()
     with psycopg.connect(**params) as other:
         other.execute(
             "UPDATE workqueue_workitem SET updated_at = now() + interval '1 second' WHERE id = %s",
             [dead.id],
         )
-        results: list[api.Triaged] = []
+        results: list[dead_letters.Triaged] = []
 
         def requeue() -> None:
             try:
-                results.append(api.requeue_dead(ctx, [drawn]))
+                results.append(dead_letters.requeue_dead(ctx, [drawn]))
             finally:
                 connections.close_all()
 
@@ -151,11 +154,11 @@ def test_a_fence_that_crosses_a_concurrent_write_is_refused_after_it_commits(
 
 def test_another_tenants_item_is_never_touched(ctx: OpContext, worker_rctx, make_ctx) -> None:
     theirs = _dead(make_ctx(), worker_rctx)
-    drawn = api.Drawn.of(theirs)
-    assert api.requeue_dead(ctx, [drawn]).refused == [theirs.id]
-    assert api.discard(ctx, [drawn]).refused == [theirs.id]
+    drawn = dead_letters.Drawn.of(theirs)
+    assert dead_letters.requeue_dead(ctx, [drawn]).refused == [theirs.id]
+    assert dead_letters.discard(ctx, [drawn]).refused == [theirs.id]
     with pytest.raises(api.Conflict, match="not in this tenant"):
-        api.requeue_edited(ctx, drawn, {"n": 2})
+        dead_letters.requeue_edited(ctx, drawn, {"n": 2})
     assert row(theirs.id).status == Status.FAILED
     assert _audit(theirs.id) == []
 
@@ -163,7 +166,9 @@ def test_another_tenants_item_is_never_touched(ctx: OpContext, worker_rctx, make
 def test_discard_keeps_payload_and_error_in_the_audit_entry(ctx: OpContext, worker_rctx) -> None:
     dead = _dead(ctx, worker_rctx, payload={"n": 7}, error="poison")
     waiting, _ = api.enqueue(ctx, "NOOP", {"n": 8})
-    result = api.discard(ctx, [api.Drawn.of(dead), api.Drawn.of(waiting)])
+    result = dead_letters.discard(
+        ctx, [dead_letters.Drawn.of(dead), dead_letters.Drawn.of(waiting)]
+    )
     assert sorted(i.id for i in result.changed) == sorted([dead.id, waiting.id])
     assert {row(dead.id).status, row(waiting.id).status} == {Status.DISCARDED}
     [entry] = _audit(dead.id)
@@ -177,12 +182,12 @@ def test_discard_keeps_payload_and_error_in_the_audit_entry(ctx: OpContext, work
     }
     assert _audit(waiting.id)[0].data["status"] == "pending"
     # Never claimed again.
-    assert api.claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
+    assert claim(worker_rctx, "default", ["NOOP"], "w2", 30, 10) == []
 
 
 def test_edit_then_requeue_validates_against_the_kind(ctx: OpContext, worker_rctx) -> None:
     dead = _dead(ctx, worker_rctx, payload={"n": 1})
-    drawn = api.Drawn.of(dead)
+    drawn = dead_letters.Drawn.of(dead)
     for bad, says in (
         ({"n": "three"}, "payload.n"),
         ({"nope": 1}, "payload.nope"),
@@ -190,9 +195,9 @@ def test_edit_then_requeue_validates_against_the_kind(ctx: OpContext, worker_rct
         (["n"], "payload: must be a JSON object"),
     ):
         with pytest.raises(api.InvalidPayload, match=says):
-            api.requeue_edited(ctx, drawn, bad)
+            dead_letters.requeue_edited(ctx, drawn, bad)
     assert row(dead.id).payload == {"n": 1} and _audit(dead.id) == []
-    item = api.requeue_edited(ctx, drawn, {"n": 2})
+    item = dead_letters.requeue_edited(ctx, drawn, {"n": 2})
     assert (item.status, item.payload, item.attempts) == (Status.PENDING, {"n": 2}, 0)
     [entry] = _audit(dead.id)
     assert entry.action == "work.requeued_edited"
@@ -214,8 +219,8 @@ def test_an_action_refuses_a_status_it_does_not_act_on(
     ctx: OpContext, worker_rctx, status: str, action: str
 ) -> None:
     item, _ = api.enqueue(ctx, "NOOP", {})
-    drawn = api.Drawn(item.id, status, item.updated_at)
-    call = api.requeue_dead if action == "requeue" else api.discard
+    drawn = dead_letters.Drawn(item.id, status, item.updated_at)
+    call = dead_letters.requeue_dead if action == "requeue" else dead_letters.discard
     with pytest.raises(api.InvalidPayload, match=f"{action} acts on"):
         call(ctx, [drawn])
     assert row(item.id).status == Status.PENDING
@@ -223,14 +228,17 @@ def test_an_action_refuses_a_status_it_does_not_act_on(
 
 def test_batches_are_bounded_and_inputs_checked(ctx: OpContext, worker_rctx) -> None:
     dead = _dead(ctx, worker_rctx)
-    many = [api.Drawn(WorkItem._meta.pk.default(), "failed", dead.updated_at) for _ in range(101)]
+    many = [
+        dead_letters.Drawn(WorkItem._meta.pk.default(), "failed", dead.updated_at)
+        for _ in range(101)
+    ]
     with pytest.raises(api.InvalidPayload, match="at most 100"):
-        api.requeue_dead(ctx, many)
+        dead_letters.requeue_dead(ctx, many)
     with pytest.raises(api.InvalidPayload, match="at least one"):
-        api.discard(ctx, [])
+        dead_letters.discard(ctx, [])
     for delay in (-1, float("nan"), float("inf"), 31 * 86400, True, "10"):
         with pytest.raises(api.InvalidPayload, match="delay"):
-            api.requeue_dead(ctx, [api.Drawn.of(dead)], delay_s=delay)  # type: ignore[arg-type]
+            dead_letters.requeue_dead(ctx, [dead_letters.Drawn.of(dead)], delay_s=delay)  # type: ignore[arg-type]
     assert row(dead.id).status == Status.FAILED
 
 
@@ -250,14 +258,14 @@ def test_batches_are_bounded_and_inputs_checked(ctx: OpContext, worker_rctx) -> 
 )
 def test_a_malformed_fence_is_refused_naming_the_field(token, says: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(api.InvalidPayload, match=says):
-        api.Drawn.parse(token)
+        dead_letters.Drawn.parse(token)
 
 
 def test_a_fence_survives_its_round_trip_through_a_form(ctx: OpContext, worker_rctx) -> None:
     dead = _dead(ctx, worker_rctx)
-    drawn = api.Drawn.of(dead)
-    assert api.Drawn.parse(drawn.token()) == drawn
-    assert api.requeue_dead(ctx, [api.Drawn.parse(drawn.token())]).refused == []
+    drawn = dead_letters.Drawn.of(dead)
+    assert dead_letters.Drawn.parse(drawn.token()) == drawn
+    assert dead_letters.requeue_dead(ctx, [dead_letters.Drawn.parse(drawn.token())]).refused == []
 
 
 def test_a_rolled_back_transaction_takes_the_requeue_and_its_audit_back(
@@ -265,7 +273,7 @@ def test_a_rolled_back_transaction_takes_the_requeue_and_its_audit_back(
 ) -> None:
     dead = _dead(ctx, worker_rctx)
     with pytest.raises(RuntimeError), transaction.atomic():
-        api.requeue_dead(ctx, [api.Drawn.of(dead)])
+        dead_letters.requeue_dead(ctx, [dead_letters.Drawn.of(dead)])
         raise RuntimeError("the view failed")
     assert row(dead.id).status == Status.FAILED and _audit(dead.id) == []
 
@@ -273,11 +281,11 @@ def test_a_rolled_back_transaction_takes_the_requeue_and_its_audit_back(
 def test_the_async_face_runs_the_same_statements(ctx: OpContext, worker_rctx) -> None:
     first, second, third = (_dead(ctx, worker_rctx) for _ in range(3))
 
-    async def triage() -> tuple[api.Triaged, api.Triaged, WorkItem]:
+    async def triage() -> tuple[dead_letters.Triaged, dead_letters.Triaged, WorkItem]:
         try:
-            requeued = await api.arequeue_dead(ctx, [api.Drawn.of(first)])
-            discarded = await api.adiscard(ctx, [api.Drawn.of(second)])
-            edited = await api.arequeue_edited(ctx, api.Drawn.of(third), {"n": 5})
+            requeued = await dead_letters.arequeue_dead(ctx, [dead_letters.Drawn.of(first)])
+            discarded = await dead_letters.adiscard(ctx, [dead_letters.Drawn.of(second)])
+            edited = await dead_letters.arequeue_edited(ctx, dead_letters.Drawn.of(third), {"n": 5})
             return requeued, discarded, edited
         finally:
             await aclose_async_store()
@@ -297,8 +305,8 @@ def test_discarded_items_are_purged_like_finished_ones(ctx: OpContext, worker_rc
     from datetime import UTC, datetime
 
     old, new = _dead(ctx, worker_rctx), _dead(ctx, worker_rctx)
-    api.discard(ctx, [api.Drawn.of(old), api.Drawn.of(new)])
+    dead_letters.discard(ctx, [dead_letters.Drawn.of(old), dead_letters.Drawn.of(new)])
     back_date(old.id, updated_at=3600)
     before = datetime.now(UTC) - timedelta(minutes=30)
-    assert api.purge_items(worker_rctx, before, statuses=(Status.DISCARDED,)) == 1
+    assert runtime.purge_items(worker_rctx, before, statuses=(Status.DISCARDED,)) == 1
     assert list(WorkItem.objects.using("admin").values_list("id", flat=True)) == [new.id]

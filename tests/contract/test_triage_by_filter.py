@@ -16,6 +16,17 @@ from tests.helpers import many_dead, row
 from tests.helpers import queue_settings as settings_of
 from workqueue import api
 from workqueue.models import Status, WorkItem
+from workqueue.triage import (
+    DeadFilter,
+    Drawn,
+    Progress,
+    act_on_every_match,
+    act_on_matching,
+    count_dead,
+    group_dead,
+    read_lanes,
+    requeue_dead,
+)
 
 BAD_DEPLOY = "PermanentError: shipment not found"
 
@@ -45,7 +56,7 @@ def test_five_thousand_dead_letters_are_one_group_and_one_requeue(
 ) -> None:
     ids = many_dead(ctx.org_id, 5000, error=BAD_DEPLOY)
     others = many_dead(ctx.org_id, 3, error="RetryableError: gateway timeout")
-    grouped = api.group_dead(api.DeadFilter())
+    grouped = group_dead(DeadFilter())
     assert [(g.kind, g.error, g.items) for g in grouped.groups] == [
         ("NOOP", BAD_DEPLOY, 5000),
         ("NOOP", "RetryableError: gateway timeout", 3),
@@ -53,11 +64,11 @@ def test_five_thousand_dead_letters_are_one_group_and_one_requeue(
     assert grouped.groups[0].first_failed < grouped.groups[0].last_failed
     assert (grouped.scanned, grouped.capped) == (5003, False)
 
-    dead = api.DeadFilter(kind="NOOP", error_contains="shipment NOT found")
-    counted = api.count_dead(dead)
+    dead = DeadFilter(kind="NOOP", error_contains="shipment NOT found")
+    counted = count_dead(dead)
     assert counted.by_tenant == {ctx.org_id: 5000}
-    progress = api.act_on_matching("requeue", operator, dead, counted.read_at)
-    assert progress == api.Progress(changed=5000, left_alone=0, done=True)
+    progress = act_on_matching("requeue", operator, dead, counted.read_at)
+    assert progress == Progress(changed=5000, left_alone=0, done=True)
     assert _statuses(ids) == {"pending": 5000}
     assert _statuses(others) == {"failed": 3}
     entries = AuditEntry.objects.using("admin").filter(action="work.requeued")
@@ -75,10 +86,10 @@ def test_items_changed_after_the_moment_confirmed_are_left_alone(
     ids = many_dead(ctx.org_id, 600, error=BAD_DEPLOY)
     confirmed = _db_now()
     # Meanwhile: one is requeued by someone else, one fails again (same error, later).
-    api.requeue_dead(operator, [api.Drawn.of(row(ids[0]))])
+    requeue_dead(operator, [Drawn.of(row(ids[0]))])
     with connections["admin"].cursor() as cursor:
         cursor.execute("UPDATE workqueue_workitem SET updated_at = now() WHERE id = %s", [ids[1]])
-    progress = api.act_on_matching("discard", operator, api.DeadFilter(), confirmed)
+    progress = act_on_matching("discard", operator, DeadFilter(), confirmed)
     assert (progress.changed, progress.done) == (598, True)
     assert row(ids[0]).status == Status.PENDING
     assert row(ids[1]).status == Status.FAILED
@@ -91,13 +102,13 @@ def test_items_changed_after_the_moment_confirmed_are_left_alone(
 def test_bounded_batches_resume_where_they_stopped(ctx: OpContext, operator: OpContext) -> None:
     ids = many_dead(ctx.org_id, 250, error=BAD_DEPLOY)
     confirmed = _db_now()
-    first = api.act_on_matching("requeue", operator, api.DeadFilter(), confirmed, 100, 2)
+    first = act_on_matching("requeue", operator, DeadFilter(), confirmed, 100, 2)
     assert (first.changed, first.done) == (200, False)
-    again = api.act_on_matching("requeue", operator, api.DeadFilter(), confirmed, 100, 2)
+    again = act_on_matching("requeue", operator, DeadFilter(), confirmed, 100, 2)
     assert (again.changed, again.done) == (50, True)
     assert _statuses(ids) == {"pending": 250}
     # Once more: nothing left, nothing changed twice.
-    assert api.act_on_matching("requeue", operator, api.DeadFilter(), confirmed).changed == 0
+    assert act_on_matching("requeue", operator, DeadFilter(), confirmed).changed == 0
     assert AuditEntry.objects.using("admin").filter(action="work.requeued").count() == 250
 
 
@@ -107,10 +118,10 @@ def test_a_tenants_action_never_reaches_another_tenants_items(ctx, make_ctx) -> 
     mine = many_dead(ctx.org_id, 10, error=BAD_DEPLOY)
     now = _db_now()
     # Even a filter naming the other tenant finds nothing under this tenant's row-level security.
-    named = api.DeadFilter(org_id=other.org_id)
-    assert api.act_on_matching("requeue", ctx, named, now).changed == 0
-    assert api.count_dead(api.DeadFilter(), scope=ctx.org_id).by_tenant == {ctx.org_id: 10}
-    assert api.act_on_matching("requeue", ctx, api.DeadFilter(), now).changed == 10
+    named = DeadFilter(org_id=other.org_id)
+    assert act_on_matching("requeue", ctx, named, now).changed == 0
+    assert count_dead(DeadFilter(), scope=ctx.org_id).by_tenant == {ctx.org_id: 10}
+    assert act_on_matching("requeue", ctx, DeadFilter(), now).changed == 10
     assert _statuses(theirs) == {"failed": 20} and _statuses(mine) == {"pending": 10}
 
 
@@ -120,8 +131,8 @@ def test_across_tenants_each_tenant_is_audited_in_its_own_tenant(ctx, make_ctx) 
     many_dead(ctx.org_id, 40, error=BAD_DEPLOY)
     user = UserFactory().pk
     now = _db_now()
-    swept = api.act_on_every_match(
-        "requeue", api.DeadFilter(), now, lambda org: OpContext(org, user, Role.ADMIN, ctx.rctx)
+    swept = act_on_every_match(
+        "requeue", DeadFilter(), now, lambda org: OpContext(org, user, Role.ADMIN, ctx.rctx)
     )
     assert (swept.changed, swept.tenants, swept.done) == (70, 2, True)
     entries = AuditEntry.objects.using("admin").filter(action="work.requeued", actor=str(user))
@@ -136,28 +147,28 @@ def test_error_search_and_time_filter(ctx: OpContext) -> None:
     many_dead(ctx.org_id, 6, error="KeyError: 'x'", failed_s_ago=60)
     hour_ago = _db_now() - timedelta(hours=1)
     # Wildcards in the text are taken literally ("100%", "bad_input").
-    assert api.count_dead(api.DeadFilter(error_contains="100% bad_")).items == 9
-    assert api.count_dead(api.DeadFilter(error_contains="100%% bad")).items == 0
-    assert api.count_dead(api.DeadFilter(error_contains="1_0")).items == 0
-    assert api.count_dead(api.DeadFilter(failed_since=hour_ago)).items == 11
-    searched = api.DeadFilter(error_contains="bad_input", failed_since=hour_ago)
-    assert api.count_dead(searched).items == len(recent)
+    assert count_dead(DeadFilter(error_contains="100% bad_")).items == 9
+    assert count_dead(DeadFilter(error_contains="100%% bad")).items == 0
+    assert count_dead(DeadFilter(error_contains="1_0")).items == 0
+    assert count_dead(DeadFilter(failed_since=hour_ago)).items == 11
+    searched = DeadFilter(error_contains="bad_input", failed_since=hour_ago)
+    assert count_dead(searched).items == len(recent)
     # A search without a "since" looks at the search window only.
     with settings_of(TRIAGE_SEARCH_WINDOW_S=86400):
-        assert api.count_dead(api.DeadFilter(error_contains="bad_input")).items == 5
+        assert count_dead(DeadFilter(error_contains="bad_input")).items == 5
     assert len(older) == 4
-    assert api.read_lanes() == ["default"]
+    assert read_lanes() == ["default"]
 
 
 @pytest.mark.parametrize(
     ("dead", "says"),
     [
-        (api.DeadFilter(kind=""), "kind: must be non-empty text"),
-        (api.DeadFilter(error_contains="x" * 201), "error_contains: at most 200 characters"),
-        (api.DeadFilter(error_contains="a\x00b"), "error_contains: must be non-empty text"),
-        (api.DeadFilter(lane="l" * 51), "lane: at most 50 characters"),
+        (DeadFilter(kind=""), "kind: must be non-empty text"),
+        (DeadFilter(error_contains="x" * 201), "error_contains: at most 200 characters"),
+        (DeadFilter(error_contains="a\x00b"), "error_contains: must be non-empty text"),
+        (DeadFilter(lane="l" * 51), "lane: at most 50 characters"),
     ],
 )
 def test_a_bad_filter_is_refused_by_name(ctx: OpContext, dead, says: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(api.InvalidPayload, match=says):
-        api.count_dead(dead)
+        count_dead(dead)

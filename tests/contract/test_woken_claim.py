@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import back_date, queue_settings, statements
 from workqueue import api, claim
 from workqueue.models import Status, TenantShare, WorkItem
+from workqueue.pauses import pause, resume
 from wqcore.statements import GENERIC_PLAN
 
 OPERATOR = "operator-7"
@@ -47,22 +48,22 @@ def test_a_woken_claim_of_an_empty_lane_takes_nothing(face, ctx, worker_rctx) ->
 
 
 def test_a_woken_claim_is_one_statement(ctx, worker_rctx, monkeypatch) -> None:
-    assert api.claim(worker_rctx, "default", None, "w1", 30, 1) == []  # caps read and kept
+    assert claim.claim(worker_rctx, "default", None, "w1", 30, 1) == []  # caps read and kept
     monkeypatch.setattr(claim, "CAPS_CACHE_S", float("inf"))
     api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
-        assert len(api.claim(worker_rctx, "default", None, "w1", 30, 10, woken=True)) == 1
+        assert len(claim.claim(worker_rctx, "default", None, "w1", 30, 10, woken=True)) == 1
     assert sent == [GENERIC_PLAN, claim.CLAIM_OLDEST_FIRST.native_sql]
 
 
 def test_a_woken_claim_leaves_a_paused_lane_and_kind(face, ctx, worker_rctx) -> None:
     face.enqueue(ctx, "NOOP", {})
-    api.pause(OPERATOR, "default", "NOOP")
+    pause(OPERATOR, "default", "NOOP")
     assert _woken(face, worker_rctx) == []
-    api.resume(OPERATOR, "default", "NOOP")
-    api.pause(OPERATOR, "default")
+    resume(OPERATOR, "default", "NOOP")
+    pause(OPERATOR, "default")
     assert _woken(face, worker_rctx) == []
-    api.resume(OPERATOR, "default")
+    resume(OPERATOR, "default")
     assert len(_woken(face, worker_rctx)) == 1
 
 

@@ -38,19 +38,17 @@ from tests import summary
 from tests.helpers import queue_settings
 from workers.django_tasks import values as task_values_module
 from workqueue.api import (
-    PAYLOAD_DEPTH_MAX,
     InvalidPayload,
     Kind,
     NewItem,
     Outcome,
     Payload,
-    declared_lanes,
     enqueue,
     enqueue_many,
-    get_kind,
     register,
 )
 from workqueue.inputs import NAME_PATTERN
+from workqueue.runtime import PAYLOAD_DEPTH_MAX, declared_lanes, get_kind
 from workqueue.views import field_name
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -820,7 +818,7 @@ def test_the_admins_payload_edit_saves_valid_or_names_the_field(ctx: OpContext) 
     from tenancy.contexts import AppType, Role, new_request_context
     from tests.factories import MembershipFactory, UserFactory
     from tests.helpers import dead_letter, row
-    from workqueue.api import Drawn
+    from workqueue.triage import Drawn
 
     staff = MembershipFactory(org_id=ctx.org_id, user=UserFactory(is_staff=True), role=Role.ADMIN)
     client = Client()

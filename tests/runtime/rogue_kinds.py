@@ -27,8 +27,7 @@ import time
 import pydantic
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, RetryPolicy, WorkItem, register
+from workqueue.api import Kind, Payload, RetryPolicy, Run, WorkItem, handles, register
 
 
 class RoguePayload(Payload):

@@ -12,9 +12,8 @@ import os
 from datetime import datetime, timedelta
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
 from workers.schedules import Schedule, register_schedule
-from workqueue.api import Kind, Payload, WorkItem, register
+from workqueue.api import Kind, Payload, Run, WorkItem, handles, register
 
 
 class TickPayload(Payload):

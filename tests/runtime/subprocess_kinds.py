@@ -14,9 +14,18 @@ import time
 import pydantic
 
 from tenancy.contexts import OpContext
-from workers.handlers import PermanentError, Run, handles
 from workqueue import api
-from workqueue.api import Kind, Payload, RetryPolicy, WorkItem, register
+from workqueue.api import (
+    Kind,
+    Payload,
+    PermanentError,
+    RetryPolicy,
+    Run,
+    WorkItem,
+    handles,
+    register,
+)
+from workqueue.settle import complete
 
 
 class SlowOncePayload(Payload):
@@ -111,7 +120,7 @@ class LimitedSync:
             time.sleep(item.payload.get("seconds", 0.0))  # never looks at run.cancelled
             # Abandoned meanwhile: a late write of its own is refused by the claim token.
             try:
-                api.complete(ctx, item)
+                complete(ctx, item)
             except api.Conflict:
                 note(item, "late_write_refused")
                 return

@@ -15,9 +15,8 @@ from django.db import connections
 from project.database import url_for
 from tenancy.contexts import OpContext
 from workers.config import WorkerSettings
-from workers.handlers import PermanentError, RetryableError, Run, handles
 from workers.worker import Worker
-from workqueue.api import Kind, Payload, register
+from workqueue.api import Kind, Payload, PermanentError, RetryableError, Run, handles, register
 from workqueue.models import WorkItem
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,8 +16,9 @@ from tests.runtime.subprocess_kinds import CAPPED_RUN, KEYED, RUNS_TABLE
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workers.models import Worker as WorkerRow
 from workers.models import WorkerState
-from workqueue import api
+from workqueue import api, pauses
 from workqueue.models import Status, WorkItem
+from workqueue.pauses import pause
 
 pytestmark = pytest.mark.usefixtures("committed", "control_kinds")
 
@@ -130,7 +131,7 @@ def test_a_paused_lane_is_claimed_by_no_worker_and_resumes_at_the_notice(ctx, ca
         _wait(_live(3), what="three live workers")
         first, _ = api.enqueue(ctx, "NOOP", {})
         _wait(lambda: count(id=first.id, status=Status.DONE) == 1, what="the workers to serve")
-        api.pause("operator", "default", reason="test")
+        pause("operator", "default", reason="test")
         items = [api.enqueue(ctx, "NOOP", {"n": n})[0] for n in range(10)]
         # Each enqueue's notice woke the three workers; each claim took nothing.
         time.sleep(3)
@@ -138,7 +139,7 @@ def test_a_paused_lane_is_claimed_by_no_worker_and_resumes_at_the_notice(ctx, ca
         assert count(id__in=ids, status=Status.PENDING) == 10
         assert count(id__in=ids, attempts__gt=0) == 0
         resumed_at = _db_now()
-        api.resume("operator", "default")
+        pauses.resume("operator", "default")
         _wait(lambda: count(id__in=ids, status=Status.DONE) == 10, 30, "the lane to drain")
         first_claim = min(
             WorkItem.objects.using("admin").filter(id__in=ids).values_list("updated_at", flat=True)

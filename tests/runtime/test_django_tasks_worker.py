@@ -136,7 +136,7 @@ def test_a_permanent_error_dead_letters_at_once(member: OpContext) -> None:
     _run(_worker(), _finished(member, result))
     result.refresh()
     assert result.status == TaskResultStatus.FAILED and result.attempts == 1
-    assert result.errors[0].exception_class_path == "workers.handlers.PermanentError"
+    assert result.errors[0].exception_class_path == "workqueue.handlers.PermanentError"
 
 
 def test_a_return_value_that_is_not_json_fails_the_task_with_a_clear_error(

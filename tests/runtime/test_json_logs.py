@@ -16,6 +16,7 @@ from tests.helpers import back_date
 from tests.runtime.subprocess_kinds import LOGGED
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workqueue import api
+from workqueue.claim import claim
 from workqueue.models import Status
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -80,7 +81,7 @@ def test_the_sweep_writes_json_lines_too(ctx, worker_rctx) -> None:
     """``manage.py sweep --once`` with ``LOG_FORMAT=json``: an expired lease handed back is one
     JSON line naming its tenant; the human summary stays on stdout."""
     item, _ = api.enqueue(ctx, "NOOP", {}, lane="json-sweep")
-    api.claim(worker_rctx, "json-sweep", None, "gone-host:1:aaaaaa", 30, 1)
+    claim(worker_rctx, "json-sweep", None, "gone-host:1:aaaaaa", 30, 1)
     back_date(item.id, lease_expires_at=90)
     done = subprocess.run(
         [PYTHON, "manage.py", "sweep", "--once"],

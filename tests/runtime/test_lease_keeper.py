@@ -17,7 +17,9 @@ from workers.lease import CONFLICT, SELF_FENCED, LeaseKeeper
 from workers.offloop import OffLoop
 from workers.periodic import PeriodicTask
 from workers.worker import _lease_store
-from workqueue import api
+from workqueue import api, runtime
+from workqueue.claim import claim
+from workqueue.settle import Renewed, extend_leases
 
 
 class Clock:
@@ -28,8 +30,8 @@ class Clock:
         return self.now
 
 
-def _held() -> api.Fence:
-    return api.Fence(uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
+def _held() -> runtime.Fence:
+    return runtime.Fence(uuid.uuid4(), uuid.uuid4(), uuid.uuid4())
 
 
 def _keeper(
@@ -46,12 +48,12 @@ def _keeper(
 
 def test_renewal_extends_the_lease_in_the_database(ctx) -> None:
     api.enqueue(ctx, "NOOP", {})
-    [(_, item)] = api.claim(new_request_context(AppType.WORKER), "default", None, "w1", 5, 1)
+    [(_, item)] = claim(new_request_context(AppType.WORKER), "default", None, "w1", 5, 1)
     lost: list = []
 
     def extend_and_close(held, lease_s):
         try:
-            return api.extend_leases(held, lease_s)
+            return extend_leases(held, lease_s)
         finally:
             connections.close_all()
 
@@ -60,7 +62,7 @@ def test_renewal_extends_the_lease_in_the_database(ctx) -> None:
 
     # Its first statement connects (on a busy machine, longer than the other tests' bound).
     keeper = _keeper(renew, Clock(), lost, lease_s=600, timeout_s=10)
-    keeper.hold(api.Fence.of(item))
+    keeper.hold(runtime.Fence.of(item))
     assert asyncio.run(keeper.renew_once()) is True
     assert (row(item.id).lease_expires_at - item.lease_expires_at).total_seconds() > 500
     assert lost == []
@@ -154,7 +156,7 @@ def test_a_lease_that_ended_while_its_renewal_ran_is_not_reported_lost() -> None
     the statement refused."""
     clock, lost = Clock(), []
     finished, again = _held(), _held()
-    claimed_again = api.Fence(again.org_id, again.item_id, uuid.uuid4())
+    claimed_again = runtime.Fence(again.org_id, again.item_id, uuid.uuid4())
     keeper: LeaseKeeper
 
     async def renew(held, lease_s):
@@ -174,12 +176,12 @@ def test_the_keeper_renews_on_a_thread_of_its_own_while_the_caller_blocks(ctx) -
     """On the keeper's thread and its store (one system connection): renewals go on while the
     thread that started it is blocked (here: this test's, in time.sleep), and stop closes it."""
     api.enqueue(ctx, "NOOP", {})
-    [(_, item)] = api.claim(new_request_context(AppType.WORKER), "default", None, "w1", 5, 1)
+    [(_, item)] = claim(new_request_context(AppType.WORKER), "default", None, "w1", 5, 1)
     lost: list = []
     keeper = LeaseKeeper(
-        api.aextend_leases, lambda i, why: lost.append((i, why)), lease_s=600, timeout_s=10
+        runtime.aextend_leases, lambda i, why: lost.append((i, why)), lease_s=600, timeout_s=10
     )
-    keeper.hold(api.Fence.of(item))
+    keeper.hold(runtime.Fence.of(item))
     renewed_on: list[str] = []
 
     async def renew_once() -> bool:
@@ -228,7 +230,7 @@ def test_a_cancel_request_the_renewal_reports_is_passed_on_once_and_the_lease_ke
     asked: list = []
 
     async def renew(fences, lease_s):
-        return api.Renewed({f.item_id for f in fences}, [held.item_id])
+        return Renewed({f.item_id for f in fences}, [held.item_id])
 
     keeper = LeaseKeeper(
         renew, lambda i, why: None, on_cancel=asked.append, lease_s=30, timeout_s=1, clock=Clock()

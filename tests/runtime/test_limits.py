@@ -20,6 +20,7 @@ from tenancy.contexts import OpContext
 from tests.runtime.subprocess_kinds import LIMIT_KINDS, LONG, LONG_SYNC, TIMED, TIMED_SYNC, noted
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workqueue import api
+from workqueue.cancel import is_cancel_requested
 from workqueue.models import Status, WorkItem
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -158,7 +159,7 @@ def test_a_running_item_is_cancelled_within_a_renewal_and_its_late_write_refused
     try:
         _wait(lambda: "start" in [w for _, w in _events(log, item.id)])
         asked = api.cancel(ctx, item.id)
-        assert api.is_cancel_requested(asked)
+        assert is_cancel_requested(asked)
         took = _wait(lambda: _stored(item.id).status == Status.CANCELLED)
         print(
             f"{kind.name}: cancelled {took:.2f} s after the request (renewal every {RENEWAL_S} s)"

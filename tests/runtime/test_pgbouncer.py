@@ -42,8 +42,10 @@ from tests.factories import MembershipFactory, OrgFactory, UserFactory
 from tests.helpers import queue_settings
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
 from workers.sweep.sweeper import SweepLock
-from workqueue import api
+from workqueue import api, runtime
+from workqueue.claim import claim
 from workqueue.models import Status, WorkItem
+from workqueue.settle import acomplete, complete, fail, release
 from wqcore.store import aclose_async_store
 
 User = get_user_model()
@@ -162,14 +164,14 @@ def _sync_round(
     assert any(row.id == item.id for row in WorkItem.objects.using("system").iterator(50))
     emit(mine, "work.NOOP", {"n": n})
     relay_all(rctx, batch=10, max_batches=2)
-    claimed = api.claim(rctx, "default", ["NOOP"], worker, 30, 3)
+    claimed = claim(rctx, "default", ["NOOP"], worker, 30, 3)
     for index, (ctx, got) in enumerate(claimed):
         if index == 0:
-            api.complete(ctx, got)
+            complete(ctx, got)
         elif index == 1:
-            api.fail(ctx, got, "through the pooler", permanent=n % 2 == 0)
+            fail(ctx, got, "through the pooler", permanent=n % 2 == 0)
         else:
-            api.release(ctx, got, "handed back")
+            release(ctx, got, "handed back")
     seen.add(_server_pid("default"))
     seen.add(_server_pid("system"))
     return 9 + len(claimed)
@@ -184,15 +186,15 @@ async def _async_rounds(rounds: int, mine: OpContext, rctx: Any, worker: str) ->
             assert _recent(item.created_at), item.created_at
             many = [api.NewItem("NOOP", {"n": n * 10 + i}) for i in range(4)]
             await api.aenqueue_many(mine, many)
-            claimed = await api.aclaim(rctx, "default", ["NOOP"], worker, 30, 3)
+            claimed = await runtime.aclaim(rctx, "default", ["NOOP"], worker, 30, 3)
             for index, (ctx, got) in enumerate(claimed):
                 assert _recent(got.lease_expires_at - timedelta(seconds=30))
                 if index == 0:
-                    await api.acomplete(ctx, got)
+                    await acomplete(ctx, got)
                 elif index == 1:
-                    await api.afail(ctx, got, "through the pooler")
+                    await runtime.afail(ctx, got, "through the pooler")
                 else:
-                    await api.arelease(ctx, got, "handed back")
+                    await runtime.arelease(ctx, got, "handed back")
             steps += 3 + len(claimed)
     finally:
         await aclose_async_store()

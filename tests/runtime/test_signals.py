@@ -6,9 +6,9 @@ import asyncio
 from typing import Any
 
 from tests.runtime.support import count, run_until, settings
-from workers.handlers import PermanentError
 from workers.worker import Worker
 from workqueue import api
+from workqueue.api import PermanentError
 from workqueue.models import Status, WorkItem
 
 

@@ -24,7 +24,7 @@ from tests.runtime.support import EVENTS, count, run_until, settings
 from workers import liveness
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
-from workqueue import api
+from workqueue import api, runtime
 from workqueue.models import Status, WorkItem
 
 
@@ -46,7 +46,7 @@ def test_claims_wait_while_more_finished_items_than_the_capacity_are_unwritten(
 
     _enqueue(ctx, 40)
     stalled = {"on": True}
-    complete_many = api.acomplete_many
+    complete_many = runtime.acomplete_many
 
     async def slow_complete_many(fences):  # type: ignore[no-untyped-def]
         while stalled["on"]:
@@ -55,11 +55,11 @@ def test_claims_wait_while_more_finished_items_than_the_capacity_are_unwritten(
 
     class Api:
         def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-            return getattr(api, name)
+            return getattr(runtime, name)
 
         acomplete_many = staticmethod(slow_complete_many)
 
-    monkeypatch.setattr(completing, "api", Api())
+    monkeypatch.setattr(completing, "runtime", Api())
     worker = Worker(settings(capacity=4, claim_batch=4))
     seen: dict[str, int] = {"most": 0}
 
@@ -125,7 +125,7 @@ def _claims_counted(  # type: ignore[no-untyped-def]
     import sys
 
     seen = {"now": 0, "peak": 0, "calls": 0}
-    real = api.aclaim
+    real = runtime.aclaim
 
     def by_second_claimer() -> bool:
         frame = sys._getframe(1)
@@ -392,13 +392,13 @@ def test_rctx_is_minted_per_claim(ctx, monkeypatch) -> None:
 
     _enqueue(ctx, 2)
     contexts: list[RequestContext] = []
-    original = api.aclaim
+    original = runtime.aclaim
 
     async def spy(rctx, *args, **kwargs):
         contexts.append(rctx)
         return await original(rctx, *args, **kwargs)
 
-    monkeypatch.setattr(claiming.api, "aclaim", spy)
+    monkeypatch.setattr(claiming.runtime, "aclaim", spy)
     asyncio.run(run_until(Worker(settings()), lambda: count(status=Status.DONE) == 2))
     assert contexts and all(c.app.type == AppType.WORKER for c in contexts)
     assert len({c.request_id for c in contexts}) == len(contexts)

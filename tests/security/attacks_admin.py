@@ -29,6 +29,7 @@ from tests.security.table import ATTACKS, Attack, Scene, attack, client_of
 from tests.security.world import SECRET, World
 from workqueue import api
 from workqueue.models import Status
+from workqueue.triage import Drawn
 
 ITEMS = "/admin/workqueue/workitem/"
 DEAD = "/admin/workqueue/deadletter/"
@@ -69,7 +70,7 @@ def forged(action: str, selected: list[Any], fenced: list[Any], **extra: str) ->
     return {
         "action": action,
         "_selected_action": [str(item.id) for item in selected],
-        "fence": [api.Drawn.of(item).token() for item in fenced],
+        "fence": [Drawn.of(item).token() for item in fenced],
         "confirm": "yes",
         **ACTIONS[action],
         **extra,
@@ -359,7 +360,7 @@ def _selected_injection(scene: Scene) -> None:
     w = scene.world
     client = staff_of_a(w)
     for selected, fence in (
-        ("' OR 1=1 --", api.Drawn.of(w.b.dead).token()),
+        ("' OR 1=1 --", Drawn.of(w.b.dead).token()),
         (f"{w.b.dead.id}' OR '1'='1", "x|failed|now"),
         ('{"$ne": null}', f"{w.b.dead.id}|failed|2000-01-01T00:00:00+00:00' OR '1'='1"),
         (str(w.a.dead.id), f"{w.b.dead.id}|failed|{w.b.dead.updated_at.isoformat()}|x"),

@@ -16,7 +16,9 @@ from tests.security.attacks_admin import staff_of_a
 from tests.security.attacks_api import NOOP, a_rows, post, refused
 from tests.security.table import Scene, attack, client_of
 from workqueue import api
+from workqueue.claim import claim
 from workqueue.models import Pause, Status
+from workqueue.pauses import SITE_ORG_ID, pause
 
 # A lane of the rows' own: their claims reach no other row of either world.
 KEYED_LANE = "sec-keyed"
@@ -30,7 +32,7 @@ def _b_holds_the_key(scene: Scene) -> None:
     api.enqueue(b.ctx, "NOOP", {"n": 1}, lane=KEYED_LANE, concurrency_key=SHARED_KEY)
     api.enqueue(b.ctx, "NOOP", {"n": 2}, lane=KEYED_LANE, concurrency_key=SHARED_KEY)
     rctx = new_request_context(AppType.WORKER)
-    assert len(api.claim(rctx, KEYED_LANE, ["NOOP"], "b-worker", 600, 10)) == 1
+    assert len(claim(rctx, KEYED_LANE, ["NOOP"], "b-worker", 600, 10)) == 1
 
 
 @attack(
@@ -42,7 +44,7 @@ def _b_key(scene: Scene) -> None:
     a = scene.world.a
     mine, _ = api.enqueue(a.ctx, "NOOP", {}, lane=KEYED_LANE, concurrency_key=SHARED_KEY)
     rctx = new_request_context(AppType.WORKER)
-    claimed = api.claim(rctx, KEYED_LANE, ["NOOP"], "a-worker", 600, 10)
+    claimed = claim(rctx, KEYED_LANE, ["NOOP"], "a-worker", 600, 10)
     # A's item runs beside B's claimed one: keys are per tenant. B's waiting item still waits
     # for B's own, not for A's.
     assert [item.id for _ctx, item in claimed] == [mine.id]
@@ -63,13 +65,13 @@ def _no_pause_and_no_entry() -> None:
     assert not Pause.objects.using("admin").filter(paused_by__startswith="attacker").exists()
     assert (
         not AuditEntry.objects.using("admin")
-        .filter(org_id=api.SITE_ORG_ID, action="queue.resumed")
+        .filter(org_id=SITE_ORG_ID, action="queue.resumed")
         .exists()
     )
 
 
 def _operator_paused(scene: Scene) -> None:
-    api.pause("the-operator", "default", "NOOP", reason="maintenance")
+    pause("the-operator", "default", "NOOP", reason="maintenance")
 
 
 @attack("admin", "A's staff pause a lane, or resume one the operator paused", _operator_paused)

@@ -20,8 +20,10 @@ from tests.security.table import Scene, attack, client_of
 from tests.security.world import SECRET, World
 from workers.demo.handler import NotifyShipmentHandler
 from workers.demo.models import Shipment, ShipmentNotice
-from workers.handlers import PermanentError, Run
 from workqueue import api
+from workqueue.api import PermanentError, Run
+from workqueue.claim import claim
+from workqueue.settle import fail
 
 DEMO = "/demo/"
 BOOKING = {"reference": "A-PARCEL", "recipient_email": "ann@example.com", "channel": "email"}
@@ -154,7 +156,7 @@ def _notice_of_b(scene: Scene) -> None:
     response = client_of(w).get(f"{DEMO}work/{item.id}/")
     assert response.status_code == 200
     nothing_of_b(w, response)
-    [(ctx, held)] = api.claim(
+    [(ctx, held)] = claim(
         new_request_context(AppType.WORKER), lane, ["NOTIFY_SHIPMENT"], "w", 30, 1
     )
     try:
@@ -163,5 +165,5 @@ def _notice_of_b(scene: Scene) -> None:
         assert "not found" in str(exc)
     else:
         raise AssertionError("A's notice ran against B's shipment")
-    api.fail(ctx, held, "refused", permanent=True)
+    fail(ctx, held, "refused", permanent=True)
     assert not ShipmentNotice.objects.using("admin").filter(shipment_id=w.b.shipment).exists()

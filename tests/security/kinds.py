@@ -7,8 +7,7 @@ and by the test process, to enqueue it.
 from __future__ import annotations
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, WorkItem, register
+from workqueue.api import Kind, Payload, Run, WorkItem, handles, register
 
 
 class NotePayload(Payload):

@@ -55,7 +55,9 @@ from tests.security.table import (
     no_tenant_data,
 )
 from tests.security.world import SECRET, World
-from workqueue import api
+from workqueue import api, runtime, settle
+from workqueue.claim import claim, fail_orphaned
+from workqueue.settle import complete, complete_many
 from wqcore.store import aclose_async_store
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -254,34 +256,35 @@ def _token_attack(name: str, call: Callable[[World], Any]) -> None:
     ATTACKS.append(Attack("token", name, run))
 
 
-_token_attack(
-    "complete with a guessed token", lambda w: api.complete(w.a.held_ctx, _forged(w.a.held))
-)
+_token_attack("complete with a guessed token", lambda w: complete(w.a.held_ctx, _forged(w.a.held)))
 _token_attack(
     "complete with another item's token",
-    lambda w: api.complete(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token)),
+    lambda w: complete(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token)),
 )
 _token_attack(
-    "renew with a guessed token", lambda w: api.extend_lease(w.a.held_ctx, _forged(w.a.held), 3600)
+    "renew with a guessed token",
+    lambda w: settle.extend_lease(w.a.held_ctx, _forged(w.a.held), 3600),
 )
 _token_attack(
     "renew with another item's token",
-    lambda w: api.extend_lease(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token), 3600),
-)
-_token_attack("fail with a guessed token", lambda w: api.fail(w.a.held_ctx, _forged(w.a.held), "x"))
-_token_attack(
-    "release with a guessed token", lambda w: api.release(w.a.held_ctx, _forged(w.a.held), "x")
+    lambda w: settle.extend_lease(w.a.held_ctx, _forged(w.a.held, w.b.held.claim_token), 3600),
 )
 _token_attack(
-    "defer with a guessed token", lambda w: api.defer(w.a.held_ctx, _forged(w.a.held), 3600)
+    "fail with a guessed token", lambda w: settle.fail(w.a.held_ctx, _forged(w.a.held), "x")
+)
+_token_attack(
+    "release with a guessed token", lambda w: settle.release(w.a.held_ctx, _forged(w.a.held), "x")
+)
+_token_attack(
+    "defer with a guessed token", lambda w: settle.defer(w.a.held_ctx, _forged(w.a.held), 3600)
 )
 _token_attack(
     "complete B's item with its real token through A's context",
-    lambda w: api.complete(w.a.held_ctx, w.b.held),
+    lambda w: complete(w.a.held_ctx, w.b.held),
 )
 _token_attack(
     "renew B's item with its real token through A's context",
-    lambda w: api.extend_lease(w.a.held_ctx, w.b.held, 3600),
+    lambda w: settle.extend_lease(w.a.held_ctx, w.b.held, 3600),
 )
 _token_attack(
     "complete with the async face and a guessed token",
@@ -289,22 +292,22 @@ _token_attack(
 )
 _token_attack(
     "fail an orphan with a guessed token",
-    lambda w: api.fail_orphaned(w.a.held.id, uuid.uuid4(), "x"),
+    lambda w: fail_orphaned(w.a.held.id, uuid.uuid4(), "x"),
 )
 
 
 async def _async_complete(ctx: Any, item: api.WorkItem) -> Any:
     try:
-        return await api.acomplete(ctx, item)
+        return await settle.acomplete(ctx, item)
     finally:
         await aclose_async_store()
 
 
-def _batch_attack(name: str, fences: Callable[[World], list[api.Fence]]) -> None:
+def _batch_attack(name: str, fences: Callable[[World], list[runtime.Fence]]) -> None:
     def run(scene: Scene) -> None:
         w = scene.world
-        done = api.complete_many(fences(w))
-        renewed = api.extend_leases(fences(w), 3600)
+        done = complete_many(fences(w))
+        renewed = settle.extend_leases(fences(w), 3600)
         assert done == set() and renewed == set(), (done, renewed)
         _unchanged_held(w)
 
@@ -313,15 +316,15 @@ def _batch_attack(name: str, fences: Callable[[World], list[api.Fence]]) -> None
 
 _batch_attack(
     "batch-complete and renew with guessed tokens",
-    lambda w: [api.Fence(w.a.org_id, w.a.held.id, uuid.uuid4())],
+    lambda w: [runtime.Fence(w.a.org_id, w.a.held.id, uuid.uuid4())],
 )
 _batch_attack(
     "batch-complete B's item naming A as its tenant",
-    lambda w: [api.Fence(w.a.org_id, w.b.held.id, w.b.held.claim_token)],
+    lambda w: [runtime.Fence(w.a.org_id, w.b.held.id, w.b.held.claim_token)],
 )
 _batch_attack(
     "batch-complete with B's token on A's item",
-    lambda w: [api.Fence(w.a.org_id, w.a.held.id, w.b.held.claim_token)],
+    lambda w: [runtime.Fence(w.a.org_id, w.a.held.id, w.b.held.claim_token)],
 )
 
 
@@ -329,10 +332,10 @@ _batch_attack(
 def _stale_token(scene: Scene) -> None:
     w = scene.world
     rctx = new_request_context(AppType.WORKER)
-    api.release(w.a.held_ctx, w.a.held, "handed back")
-    [(ctx, again)] = api.claim(rctx, worlds.HELD, [NOTE.name], "w2", 300, 1)
+    settle.release(w.a.held_ctx, w.a.held, "handed back")
+    [(ctx, again)] = claim(rctx, worlds.HELD, [NOTE.name], "w2", 300, 1)
     assert again.id == w.a.held.id and again.claim_token != w.a.held.claim_token
-    _refused(lambda: api.complete(ctx, w.a.held))
+    _refused(lambda: complete(ctx, w.a.held))
     assert row(again.id).claim_token == again.claim_token
 
 
@@ -388,7 +391,7 @@ def _kind_injection(scene: Scene) -> None:
 def _lane_injection(scene: Scene) -> None:
     rctx = new_request_context(AppType.WORKER)
     with pytest.raises(api.InvalidPayload, match="lane"):
-        api.claim(rctx, "default' OR '1'='1", None, "w", 30, 100)
+        claim(rctx, "default' OR '1'='1", None, "w", 30, 100)
 
 
 @attack("enqueue", "SQL and JSON in the idempotency key are stored as text, run as nothing")

@@ -31,6 +31,8 @@ from tests.helpers import dead_letter
 from tests.security.kinds import NOTE
 from workers.demo.models import Shipment
 from workqueue import api
+from workqueue import idempotency as request_keys
+from workqueue.claim import claim
 from workqueue.views import item_json
 
 # B's secret: it must never show up where A, or an endpoint, can read it.
@@ -104,8 +106,10 @@ def _stored_answer(ctx: OpContext, key: str) -> uuid.UUID:
     """What ``POST /api/work/`` with ``Idempotency-Key: key`` and ``API_BODY`` stores: the
     key's claim, the item and the answer, in one transaction of the tenant's."""
     with tenant_scope(ctx.org_id):
-        claim = api.claim_key(ctx, key, api.fingerprint("POST", API_PATH, API_BODY))
-        assert not isinstance(claim, api.Stored)
+        claim = request_keys.claim_key(
+            ctx, key, request_keys.fingerprint("POST", API_PATH, API_BODY)
+        )
+        assert not isinstance(claim, request_keys.Stored)
         item, outcome = api.enqueue(
             ctx,
             API_BODY["kind"],
@@ -113,7 +117,9 @@ def _stored_answer(ctx: OpContext, key: str) -> uuid.UUID:
             lane=PARKED,
             available_at=datetime(2100, 1, 1, tzinfo=UTC),
         )
-        api.store_response(ctx, claim, 201, {"item": item_json(item), "outcome": outcome.value})
+        request_keys.store_response(
+            ctx, claim, 201, {"item": item_json(item), "outcome": outcome.value}
+        )
     return item.id
 
 
@@ -172,7 +178,7 @@ def build() -> World:
             "shipment": shipment,
             "shipment_work": shipment_work,
         }
-    for held_ctx, held in api.claim(worker, HELD, [NOTE.name], "w", 300, 2):
+    for held_ctx, held in claim(worker, HELD, [NOTE.name], "w", 300, 2):
         name = "a" if held.org_id == ctxs["a"].org_id else "b"
         made[name].update(held=held, held_ctx=held_ctx)
     # Relayed now, so no worker's relayer changes B's rows while an attack runs.

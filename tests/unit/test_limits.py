@@ -10,9 +10,8 @@ import sys
 import pytest
 
 from tests.runtime.support import ROOT
-from workers.handlers import Run, Snoozed
-from workers.running import time_limit
-from workqueue.api import Kind, Payload
+from workqueue.api import Kind, Payload, Run
+from workqueue.handlers import Snoozed, time_limit
 
 
 class P(Payload):

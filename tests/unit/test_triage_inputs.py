@@ -10,7 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from workqueue import api
-from workqueue.triage import _like, parse_since
+from workqueue.triage import DeadFilter, _like, parse_since
 from wqcore.conf import load
 
 
@@ -32,8 +32,8 @@ def test_error_text_is_matched_literally() -> None:
 
 def test_a_filter_names_what_is_wrong() -> None:
     with pytest.raises(api.InvalidPayload, match="failed_since: must be a timestamp"):
-        api.DeadFilter(failed_since=datetime(2026, 1, 1)).checked()
-    assert api.DeadFilter(kind="NOOP", error_contains="x").described() == {
+        DeadFilter(failed_since=datetime(2026, 1, 1)).checked()
+    assert DeadFilter(kind="NOOP", error_contains="x").described() == {
         "kind": "NOOP",
         "error_contains": "x",
     }

@@ -10,6 +10,8 @@ import pytest
 
 from tests.web.conftest import Person
 from workqueue import api
+from workqueue.claim import claim
+from workqueue.settle import fail
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -19,16 +21,16 @@ DEAD = "/admin/workqueue/deadletter/"
 def _two_attempts(ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """An item that failed once on host-a (retried) and then for good on host-b."""
     _item, _ = api.enqueue(ctx, "NOOP", {}, lane="page-attempts")
-    [(item_ctx, held)] = api.claim(worker_rctx, "page-attempts", None, "host-a:11:aaaaaa", 30, 1)
-    api.fail(
+    [(item_ctx, held)] = claim(worker_rctx, "page-attempts", None, "host-a:11:aaaaaa", 30, 1)
+    fail(
         item_ctx,
         held,
         "TimeoutError: the carrier did not answer",
         delay_s=0,
         traceback='Traceback (most recent call last):\n  File "carrier.py", line 7\nTimeoutError',
     )
-    [(item_ctx, held)] = api.claim(worker_rctx, "page-attempts", None, "host-b:22:bbbbbb", 30, 1)
-    return api.fail(
+    [(item_ctx, held)] = claim(worker_rctx, "page-attempts", None, "host-b:22:bbbbbb", 30, 1)
+    return fail(
         item_ctx,
         held,
         "PermanentError: no such shipment",

@@ -10,7 +10,10 @@ from tests.helpers import back_date, row
 from tests.web.conftest import Person
 from tests.web.test_admin_triage import ITEMS, _messages, ask, confirm
 from workqueue import api
+from workqueue.cancel import is_cancel_requested
+from workqueue.claim import claim
 from workqueue.models import Status
+from workqueue.settle import complete
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -31,14 +34,14 @@ def test_cancel_asks_first_then_cancels_pending_and_asks_running_holders(
 ) -> None:
     pending, _ = api.enqueue(staff.ctx, "NOOP", {"n": 1})
     running, _ = api.enqueue(staff.ctx, "NOOP", {"n": 2}, lane="other")
-    api.claim(worker_rctx, "other", ["NOOP"], "w1", 30, 10)
+    claim(worker_rctx, "other", ["NOOP"], "w1", 30, 10)
     page = ask(staff.client, ITEMS, "cancel", pending, running)
     assert "Cancel: confirm" in page.text and str(pending.id) in page.text
     assert row(pending.id).status == Status.PENDING, "the confirmation page changes nothing"
     done = confirm(staff.client, ITEMS, page)
     assert done.status_code == 302
     assert row(pending.id).status == Status.CANCELLED
-    assert api.is_cancel_requested(row(running.id))
+    assert is_cancel_requested(row(running.id))
     [cancelled] = _entries(pending.id)
     [requested] = _entries(running.id)
     assert (cancelled.action, requested.action) == ("work.cancelled", "work.cancel_requested")
@@ -57,8 +60,8 @@ def test_an_item_changed_since_the_page_was_drawn_is_left_alone(staff: Person) -
 
 def test_a_finished_item_is_not_offered(staff: Person, worker_rctx) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(staff.ctx, "NOOP", {"n": 1})
-    [(item_ctx, held)] = api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
-    api.complete(item_ctx, held)
+    [(item_ctx, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    complete(item_ctx, held)
     response = ask(staff.client, ITEMS, "cancel", item)
     assert response.status_code == 302
     assert any("none of the selected items" in m for m in _messages(response))

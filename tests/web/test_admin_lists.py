@@ -19,6 +19,7 @@ from tenancy.contexts import Role
 from tests.helpers import dead_letter
 from tests.web.conftest import Person
 from workqueue import api
+from workqueue.claim import claim
 from workqueue.models import WorkItem
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -189,7 +190,7 @@ def test_the_detail_page_shows_payload_full_error_claim_fields_and_history(world
     pending = a.client.get(f"{ITEMS}{rows['a_pending'].id}/change/").text
     assert 'value="discard"' in pending and 'value="requeue_now"' not in pending
     assert 'value="cancel"' in pending
-    api.claim(a.ctx.rctx, "default", ["NOOP"], "w9", 30, 10)
+    claim(a.ctx.rctx, "default", ["NOOP"], "w9", 30, 10)
     claimed = a.client.get(f"{ITEMS}{rows['a_pending'].id}/change/").text
     assert 'value="cancel"' in claimed and 'value="discard"' not in claimed
     assert 'value="requeue_now"' not in claimed

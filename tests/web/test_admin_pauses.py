@@ -12,8 +12,9 @@ from audit.models import AuditEntry
 from tenancy.contexts import SYSTEM_ACTOR
 from tests.web.conftest import Person
 from workers.gauges import CachedGauges, QueueCollector
-from workqueue import api
+from workqueue import pauses as lane_pauses
 from workqueue.models import Pause
+from workqueue.pauses import SITE_ORG_ID
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -23,7 +24,7 @@ GAUGES = "/admin/workqueue_workers/queuegauges/"
 
 
 def _audit() -> list[tuple[str, str, str]]:
-    entries = AuditEntry.objects.using("admin").filter(org_id=api.SITE_ORG_ID)
+    entries = AuditEntry.objects.using("admin").filter(org_id=SITE_ORG_ID)
     return [(e.action, e.actor, e.subject_id) for e in entries.order_by("created_at", "action")]
 
 
@@ -47,7 +48,7 @@ def test_the_operator_pauses_and_resumes_a_lane_in_the_admin(operator: Person) -
 
 
 def test_pausing_a_paused_lane_again_changes_nothing(operator: Person) -> None:
-    api.pause("someone", "default")
+    lane_pauses.pause("someone", "default")
     answer = operator.client.post(ADD, {"lane": "default", "kind": ""}, follow=True)
     assert "was already paused by someone" in answer.content.decode()
     assert Pause.objects.using("admin").get().paused_by == "someone"
@@ -56,7 +57,7 @@ def test_pausing_a_paused_lane_again_changes_nothing(operator: Person) -> None:
 
 def test_a_tenants_staff_can_neither_see_nor_pause_lanes(member) -> None:  # type: ignore[no-untyped-def]
     staff = member()
-    api.pause("operator", "default")
+    lane_pauses.pause("operator", "default")
     assert staff.client.get(LIST).status_code == 403
     assert staff.client.post(ADD, {"lane": "default", "kind": "NOOP"}).status_code == 403
     pause = Pause.objects.using("admin").get()
@@ -70,7 +71,7 @@ def test_a_tenants_staff_can_neither_see_nor_pause_lanes(member) -> None:  # typ
 
 def test_the_gauges_page_shows_what_is_paused(operator: Person, member) -> None:  # type: ignore[no-untyped-def]
     assert 'id="pauses-none"' in operator.client.get(GAUGES).content.decode()
-    api.pause("operator-42", "default", "NOOP", reason="vendor down")
+    lane_pauses.pause("operator-42", "default", "NOOP", reason="vendor down")
     page = operator.client.get(GAUGES).content.decode()
     assert 'id="pauses"' in page and "operator-42" in page and "vendor down" in page
     staff_page = member().client.get(GAUGES).content.decode()
@@ -79,7 +80,7 @@ def test_the_gauges_page_shows_what_is_paused(operator: Person, member) -> None:
 
 
 def test_metrics_carry_a_gauge_per_paused_lane_and_kind(committed) -> None:
-    api.pause("operator", "default", "NOOP")
+    lane_pauses.pause("operator", "default", "NOOP")
     families = {f.name: f for f in QueueCollector(CachedGauges(cache_s=0)).collect()}
     samples = {
         (s.labels["lane"], s.labels["kind"]): s.value

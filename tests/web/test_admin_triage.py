@@ -15,7 +15,9 @@ from audit.models import AuditEntry
 from tests.helpers import dead_letter, row
 from tests.web.conftest import Person, signed_in
 from workqueue import api
+from workqueue.claim import claim
 from workqueue.models import Status
+from workqueue.triage import Drawn, requeue_dead
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -156,8 +158,8 @@ def test_an_item_changed_after_the_page_was_drawn_is_not_overwritten(
     dead = dead_letter(staff.ctx, worker_rctx)
     page = ask(staff.client, DEAD, "discard", dead)
     # Meanwhile, someone else requeues it and a worker claims it.
-    api.requeue_dead(staff.ctx, [api.Drawn.of(dead)])
-    api.claim(worker_rctx, dead.lane, ["NOOP"], "w2", 30, 10)
+    requeue_dead(staff.ctx, [Drawn.of(dead)])
+    claim(worker_rctx, dead.lane, ["NOOP"], "w2", 30, 10)
     done = confirm(staff.client, DEAD, page)
     assert any(
         "changed since the page was drawn and were left as they are" in m for m in _messages(done)
@@ -181,7 +183,7 @@ def test_a_failed_again_item_is_caught_by_its_updated_at(staff: Person, worker_r
 
 
 def test_bulk_actions_are_bounded(staff: Person, worker_rctx, monkeypatch) -> None:
-    monkeypatch.setattr(api, "MAX_BATCH", 2)
+    monkeypatch.setattr("workqueue.admin.MAX_BATCH", 2)
     items = [dead_letter(staff.ctx, worker_rctx) for _ in range(3)]
     # A selection of the items list is bounded (the dead-letter list's "select all" is the
     # triage by filter instead: tests/web/test_admin_triage_by_filter.py).
@@ -222,7 +224,7 @@ def test_tenant_staff_cannot_act_on_another_tenants_item(member, worker_rctx) ->
     forged = {
         "action": "requeue_now",
         "_selected_action": [str(theirs.id)],
-        "fence": [api.Drawn.of(theirs).token()],
+        "fence": [Drawn.of(theirs).token()],
         "confirm": "yes",
     }
     for url in (DEAD, ITEMS):
@@ -232,7 +234,7 @@ def test_tenant_staff_cannot_act_on_another_tenants_item(member, worker_rctx) ->
     # Nor with its own item selected beside the other tenant's fence.
     mine = dead_letter(a.ctx, worker_rctx)
     forged["_selected_action"] = [str(mine.id), str(theirs.id)]
-    forged["fence"] = [api.Drawn.of(mine).token(), api.Drawn.of(theirs).token()]
+    forged["fence"] = [Drawn.of(mine).token(), Drawn.of(theirs).token()]
     a.client.post(DEAD, forged)
     assert row(mine.id).status == Status.PENDING
     assert row(theirs.id).status == Status.FAILED and _audit(theirs) == []
@@ -282,7 +284,7 @@ def test_triage_posts_need_the_csrf_token(staff: Person, worker_rctx) -> None:
         {
             "action": "requeue_now",
             "_selected_action": str(dead.id),
-            "fence": api.Drawn.of(dead).token(),
+            "fence": Drawn.of(dead).token(),
             "confirm": "yes",
         },
     )

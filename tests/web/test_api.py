@@ -14,7 +14,7 @@ from tenancy.contexts import SYSTEM_ACTOR
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import row
 from tests.web.conftest import Person, signed_in
-from workqueue import api
+from workqueue import api, runtime
 from workqueue.models import StoredResponse, WorkItem
 
 pytestmark = pytest.mark.usefixtures("committed")
@@ -302,7 +302,7 @@ def test_stored_answers_are_purged_after_their_retention(alice: Person, worker_r
             " WHERE key = 'old'"
         )
     cutoff = datetime.now(UTC) - timedelta(days=1)
-    assert api.purge_request_keys(worker_rctx, cutoff, batch=1) == 1
+    assert runtime.purge_request_keys(worker_rctx, cutoff, batch=1) == 1
     assert list(StoredResponse.objects.using("admin").values_list("key", flat=True)) == ["new"]
     # A retry after the purge is answered anew (the item is not enqueued twice only while
     # the answer is kept).
@@ -313,7 +313,7 @@ def test_the_purge_is_bounded(alice: Person, worker_rctx) -> None:
     for i in range(5):
         post(alice.client, {"kind": "NOOP", "payload": {}}, key=f"k{i}")
     future = datetime.now(UTC) + timedelta(days=1)
-    assert api.purge_request_keys(worker_rctx, future, batch=2, max_batches=2) == 4
+    assert runtime.purge_request_keys(worker_rctx, future, batch=2, max_batches=2) == 4
     assert StoredResponse.objects.using("admin").count() == 1
 
 

@@ -10,7 +10,10 @@ from audit.models import AuditEntry
 from tests.helpers import row
 from tests.web.conftest import Person, signed_in
 from workqueue import api
+from workqueue.cancel import is_cancel_requested
+from workqueue.claim import claim
 from workqueue.models import Status
+from workqueue.settle import complete
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -53,19 +56,19 @@ def test_a_pending_item_is_cancelled_with_200_and_audited(alice: Person) -> None
 
 def test_a_running_item_answers_202_and_its_request_is_audited(alice: Person, worker_rctx) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(alice.ctx, "NOOP", {"n": 1})
-    api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
     response = cancel(alice, item.id)
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["outcome"] == "cancel_requested" and body["item"]["status"] == "claimed"
     assert _entries(item.id)[-1].action == "work.cancel_requested"
-    assert api.is_cancel_requested(row(item.id))
+    assert is_cancel_requested(row(item.id))
 
 
 def test_a_finished_item_is_409_and_unchanged(alice: Person, worker_rctx) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(alice.ctx, "NOOP", {"n": 1})
-    [(item_ctx, held)] = api.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
-    api.complete(item_ctx, held)
+    [(item_ctx, held)] = claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
+    complete(item_ctx, held)
     response = cancel(alice, item.id)
     assert response.status_code == 409 and response.json()["field"] == "status"
     assert row(item.id).status == Status.DONE and _entries(item.id) == []

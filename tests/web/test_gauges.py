@@ -12,7 +12,9 @@ from tenancy.contexts import Role
 from tests.helpers import back_date, back_date_outbox, dead_letter
 from tests.web.conftest import Person
 from workers.models import Worker, WorkerState
-from workqueue import api
+from workqueue import api, runtime
+from workqueue.claim import claim
+from workqueue.settle import complete
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -42,14 +44,14 @@ def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
         api.enqueue(a.ctx, "NOOP", {})
     dead_letter(a.ctx, worker_rctx)
     held, _ = api.enqueue(a.ctx, "NOOP", {}, lane="held")
-    api.claim(worker_rctx, "held", ["NOOP"], "w-live", 30, 10)
+    claim(worker_rctx, "held", ["NOOP"], "w-live", 30, 10)
     back_date_outbox(emit(a.ctx, "work.NOOP", {}), created_at=30)
     api.enqueue(b.ctx, "NOOP", {})
     done = []
     for _ in range(3):
         api.enqueue(b.ctx, "NOOP", {}, lane="fast")
-        [(ctx, claimed)] = api.claim(worker_rctx, "fast", ["NOOP"], "w-gone", 30, 1)
-        done.append(api.complete(ctx, claimed))
+        [(ctx, claimed)] = claim(worker_rctx, "fast", ["NOOP"], "w-gone", 30, 1)
+        done.append(complete(ctx, claimed))
     back_date(done[1].id, updated_at=300)
     back_date(done[2].id, updated_at=1200)
     with connections["system"].cursor() as cursor:
@@ -114,11 +116,11 @@ def test_the_worker_list_reads_only_the_system_login(operator: Person, site) -> 
     """The gauges' per-tenant read runs the same statements under row-level security."""
     a, _, _ = site
     assert Worker.objects.using("system").filter(state=WorkerState.RUNNING).count() == 1
-    assert api.read_gauges_of(a.org_id).failed == 1
-    assert api.read_gauges_of(None).failed == 1
-    assert [h.claimed_by for h in api.read_holders(org_id=a.org_id)] == ["w-live"]
-    assert sum(n for _, n in api.read_throughput(15, org_id=a.org_id)) == 0
-    assert sum(n for _, n in api.read_throughput(15)) == 2
+    assert runtime.read_gauges_of(a.org_id).failed == 1
+    assert runtime.read_gauges_of(None).failed == 1
+    assert [h.claimed_by for h in runtime.read_holders(org_id=a.org_id)] == ["w-live"]
+    assert sum(n for _, n in runtime.read_throughput(15, org_id=a.org_id)) == 0
+    assert sum(n for _, n in runtime.read_throughput(15)) == 2
 
 
 def test_the_operator_sees_each_lanes_deepest_tenants_with_their_share(operator: Person, member):  # type: ignore[no-untyped-def]

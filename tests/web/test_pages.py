@@ -14,7 +14,8 @@ from tests.factories import UserFactory
 from tests.web.conftest import Person, signed_in
 from workers.demo import views
 from workers.demo.models import Shipment
-from workqueue import api
+from workqueue.claim import claim
+from workqueue.settle import complete
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -75,10 +76,10 @@ def test_booking_writes_the_shipment_and_its_notice_in_one_transaction(member, w
     assert relay_pending(worker_rctx).enqueued == 1
     page = person.client.get(response["Location"]).text
     assert 'id="work-status">pending' in page and 'id="outbox-status">relayed' in page
-    [(ctx, item)] = api.claim(worker_rctx, "default", ["NOTIFY_SHIPMENT"], "w1", 30, 10)
+    [(ctx, item)] = claim(worker_rctx, "default", ["NOTIFY_SHIPMENT"], "w1", 30, 10)
     assert str(item.id) == work_id and item.created_by == str(person.user.pk)
     assert 'id="work-status">claimed' in person.client.get(response["Location"]).text
-    api.complete(ctx, item)
+    complete(ctx, item)
     done = person.client.get(response["Location"]).text
     assert 'id="work-status">done' in done and 'data-final="1"' in done
     # The list shows the shipment.

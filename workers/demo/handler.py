@@ -17,8 +17,7 @@ from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from workers.demo.kind import NOTIFY_SHIPMENT, NotifyShipmentPayload
 from workers.demo.models import Shipment, ShipmentNotice
-from workers.handlers import PermanentError, RetryableError, Run, handles
-from workqueue.api import WorkItem
+from workqueue.api import PermanentError, RetryableError, Run, WorkItem, handles
 
 
 @handles(NOTIFY_SHIPMENT.name)

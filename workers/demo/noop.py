@@ -8,8 +8,7 @@ import time
 import pydantic
 
 from tenancy.contexts import OpContext
-from workers.handlers import Run, handles
-from workqueue.api import Kind, Payload, WorkItem, register
+from workqueue.api import Kind, Payload, Run, WorkItem, handles, register
 
 
 class NoopPayload(Payload):

@@ -20,7 +20,7 @@ class DjangoTasksConfig(AppConfig):
         # names it (workqueue.lanes). A queue that is no lane name is the backend's check's.
         from django.tasks import DEFAULT_TASK_QUEUE_NAME
 
-        from workqueue import api
+        from workqueue import runtime
 
         tasks: dict[str, Any] = getattr(settings, "TASKS", {})
         for params in tasks.values():
@@ -28,6 +28,6 @@ class DjangoTasksConfig(AppConfig):
                 continue
             for queue in params.get("QUEUES", [DEFAULT_TASK_QUEUE_NAME]):
                 try:
-                    api.declare_lanes(queue)
-                except api.InvalidPayload:
+                    runtime.declare_lanes(queue)
+                except runtime.InvalidPayload:
                     pass

@@ -39,7 +39,7 @@ from workers.django_tasks.policy import (
 )
 from workers.django_tasks.results import task_result
 from workers.django_tasks.values import json_arguments
-from workqueue import api
+from workqueue import runtime
 
 APP = "workers.django_tasks"
 
@@ -67,8 +67,8 @@ class WorkQueueBackend(BaseTaskBackend):
             self.problems.append("the TASKS alias must be 1 to 100 letters, digits or _ . -")
         for queue in sorted(self.queues, key=str):
             try:
-                api.check_lane(queue, "QUEUES")
-            except api.InvalidPayload as exc:
+                runtime.check_lane(queue, "QUEUES")
+            except runtime.InvalidPayload as exc:
                 self.problems.append(f"{exc} (a queue is a work lane)")
 
     # -- validation ---------------------------------------------------------------------------
@@ -81,8 +81,8 @@ class WorkQueueBackend(BaseTaskBackend):
         module is imported, its tasks are not bound to their names yet.)"""
         super().validate_task(task)
         try:
-            api.check_lane(task.queue_name, "queue_name")
-        except api.InvalidPayload as exc:
+            runtime.check_lane(task.queue_name, "queue_name")
+        except runtime.InvalidPayload as exc:
             raise InvalidTask(str(exc)) from None
         if task.func.__module__ == "__main__":
             raise InvalidTask(
@@ -124,7 +124,7 @@ class WorkQueueBackend(BaseTaskBackend):
         """
         payload, max_attempts = self.task_item(task, args, kwargs)
         ctx = require_context("enqueueing a task")
-        item, _ = api.enqueue(
+        item, _ = runtime.enqueue(
             ctx,
             DJANGO_TASK.name,
             payload,

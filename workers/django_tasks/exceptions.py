@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.handlers import PermanentError, RetryableError
+from workqueue.runtime import PermanentError, RetryableError
 
 
 class TaskRaised(RetryableError):
@@ -13,7 +13,7 @@ class TaskRaised(RetryableError):
 class TaskFailed(PermanentError):
     """The task cannot succeed by running again: dead-lettered at once, never retried.
 
-    Raised for a task that itself raised ``workers.handlers.PermanentError``, and by the
+    Raised for a task that itself raised ``workqueue.handlers.PermanentError``, and by the
     subclasses below.
     """
 

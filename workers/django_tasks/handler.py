@@ -10,7 +10,7 @@ retry; an async task opens ``tenant_scope`` itself where it queries); check that
 returned is JSON; send ``task_finished``; store the outcome on the record. Then return (the
 worker completes the item) or raise: ``TaskRaised`` retries after the task's own policy's
 delay until its attempts are spent; ``TaskFailed`` (the task raised
-``workers.handlers.PermanentError``, or returned something that is not JSON) dead-letters at
+``workqueue.handlers.PermanentError``, or returned something that is not JSON) dead-letters at
 once. The item's last error starts with the exception's class path and message, then its
 traceback; the record keeps each error as Django's ``TaskError``. A task that calls
 ``sys.exit()`` or raises ``KeyboardInterrupt`` fails like one that raises anything else (its
@@ -55,8 +55,8 @@ from workers.django_tasks.kind import DJANGO_TASK, DjangoTaskPayload
 from workers.django_tasks.loading import queue_backend, runnable_task
 from workers.django_tasks.records import Ended, Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
-from workers.handlers import PermanentError, Run, handles, is_failure
-from workqueue import api
+from workqueue import runtime
+from workqueue.runtime import PermanentError, Run, handles, is_failure
 from wqcore.logs import fields_of_item, log_event
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ class Target:
     sender: type
 
     @classmethod
-    def of(cls, item: api.WorkItem) -> Target:
+    def of(cls, item: runtime.WorkItem) -> Target:
         """Read without the database; ``TaskNotRunnable`` when the item names no task here."""
         try:
             payload = DjangoTaskPayload.model_validate(item.payload)
@@ -130,14 +130,14 @@ class Target:
 class Call:
     """One attempt of one task: what it runs and the result its signals carry."""
 
-    item: api.WorkItem
+    item: runtime.WorkItem
     task: Task
     sender: type
     result: TaskResult
-    retry: api.RetryPolicy | None
+    retry: runtime.RetryPolicy | None
 
     @classmethod
-    def of(cls, item: api.WorkItem, target: Target, started: Started) -> Call:
+    def of(cls, item: runtime.WorkItem, target: Target, started: Started) -> Call:
         payload = target.payload
         result = TaskResult(
             task=target.task,
@@ -173,7 +173,7 @@ class Call:
                     value, text = stored_return(returned)  # not JSON: the writes roll back
             except BaseException as exc:
                 # In a handler thread whatever the task raises is its failure, sys.exit() and
-                # KeyboardInterrupt too (workers.handlers.is_failure).
+                # KeyboardInterrupt too (workqueue.handlers.is_failure).
                 outcome = self._failed(exc)
                 # Sent from the except block: Django's log receiver logs the traceback.
                 task_finished.send_robust(self.sender, task_result=self.result)
@@ -211,7 +211,7 @@ class Call:
         self.result.errors.append(TaskError(exception_class_path=path, traceback=trace))
         permanent = isinstance(exc, PermanentError)
         item = self.item
-        final = permanent or api.is_exhausted(item.attempts, item.max_attempts)
+        final = permanent or runtime.is_exhausted(item.attempts, item.max_attempts)
         # READY: it runs again after its delay (the signal says what the attempt leaves).
         self._finish(TaskResultStatus.FAILED if final else TaskResultStatus.READY)
         summary = f"{path}: {exc}".splitlines()[0] if str(exc) else path
@@ -222,7 +222,7 @@ class Call:
         elif permanent:
             failure = TaskFailed(note)
         else:
-            delay_s = None if self.retry is None else api.retry_delay(item.attempts, self.retry)
+            delay_s = None if self.retry is None else runtime.retry_delay(item.attempts, self.retry)
             failure = TaskRaised(note, delay_s=delay_s)
         return Outcome(Ended(error=error_json(path, trace)), failure)
 
@@ -239,14 +239,14 @@ class DjangoTaskHandler:
     # its connection budget leaves (workers/config.py, threads).
     uses_threads = True
 
-    def timeout_for(self, item: api.WorkItem) -> float | None:
+    def timeout_for(self, item: runtime.WorkItem) -> float | None:
         """The task's own time limit (``OPTIONS["TIMEOUT_S"]`` or ``@time_limit``, carried by
         the item); None: the DJANGO_TASK kind's."""
         value = item.payload.get("timeout_s") if isinstance(item.payload, dict) else None
         return float(value) if isinstance(value, int | float) else None
 
-    async def handle(self, ctx: OpContext, item: api.WorkItem, run: Run) -> None:
-        fence = api.Fence.of(item)
+    async def handle(self, ctx: OpContext, item: runtime.WorkItem, run: Run) -> None:
+        fence = runtime.Fence.of(item)
         notes = recorder()
         target: Target | None = None
         try:

@@ -7,7 +7,7 @@ from typing import Any
 import pydantic
 from pydantic import AwareDatetime
 
-from workqueue.api import Kind, Payload, RetryPolicy, register
+from workqueue.runtime import Kind, Payload, RetryPolicy, register
 
 # A dotted path of identifiers (module.function): what Task.module_path gives for a
 # module-level function, and nothing a worker could mistake for anything else.

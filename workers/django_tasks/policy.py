@@ -28,8 +28,8 @@ from typing import Any
 
 from django.tasks import Task
 
-from workqueue.api import MAX_TIMEOUT_S as MAX_KIND_TIMEOUT_S
-from workqueue.api import RetryPolicy, check_max_attempts
+from workqueue.runtime import MAX_TIMEOUT_S as MAX_KIND_TIMEOUT_S
+from workqueue.runtime import RetryPolicy, check_max_attempts
 
 # The attribute @retries sets on a task function.
 RETRIES_ATTRIBUTE = "workqueue_retries"

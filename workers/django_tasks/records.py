@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from tenancy.contexts import OpContext
 from workers.django_tasks.kind import DJANGO_TASK
-from workqueue import api
+from workqueue import runtime
 from wqcore.statements import Statement
 from wqcore.store import Plan, System, Tenant, arun, run
 
@@ -85,11 +85,11 @@ class Ended:
 def error_json(exception_class_path: str, traceback: str) -> str:
     if len(traceback) > TRACEBACK_CHARS:
         traceback = "...\n" + traceback[-TRACEBACK_CHARS:]
-    text = api.storable_text(traceback, TRACEBACK_CHARS + 4)
+    text = runtime.storable_text(traceback, TRACEBACK_CHARS + 4)
     return json.dumps({"exception_class_path": exception_class_path, "traceback": text})
 
 
-def record_start_plan(fences: list[api.Fence]) -> Plan:
+def record_start_plan(fences: list[runtime.Fence]) -> Plan:
     params = RecordStartParams(
         [f.org_id for f in fences], [f.item_id for f in fences], [f.claim_token for f in fences]
     )
@@ -100,7 +100,7 @@ def record_start_plan(fences: list[api.Fence]) -> Plan:
     }
 
 
-def record_end_plan(ends: list[tuple[api.Fence, Ended]]) -> Plan:
+def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan:
     params = RecordEndParams(
         [f.org_id for f, _ in ends],
         [f.item_id for f, _ in ends],
@@ -119,20 +119,20 @@ class Recorder:
     on its way join the next one, so nothing waits on a timer."""
 
     def __init__(self) -> None:
-        self._starts: list[tuple[api.Fence, None, asyncio.Future[Any]]] = []
-        self._ends: list[tuple[api.Fence, Ended, asyncio.Future[Any]]] = []
+        self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Any]]] = []
+        self._ends: list[tuple[runtime.Fence, Ended, asyncio.Future[Any]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def start(self, fence: api.Fence) -> Started | None:
+    async def start(self, fence: runtime.Fence) -> Started | None:
         """Note that the attempt holding ``fence`` starts; the record as it now stands, or
         None when the item is no longer held under that token."""
         return await self._submit(self._starts, fence, None)
 
-    async def end(self, fence: api.Fence, ended: Ended) -> bool:
+    async def end(self, fence: runtime.Fence, ended: Ended) -> bool:
         """Store the attempt's outcome; False when the item is no longer held under the token."""
         return await self._submit(self._ends, fence, ended)
 
-    async def _submit(self, queue: list[Any], fence: api.Fence, data: Any) -> Any:
+    async def _submit(self, queue: list[Any], fence: runtime.Fence, data: Any) -> Any:
         future = asyncio.get_running_loop().create_future()
         queue.append((fence, data, future))
         if self._flusher is None or self._flusher.done():
@@ -153,7 +153,7 @@ class Recorder:
 
     @staticmethod
     async def _write(
-        batch: list[tuple[api.Fence, Any, asyncio.Future[Any]]],
+        batch: list[tuple[runtime.Fence, Any, asyncio.Future[Any]]],
         plan: Plan,
         answer: Callable[[Any, uuid.UUID], Any],
     ) -> None:

@@ -19,7 +19,7 @@ from workers.django_tasks.exceptions import (
 )
 from workers.django_tasks.loading import readable_task
 from workers.django_tasks.records import Stored
-from workqueue.api import Status
+from workqueue.runtime import Status
 
 STATUSES: dict[str, TaskResultStatus] = {
     Status.PENDING: TaskResultStatus.READY,

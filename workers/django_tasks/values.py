@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workqueue.api import PAYLOAD_DEPTH_MAX, max_payload_bytes
+from workqueue.runtime import PAYLOAD_DEPTH_MAX, max_payload_bytes
 
 # The most levels of lists and objects an argument may nest: the payload's own limit less the
 # two levels an argument sits in (the payload object and its ``args`` list or ``kwargs``).

@@ -25,7 +25,7 @@ from tenancy.contexts import RequestContext
 from workers import schedule_state
 from workers.schedules import Schedule, all_schedules, tenants_of
 from workers.sweep.config import SweepSettings
-from workqueue import api
+from workqueue import runtime
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ def _deliver(schedule: Schedule, tick: datetime, rctx: RequestContext) -> Enqueu
     try:
         item = schedule.item(tick)
         for ctx in tenants_of(schedule, rctx):
-            _, outcome = api.enqueue(
+            _, outcome = runtime.enqueue(
                 ctx,
                 item.kind,
                 item.payload,
@@ -133,11 +133,11 @@ def _deliver(schedule: Schedule, tick: datetime, rctx: RequestContext) -> Enqueu
                 priority=item.priority,
                 max_attempts=item.max_attempts,
             )
-            if outcome == api.Outcome.INSERTED:
+            if outcome == runtime.Outcome.INSERTED:
                 inserted += 1
             else:
                 existing += 1
-    except api.InvalidPayload as exc:
+    except runtime.InvalidPayload as exc:
         log_event(
             logger, logging.ERROR, "schedule_refused", schedule=schedule.name, tick=key, error=exc
         )

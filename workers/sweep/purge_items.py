@@ -12,7 +12,7 @@ from typing import NamedTuple
 from tenancy.contexts import RequestContext
 from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings
-from workqueue import api
+from workqueue import runtime
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -29,18 +29,18 @@ class Purged(NamedTuple):
 
 def run_once(rctx: RequestContext, settings: SweepSettings) -> Purged:
     bounds = {"batch": settings.batch, "max_batches": settings.max_batches}
-    done = api.purge_items(
-        rctx, db_now_minus(settings.item_retention_s), statuses=(api.Status.DONE,), **bounds
+    done = runtime.purge_items(
+        rctx, db_now_minus(settings.item_retention_s), statuses=(runtime.Status.DONE,), **bounds
     )
-    failed = api.purge_items(
+    failed = runtime.purge_items(
         rctx,
         db_now_minus(settings.dead_letter_retention_s),
-        statuses=(api.Status.FAILED, api.Status.DISCARDED, api.Status.CANCELLED),
+        statuses=(runtime.Status.FAILED, runtime.Status.DISCARDED, runtime.Status.CANCELLED),
         **bounds,
     )
     if (done or failed) and not _autovacuum["checked"]:
         _autovacuum["checked"] = True
-        if not api.autovacuum_on():
+        if not runtime.autovacuum_on():
             log_event(
                 logger,
                 logging.WARNING,

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from tenancy.contexts import RequestContext, service_context
 from workers.sweep.config import SweepSettings
-from workqueue import api
+from workqueue import runtime
 
 
-def run_once(rctx: RequestContext, settings: SweepSettings) -> api.Requeued:
+def run_once(rctx: RequestContext, settings: SweepSettings) -> runtime.Requeued:
     requeued = dead = cancelled = 0
-    for org_id in api.stale_tenants(limit=settings.batch):
+    for org_id in runtime.stale_tenants(limit=settings.batch):
         ctx = service_context(rctx, org_id)
         for _ in range(settings.max_batches):
-            moved = api.requeue_stale(ctx, limit=settings.batch)
+            moved = runtime.requeue_stale(ctx, limit=settings.batch)
             for item in moved.items:
-                api.send_settled(item, item.last_error, None, "")
+                runtime.send_settled(item, item.last_error, None, "")
             requeued, dead = requeued + moved.requeued, dead + moved.dead_lettered
             cancelled += moved.cancelled
             if moved.requeued + moved.dead_lettered + moved.cancelled < settings.batch:
                 break  # a short batch: this tenant has no more stale claims
-    return api.Requeued(requeued=requeued, dead_lettered=dead, cancelled=cancelled)
+    return runtime.Requeued(requeued=requeued, dead_lettered=dead, cancelled=cancelled)

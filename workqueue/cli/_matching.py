@@ -1,5 +1,5 @@
 """What ``queue requeue`` and ``queue discard`` share: the dead-letter filter from the command
-line, and the triage by filter the admin's filter action runs (``api.act_on_every_match``:
+line, and the triage by filter the admin's filter action runs (``act_on_every_match``:
 fenced on the moment the command started, audited per item, in bounded batches)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tenancy.contexts import AppType, OpContext, new_request_context
 from tenancy.services import operator_context
 from workqueue import api
-from workqueue.triage import parse_since
+from workqueue.triage import DeadFilter, act_on_every_match, count_dead, group_dead, parse_since
 from wqcore.actor import SYSTEM_ACTOR
 from wqcore.conf import effective
 
@@ -60,7 +60,7 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
 
 
-def _filter(options: dict[str, Any]) -> api.DeadFilter:
+def _filter(options: dict[str, Any]) -> DeadFilter:
     tenant = options.get("tenant")
     try:
         org_id = uuid.UUID(tenant) if tenant else None
@@ -68,7 +68,7 @@ def _filter(options: dict[str, Any]) -> api.DeadFilter:
         raise CommandError(f"--tenant: must be a tenant's id, got {tenant!r}") from None
     try:
         since = options.get("failed_since")
-        return api.DeadFilter(
+        return DeadFilter(
             kind=options.get("kind") or None,
             lane=options.get("lane") or None,
             error_contains=options.get("error_contains") or None,
@@ -104,7 +104,7 @@ def run(action: str, command: BaseCommand, **options: Any) -> None:
         until = parse_since(options["as_of"], "--as-of") if options.get("as_of") else None
     except api.InvalidPayload as exc:
         raise CommandError(str(exc)) from None
-    counted = api.count_dead(dead, None, until)
+    counted = count_dead(dead, None, until)
     until = until or counted.read_at
     outcome: dict[str, Any] = {
         "action": action,
@@ -116,7 +116,7 @@ def run(action: str, command: BaseCommand, **options: Any) -> None:
         "dry_run": bool(options.get("dry_run")),
     }
     if options.get("dry_run"):
-        groups = api.group_dead(dead).groups[:10]
+        groups = group_dead(dead).groups[:10]
         outcome["groups"] = [{"kind": g.kind, "error": g.error, "items": g.items} for g in groups]
         _say(command, options, outcome)
         return
@@ -127,7 +127,7 @@ def run(action: str, command: BaseCommand, **options: Any) -> None:
 
     changed = left = 0
     while True:
-        swept = api.act_on_every_match(action, dead, until, context_of)
+        swept = act_on_every_match(action, dead, until, context_of)
         changed, left = changed + swept.changed, left + swept.left_alone
         if not options.get("json"):
             command.stdout.write(f"{action}: {changed} so far")

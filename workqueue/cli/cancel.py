@@ -20,6 +20,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from tenancy.contexts import AppType, new_request_context
 from workqueue import api
+from workqueue.cancel import BULK_BATCH, CANCELLABLE, operator_cancel, operator_cancel_matching
 
 HELP = "cancel an item by id, or every item of a kind (--kind, with --lane, --status, --tenant)"
 
@@ -40,12 +41,10 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "--status",
         action="append",
-        choices=sorted(api.CANCELLABLE),
+        choices=sorted(CANCELLABLE),
         help="bulk: only items of this status (repeat for both; default pending and claimed)",
     )
-    parser.add_argument(
-        "--batch", type=int, default=api.BULK_BATCH, help="bulk: items per statement"
-    )
+    parser.add_argument("--batch", type=int, default=BULK_BATCH, help="bulk: items per statement")
     parser.add_argument("--max-batches", type=int, help="bulk: stop after this many statements")
     parser.add_argument("--actor", help="who the audit entries name (default: (cli:<login>))")
 
@@ -60,11 +59,11 @@ def run(command: Any, **options: Any) -> None:
             if options.get("lane") or options.get("tenant") or options.get("status"):
                 raise CommandError("--lane, --tenant and --status go with --kind")
             rctx = new_request_context(AppType.CLI)
-            item = api.operator_cancel(rctx, actor, item_id)
+            item = operator_cancel(rctx, actor, item_id)
             what = "cancelled" if item.status == api.Status.CANCELLED else "cancel requested"
             command.stdout.write(f"{item.id} {what} (tenant {item.org_id})")
             return
-        result = api.operator_cancel_matching(
+        result = operator_cancel_matching(
             actor,
             kind,
             org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workqueue import api
 from workqueue.cli._operator import add_user_argument, operator_actor
+from workqueue.pauses import parse_target, pause
 
 HELP = "pause a lane (LANE) or one kind in it (LANE:KIND) for every worker"
 
@@ -22,8 +23,8 @@ def add_arguments(parser: CommandParser) -> None:
 def run(command: BaseCommand, *, target: str, reason: str, user: str | None, **_: Any) -> None:
     actor = operator_actor(user)
     try:
-        lane, kind = api.parse_target(target)
-        paused, changed = api.pause(actor, lane, kind, reason=reason)
+        lane, kind = parse_target(target)
+        paused, changed = pause(actor, lane, kind, reason=reason)
     except api.InvalidPayload as exc:
         raise CommandError(str(exc)) from None
     if changed:

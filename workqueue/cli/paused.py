@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from workqueue import api
+from workqueue.pauses import read_pauses
 
 HELP = "list the paused lanes and kinds"
 
@@ -16,7 +16,7 @@ def add_arguments(parser: CommandParser) -> None:
 
 
 def run(command: BaseCommand, **_: Any) -> None:
-    pauses = api.read_pauses()
+    pauses = read_pauses()
     if not pauses:
         command.stdout.write("nothing is paused")
         return

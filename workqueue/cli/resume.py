@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workqueue import api
 from workqueue.cli._operator import add_user_argument, operator_actor
+from workqueue.pauses import parse_target, read_pauses, resume
 
 HELP = "resume a paused lane (LANE) or kind (LANE:KIND): workers claim it again at once"
 
@@ -21,8 +22,8 @@ def add_arguments(parser: CommandParser) -> None:
 def run(command: BaseCommand, *, target: str, user: str | None, **_: Any) -> None:
     actor = operator_actor(user)
     try:
-        lane, kind = api.parse_target(target)
-        ended = api.resume(actor, lane, kind)
+        lane, kind = parse_target(target)
+        ended = resume(actor, lane, kind)
     except api.InvalidPayload as exc:
         raise CommandError(str(exc)) from None
     if ended is None:
@@ -30,6 +31,6 @@ def run(command: BaseCommand, *, target: str, user: str | None, **_: Any) -> Non
         return
     command.stdout.write(f"resumed {ended.target} (paused by {ended.paused_by}): workers woken")
     if not ended.kind:
-        kinds = [p.target for p in api.read_pauses() if p.lane == ended.lane]
+        kinds = [p.target for p in read_pauses() if p.lane == ended.lane]
         if kinds:
             command.stdout.write(f"still paused on their own: {', '.join(kinds)}")

@@ -11,6 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workqueue import api
+from workqueue.figures import read_due_lanes, read_gauges_of
+from workqueue.triage import DeadFilter, group_dead
 
 HELP = (
     "Show the queue's depth by lane, kind and status, the oldest wait per lane, and the dead "
@@ -27,9 +29,9 @@ def add_arguments(parser: CommandParser) -> None:
 
 def read_stats(org_id: uuid.UUID | None) -> dict[str, Any]:
     """Everything ``stats`` prints, as plain values."""
-    gauges = api.read_gauges_of(org_id)
-    due = api.read_due_lanes(org_id)
-    grouped = api.group_dead(api.DeadFilter(), org_id)
+    gauges = read_gauges_of(org_id)
+    due = read_due_lanes(org_id)
+    grouped = group_dead(DeadFilter(), org_id)
     by_status: dict[str, int] = {}
     depth = []
     for (lane, kind, status), n in sorted(gauges.counts.items()):

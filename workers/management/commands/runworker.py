@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from workers.config import WorkerSettings
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
-from workqueue import api
-from workqueue.checks import startup_problem
+from workqueue import runtime
+from workqueue.runtime import startup_problem
 from wqcore.conf import effective
 from wqcore.logs import log_event
 
@@ -75,7 +75,7 @@ class Command(BaseCommand):
             sweep = SweepSettings.from_settings() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
-            if not api.is_declared(settings.lane):
+            if not runtime.is_declared(settings.lane):
                 # Its items are counted under "(undeclared)" on /metrics, and the API refuses
                 # the lane: most likely a typo.
                 log_event(
@@ -83,7 +83,7 @@ class Command(BaseCommand):
                     logging.WARNING,
                     "lane_undeclared",
                     lane=settings.lane,
-                    declared=",".join(api.declared_lanes()),
+                    declared=",".join(runtime.declared_lanes()),
                     hint="declare it in WORKQUEUE['LANES']",
                 )
             # What is loaded by now (Django, the apps, the handlers) lives as long as the
@@ -104,7 +104,7 @@ class Command(BaseCommand):
         """Run the worker on its event loop until it has drained.
 
         A handler's ``SystemExit`` or ``KeyboardInterrupt`` is its item's failure
-        (``workers.handlers.is_failure``), but asyncio raises one out of the loop, ending the
+        (``workqueue.handlers.is_failure``), but asyncio raises one out of the loop, ending the
         process, when it comes from a task or callback of the handler's own (a task it created,
         ``asyncio.gather`` of coroutines): the loop stops between two callbacks and loses none,
         so run it on. The awaiting handler then gets the exception and its item fails; the

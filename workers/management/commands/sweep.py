@@ -22,7 +22,7 @@ from workers.relayer import Relayer
 from workers.schedules import too_fine
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
-from workqueue.checks import startup_problem
+from workqueue.runtime import startup_problem
 from wqcore.conf import effective
 
 # What each step's result means, for people: the step's own words before its counts.

@@ -1,8 +1,7 @@
 """The site's own kind and handler, found by the queue's autodiscovery (<app>.work)."""
 
 from shop.models import Order
-from workers.handlers import PermanentError, handles
-from workqueue.api import Kind, Payload, register
+from workqueue.api import Kind, Payload, PermanentError, handles, register
 
 
 class ReceiptPayload(Payload):

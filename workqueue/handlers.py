@@ -48,7 +48,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
-from workqueue.api import MAX_RETRY_DELAY_S, WorkItem
+from workqueue.kinds import get_kind
+from workqueue.models import WorkItem
+from workqueue.settle import MAX_RETRY_DELAY_S
 
 
 class HandlerError(Exception):
@@ -216,3 +218,24 @@ def is_async(handler: Handler) -> bool:
 def needs_threads(handler: Handler) -> bool:
     """Whether the handler runs in threads: a sync one, or an async one that ``uses_threads``."""
     return not is_async(handler) or bool(getattr(handler, "uses_threads", False))
+
+
+def time_limit(handler: Handler, item: WorkItem) -> float | None:
+    """How long ``handler`` may run ``item``, in seconds (None: no limit): the handler's own
+    ``timeout_for(item)`` when it has one and it names a limit (the ``django.tasks`` handler:
+    a task's own), else the kind's (``Kind.time_limit_s``)."""
+    own = getattr(handler, "timeout_for", None)
+    if own is not None:
+        limit = own(item)
+        if limit is not None:
+            return float(limit) if limit > 0 else None
+    return get_kind(item.kind).time_limit_s()
+
+
+def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
+    """The error to store and whether it is permanent: a ``PermanentError``, or any failure
+    after the handler marked a side effect (a human decides whether repeating it is safe)."""
+    error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if run.side_effect and not isinstance(exc, PermanentError):
+        return f"failed after a side effect, not retried automatically: {error}", True
+    return error, isinstance(exc, PermanentError)

@@ -1,0 +1,143 @@
+"""What the runtime calls: the workers, the sweep, the outbox relay and the site's set-up.
+
+The claim and everything its holder does with an item (settle, extend, give back), the
+maintenance transitions (requeue, purge), the figures behind the gauges and the dashboard, the
+handler registry and the checks a process runs before it starts. It includes the site's face
+(``workqueue.api``). Like procrastinate's ``JobManager``, one place for every operation the
+runtime runs on the queue: nothing outside ``workqueue`` imports its other modules. A test
+checks that every name here is used outside ``workqueue``.
+"""
+
+from workqueue import api as _site
+from workqueue.api import *  # noqa: F403  (the site's face is part of this one)
+from workqueue.cancel import acancel_held
+from workqueue.checks import refuse_unsafe_start, set_unreachable_hint, startup_problem
+from workqueue.claim import aclaim
+from workqueue.enqueue import Relayed, enqueue_relayed, validated
+from workqueue.fence import Fence
+from workqueue.figures import (
+    DueLane,
+    Holder,
+    read_due_lanes,
+    read_gauges_of,
+    read_holders,
+    read_throughput,
+)
+from workqueue.handlers import (
+    Handler,
+    failure_of,
+    handled_kinds,
+    handler_for,
+    is_async,
+    is_failure,
+    needs_threads,
+    time_limit,
+)
+from workqueue.idempotency import purge_request_keys
+from workqueue.inputs import (
+    PAYLOAD_DEPTH_MAX,
+    SCHEDULE_KEY_PREFIX,
+    check_lane,
+    check_max_attempts,
+    check_name,
+    check_traceparent,
+    find_unstorable,
+    storable_text,
+    too_deep,
+)
+from workqueue.kinds import MAX_TIMEOUT_S, get_kind, known_kinds, max_payload_bytes
+from workqueue.lanes import UNDECLARED, declare_lanes, declared_lanes, is_declared
+from workqueue.maintenance import (
+    READ_GAUGES,
+    READ_TOP_TENANTS,
+    Gauges,
+    Requeued,
+    autovacuum_on,
+    purge_items,
+    read_top_tenants,
+    requeue_stale,
+    stale_tenants,
+)
+from workqueue.models import TenantShare, new_item_id
+from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.rules import is_exhausted, retry_delay
+from workqueue.settle import (
+    acomplete_many,
+    adefer,
+    aextend_leases,
+    afail,
+    arelease,
+)
+from workqueue.signals import asend_settled, log_receiver_failures, send_settled, work_enqueued
+from workqueue.views import json_error
+
+__all__ = [
+    "MAX_TIMEOUT_S",
+    "PAYLOAD_DEPTH_MAX",
+    "READ_GAUGES",
+    "READ_PAUSES",
+    "READ_TOP_TENANTS",
+    "SCHEDULE_KEY_PREFIX",
+    "UNDECLARED",
+    "DueLane",
+    "Fence",
+    "Gauges",
+    "Handler",
+    "Holder",
+    "Paused",
+    "Relayed",
+    "Requeued",
+    "TenantShare",
+    "acancel_held",
+    "aclaim",
+    "acomplete_many",
+    "adefer",
+    "aextend_leases",
+    "afail",
+    "arelease",
+    "asend_settled",
+    "autovacuum_on",
+    "check_lane",
+    "check_max_attempts",
+    "check_name",
+    "check_traceparent",
+    "declare_lanes",
+    "declared_lanes",
+    "enqueue_relayed",
+    "failure_of",
+    "find_unstorable",
+    "get_kind",
+    "handled_kinds",
+    "handler_for",
+    "is_async",
+    "is_declared",
+    "is_exhausted",
+    "is_failure",
+    "json_error",
+    "known_kinds",
+    "log_receiver_failures",
+    "max_payload_bytes",
+    "needs_threads",
+    "new_item_id",
+    "purge_items",
+    "purge_request_keys",
+    "read_due_lanes",
+    "read_gauges_of",
+    "read_holders",
+    "read_pauses",
+    "read_throughput",
+    "read_top_tenants",
+    "refuse_unsafe_start",
+    "requeue_stale",
+    "retry_delay",
+    "send_settled",
+    "set_unreachable_hint",
+    "stale_tenants",
+    "startup_problem",
+    "storable_text",
+    "time_limit",
+    "too_deep",
+    "validated",
+    "work_enqueued",
+]
+__all__ += _site.__all__
