@@ -146,7 +146,7 @@ def _claims_counted(  # type: ignore[no-untyped-def]
         finally:
             seen["now"] -= 1
 
-    monkeypatch.setattr(api, "aclaim", counted)
+    monkeypatch.setattr(runtime, "aclaim", counted)
     return seen
 
 
