@@ -8,6 +8,7 @@ import ast
 import re
 from pathlib import Path
 
+from workers import testing
 from workqueue import api, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +72,27 @@ def test_the_site_face_is_these_names_and_each_is_there() -> None:
     assert sorted(api.__all__) == sorted(SITE_FACE)
     for name in SITE_FACE:
         assert getattr(api, name) is not None
+
+
+TESTING_FACE = [
+    "DrainFailed",
+    "Drained",
+    "Ran",
+    "assert_enqueued",
+    "context",
+    "drain",
+    "enqueued",
+    "inline",
+    "perform",
+    "refute_enqueued",
+    "tenant",
+]
+
+
+def test_the_testing_module_beside_it_is_these_names() -> None:
+    assert sorted(testing.__all__) == sorted(TESTING_FACE)
+    for name in TESTING_FACE:
+        assert getattr(testing, name) is not None
 
 
 def test_the_runtime_face_holds_the_site_face_and_only_what_the_runtime_uses() -> None:
