@@ -22,6 +22,7 @@ from tenancy.current import using_context
 from tenancy.models import Org
 from tests import tasks
 from tests.runtime.support import run_until, settings
+from workers import testing
 from workers.demo.models import Shipment
 from workers.worker import Worker
 from workqueue import api
@@ -73,7 +74,8 @@ def test_a_task_runs_and_its_return_value_is_stored(member: OpContext) -> None:
 
 def test_an_async_task_runs_on_the_workers_loop(member: OpContext) -> None:
     result = tasks.async_add.enqueue(4, 5)
-    _run(_worker(), _finished(member, result))
+    # The testing helpers' drain: the same worker, in once mode (what a site's test uses).
+    assert testing.drain("default", ["DJANGO_TASK"]).done == 1
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.return_value == {"sum": 9, "loop": True}
@@ -133,7 +135,8 @@ def test_a_task_that_keeps_failing_is_a_dead_letter_with_its_errors(member: OpCo
 
 def test_a_permanent_error_dead_letters_at_once(member: OpContext) -> None:
     result = tasks.refuses.enqueue()
-    _run(_worker(), _finished(member, result))
+    [run] = testing.drain("default", ["DJANGO_TASK"], raise_failures=False).ran
+    assert run.ended == "dead_lettered" and isinstance(run.exception, api.PermanentError)
     result.refresh()
     assert result.status == TaskResultStatus.FAILED and result.attempts == 1
     assert result.errors[0].exception_class_path == "workqueue.handlers.PermanentError"
@@ -143,7 +146,8 @@ def test_a_return_value_that_is_not_json_fails_the_task_with_a_clear_error(
     member: OpContext,
 ) -> None:
     result = tasks.returns_a_datetime.enqueue()
-    _run(_worker(), _finished(member, result))
+    with pytest.raises(testing.DrainFailed, match="return value: a datetime is not JSON"):
+        testing.drain("default", ["DJANGO_TASK"])
     result.refresh()
     assert result.status == TaskResultStatus.FAILED and result.attempts == 1
     [error] = result.errors
