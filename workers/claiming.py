@@ -23,12 +23,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Callable
 
 from tenancy.contexts import AppType, OpContext, new_request_context
+from workers.completing import Completer
 from workers.config import WorkerSettings
 from workers.metrics import IN_FLIGHT, for_kind, observe_many, waited
 from workers.outage import Outage
+from workers.running import Runner
 from workqueue import runtime
 from wqcore.logs import log_event
 
@@ -36,30 +37,27 @@ logger = logging.getLogger(__name__)
 
 
 class ClaimLoop:
+    """Claims items and hands each to the runner (``Runner.start``), while the runner has a
+    free slot and the completer's backlog is short."""
+
     def __init__(
         self,
         settings: WorkerSettings,
         worker_id: str,
         outage: Outage,
-        *,
-        in_flight: Callable[[], int],
-        start: Callable[[OpContext, runtime.WorkItem], None],
-        wake: asyncio.Event,
-        slot_freed: asyncio.Event,
-        backlog: Callable[[], int] = lambda: 0,
-        written: asyncio.Event | None = None,
+        runner: Runner,
+        completer: Completer,
     ) -> None:
         self.settings = settings
         self.worker_id = worker_id
         self.outage = outage
-        self.in_flight = in_flight
-        self.start = start
-        self.wake = wake
-        self.slot_freed = slot_freed
-        # Finished items whose completion is not written yet, and the event set after each
-        # write (workers.completing.Completer).
-        self.backlog = backlog
-        self.written = written or asyncio.Event()
+        self.runner = runner
+        self.completer = completer
+        # Set by a work_available notice (the listener), and by the stop.
+        self.wake = asyncio.Event()
+        # Set when a job ends, and after each completion write (the completer's backlog).
+        self.slot_freed = runner.jobs.slot_freed
+        self.written = completer.written
         # Slots asked for by claims on their way (two claimers share the capacity).
         self.reserved = 0
         # Set while claims come back full (the lane has a backlog): the second claimer's cue.
@@ -95,7 +93,7 @@ class ClaimLoop:
         # claim takes the first due item alone, by the lighter statement (``runtime.aclaim``).
         woken = False
         while not stop.is_set():
-            if self.backlog() > (s.capacity or 1):
+            if self.completer.backlog > (s.capacity or 1):
                 self.written.clear()
                 await self._wait(self.written, None, stop)
                 continue
@@ -127,7 +125,7 @@ class ClaimLoop:
             # Less than asked: nothing more was due when the claim ran. Work announced since
             # (the wake event, cleared before the claim) or due by then (the poll) comes next.
             if s.once:
-                if not self.in_flight() and not self.reserved:
+                if not self.runner.in_flight() and not self.reserved:
                     return
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
@@ -143,7 +141,7 @@ class ClaimLoop:
             await self._wait(self.full, None, stop)
             if stop.is_set() or self.over.is_set():
                 return
-            if self.backlog() > (s.capacity or 1) or self._free() < s.claim_batch:
+            if self.completer.backlog > (s.capacity or 1) or self._free() < s.claim_batch:
                 # Room for a whole batch first (a claim only for the rest is the first's).
                 self.slot_freed.clear()
                 self.written.clear()
@@ -154,7 +152,7 @@ class ClaimLoop:
                 self.full.clear()
 
     def _free(self) -> int:
-        return (self.settings.capacity or 1) - self.in_flight() - self.reserved
+        return (self.settings.capacity or 1) - self.runner.in_flight() - self.reserved
 
     async def _claim(
         self, asked: int, woken: bool
@@ -188,7 +186,7 @@ class ClaimLoop:
             self.slot_freed.set()
         self.outage.ok(started)
         for ctx, item in claimed:
-            self.start(ctx, item)
+            self.runner.start(ctx, item)
         if claimed:
             # The claim's metrics run after the handlers just started have taken their first
             # step (the loop runs its callbacks in order): they are off the path to a start.
@@ -222,7 +220,7 @@ class ClaimLoop:
             waits.setdefault(item.kind, []).append(max(wait_s, 0.0))
         for kind, values in waits.items():
             observe_many(waited(lane, kind), values)
-        IN_FLIGHT.set(self.in_flight())
+        IN_FLIGHT.set(self.runner.in_flight())
 
     @staticmethod
     async def _wait(event: asyncio.Event, timeout_s: float | None, stop: asyncio.Event) -> None:

@@ -36,6 +36,11 @@ class Relayer:
         """Rows were announced (or may have been, while no one listened): relay soon."""
         self.pending.set()
 
+    def on_notice(self, channel: str, payload: str) -> None:
+        """The listener's call for a notice on any of its channels: a notice of work may
+        follow a relay, and one of outbox rows asks for one."""
+        self.notice()
+
     async def run(self, stop: asyncio.Event) -> None:
         stopping = asyncio.ensure_future(stop.wait())
         try:

@@ -1,119 +1,55 @@
 """Running one item: its span, its handler, and what the handler's outcome does to the item.
 
-Each claimed item runs as its own task: the handler under the context the claim returned,
-inside a span linked (never parented) to the enqueuing request's trace. It returns: the item
-is queued for batched completion. It raises: the failure is classified (a ``PermanentError``,
-or any error after ``run.mark_side_effect()``, dead-letters at once; anything else retries,
-``SystemExit`` and ``KeyboardInterrupt`` included: ``handlers.is_failure``).
-It is cancelled: on shutdown the item is released with a note; when the lease was lost there
-is nothing to write (another holder has it, or soon will); when someone asked to cancel it (the
-lease renewal reported the request) it ends ``cancelled`` under its claim token, or a dead
-letter if it had marked a side effect. It runs past its time limit (``Kind.time_limit_s``, or
-the handler's ``timeout_for(item)``): it is cancelled and fails as ``TimeoutError``, through
-the retry path like any failure. It snoozes (``run.snooze``): the item is deferred, its attempt
-given back.
-
-A sync handler's thread cannot be stopped: cancelled, it is *abandoned*. Its item is settled
-and no longer held (its late writes to the queue are refused by the claim token), its run's
-``cancelled`` flag is set, and the thread runs on to its end, keeping its slot of the worker's
-capacity until it returns (``abandoned``, ``workqueue_worker_abandoned_threads``), so the
-worker never runs more threads than its connection budget has room for.
+The item's route through a worker: the claim loop (``claiming.py``) hands each claimed item to
+``Runner.start``, which makes its job (``jobs.py``), holds its lease (``lease.py``) and runs it
+as a task of its own: the handler (``calling.py``) under the context the claim returned, inside
+a span linked (never parented) to the enqueuing request's trace. It returns: the runner hands
+the item to the completer (``completing.py``), which writes completions in batches. It raises:
+the failure is classified (``handlers.failure_of``: a ``PermanentError``, or any error after
+``run.mark_side_effect()``, dead-letters at once; anything else retries, ``SystemExit`` and
+``KeyboardInterrupt`` included: ``handlers.is_failure``) and settled here. It is cancelled: on
+shutdown the item is released with a note; when the lease was lost there is nothing to write
+(another holder has it, or soon will); when someone asked to cancel it (the lease renewal
+reported the request) it ends ``cancelled`` under its claim token, or a dead letter if it had
+marked a side effect. It runs past its time limit (``Kind.time_limit_s``, or the handler's
+``timeout_for(item)``): it is cancelled and fails as ``TimeoutError``, through the retry path
+like any failure. It snoozes (``run.snooze``): the item is deferred, its attempt given back.
+However it ends, its job says how (``Job.ended``) and the job ends (``Jobs.end``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import functools
 import logging
 import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
-from django.db import connections
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from tenancy.contexts import OpContext
+from workers.calling import HandlerCalls
 from workers.completing import Completer
+from workers.config import WorkerSettings
+from workers.jobs import CANCEL_REQUESTED, SHUTDOWN, Ended, Job, Jobs
 from workers.lease import LeaseKeeper
-from workers.metrics import ABANDONED_THREADS, CANCELLED, RELEASED, TIMED_OUT, for_kind
+from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
 from workqueue import runtime
-from workqueue.runtime import Handler, Run, is_async, is_failure
+from workqueue.runtime import Handler, handler_for, is_async, is_failure
 from wqcore.logs import bind_item, log_event
 from wqcore.tracing import exporting
 
 logger = logging.getLogger(__name__)
 tracer = trace.get_tracer("workqueue.worker")
 
-SHUTDOWN = "shutdown"
-# Someone asked to cancel the item (its lease renewal said so).
-CANCEL_REQUESTED = "cancel_requested"
-# The handler ran past its time limit.
-TIMEOUT = "timeout"
-
-
-class Ended(StrEnum):
-    """How an item's run ended here (``Job.ended``)."""
-
-    # The handler returned: its completion is queued (the batch writes it under the token).
-    DONE = "done"
-    # It failed and runs again after a delay.
-    RETRIED = "retried"
-    # It failed for good: a dead letter.
-    DEAD_LETTERED = "dead_lettered"
-    # It asked for later (``run.snooze``): handed back, its attempt given back.
-    SNOOZED = "snoozed"
-    # Handed back unrun or unfinished: a kind this worker does not handle, or shutdown.
-    RELEASED = "released"
-    # Someone asked to cancel it: it ended cancelled.
-    CANCELLED = "cancelled"
-    # Another holder has it: the lease was lost, or the claim token refused a settle.
-    LOST = "lost"
-    # Its settle failed (the database is away): the lease runs out and the sweep hands it back.
-    UNSETTLED = "unsettled"
-
-
 _NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
-
-
-@dataclass
-class Job:
-    ctx: OpContext
-    item: runtime.WorkItem
-    run: Run = field(default_factory=Run)
-    task: asyncio.Task[None] | None = None
-    # Why the task was cancelled: lost to another holder, self-fenced, cancel requested, or
-    # shutdown.
-    cancel_reason: str | None = None
-    # While the handler runs (a cancel request arriving after it returned changes nothing:
-    # its outcome is being written).
-    in_handler: bool = False
-    # A cancel request that came before the handler started: it never starts.
-    cancel_wanted: bool = False
-    # What the holder presents to write to the item (made once: the lease keeper holds it and
-    # the completion sends it).
-    fence: runtime.Fence = field(init=False)
-    # How its run ended here, and what its handler raised (None: it returned).
-    ended: Ended | None = None
-    exception: BaseException | None = None
-
-    def __post_init__(self) -> None:
-        self.fence = runtime.Fence.of(self.item)
-
-    def cancel(self, reason: str) -> None:
-        self.cancel_reason = reason
-        self.run.cancel(reason)
-        if self.task is not None:
-            self.task.cancel()
 
 
 def _links(traceparent: str | None) -> list[Link]:
@@ -146,20 +82,6 @@ def span_for(item: runtime.WorkItem) -> Any:
     )
 
 
-def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
-    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects."""
-
-    def call(*args: Any, **kwargs: Any) -> T:
-        try:
-            return fn(*args, **kwargs)
-        except Exception:
-            for conn in connections.all(initialized_only=True):
-                conn.close_if_unusable_or_obsolete()
-            raise
-
-    return call
-
-
 def first_line(text: str) -> str:
     """The first line of an error (a dead letter's log line carries it, not the traceback)."""
     line = text.strip().splitlines()[0] if text.strip() else ""
@@ -172,65 +94,88 @@ class Runner:
     def __init__(
         self,
         worker_id: str,
-        handlers: dict[str, Handler],
+        settings: WorkerSettings,
         completer: Completer,
-        lease_keeper: LeaseKeeper,
         outage: Outage,
         handler_pool: ThreadPoolExecutor | None,
-        on_done: Callable[[Job], None],
-        *,
-        threads_hold_slots: bool = False,
-        on_thread_free: Callable[[], None] | None = None,
+        on_ended: Callable[[Job], None] | None = None,
     ) -> None:
         self.worker_id = worker_id
-        self.handlers = handlers
         self.completer = completer
-        self.lease_keeper = lease_keeper
         self.outage = outage
-        self.handler_pool = handler_pool
-        self.on_done = on_done
-        # One turn per handler thread (Run.thread_turn), for handlers that use_threads
-        # (_max_workers: the size ThreadPoolExecutor was made with).
-        self.turns = asyncio.Semaphore(handler_pool._max_workers) if handler_pool else None
-        # Handler threads still running after their item was cancelled (they cannot be
-        # stopped). With one thread per slot (``threads_hold_slots``: a sync handler runs
-        # here) each keeps its slot until it returns (``abandoned_slots``).
-        self.abandoned = 0
-        self.threads_hold_slots = threads_hold_slots
-        self.on_thread_free = on_thread_free
+        # A kind with no handler here (a release that dropped it) is claimed and released.
+        self.handlers: dict[str, Handler] = {
+            kind: handler for kind in settings.kinds if (handler := handler_for(kind)) is not None
+        }
+        self.jobs = Jobs(on_ended)
+        assert settings.renew_timeout_s is not None
+        self.leases = LeaseKeeper(
+            runtime.aextend_leases,
+            self.jobs.lost_threadsafe,
+            on_cancel=self.jobs.cancel_threadsafe,
+            lease_s=settings.lease_s,
+            timeout_s=settings.renew_timeout_s,
+            outage=outage,
+        )
+        self.calls = HandlerCalls(
+            handler_pool,
+            settings.threads,
+            threads_hold_slots=settings.runs_sync_handlers,
+            on_thread_free=self.jobs.slot_freed.set,
+        )
 
-    @property
-    def abandoned_slots(self) -> int:
-        """Slots of the capacity that abandoned threads still hold."""
-        return self.abandoned if self.threads_hold_slots else 0
+    def describe_on_loop(self) -> dict[str, str]:
+        """For the watchdog, on its thread while the loop is blocked: the item whose task the
+        loop is running now, or else every item whose handler runs on the loop."""
+        loop = self.jobs.loop
+        assert loop is not None
+        current = asyncio.current_task(loop)
+        jobs = self.jobs.running()
+        on_loop = [job for job in jobs if current is not None and job.task is current]
+        if on_loop:
+            return {"items": f"{on_loop[0].item.id}:{on_loop[0].item.kind}"}
+        on_loop = [
+            job
+            for job in jobs
+            if (handler := self.handlers.get(job.item.kind)) and is_async(handler)
+        ]
+        shown = ",".join(f"{job.item.id}:{job.item.kind}" for job in on_loop[:10])
+        # Not an item's own task (the worker's, or a task a handler started): say which.
+        found = {"items": shown or "-", "task": current.get_name() if current is not None else "-"}
+        if len(on_loop) > 10:
+            found["more"] = str(len(on_loop) - 10)
+        return found
 
-    def start(self, job: Job) -> None:
-        self.lease_keeper.hold(job.fence)
-        if self.handler_pool is not None:
-            job.run.threads, job.run.turns = self._in_pool, self.turns
+    def in_flight(self) -> int:
+        """Slots of the capacity taken: the items held, and abandoned threads still running."""
+        return len(self.jobs) + self.calls.abandoned_slots
+
+    def start(self, ctx: OpContext, item: runtime.WorkItem) -> None:
+        """Run a claimed item: hold its lease, and start its task."""
+        job = self.jobs.add(ctx, item)
+        self.leases.hold(job.fence)
+        self.calls.lend_threads(job)
         job.task = asyncio.create_task(self._run(job), context=None)
 
     async def _run(self, job: Job) -> None:
         # Every line logged while the item runs names it (wqcore.logs.ItemFilter): this task's
         # own context (create_task copied it), and the copy its handler's thread runs in. Set
-        # here, in this coroutine: no wrapper coroutine may stand between the task and the
-        # handler's call (handlers.is_failure tells a GeneratorExit by the task running it).
+        # here, in this coroutine. And the handler's failure is caught here too, in the task's
+        # own coroutine, never in one it awaits: asyncio throws what a handler's thread raised
+        # into this one, and a GeneratorExit thrown in closes the coroutines it awaits first,
+        # which then must not await again (handlers.is_failure).
         bind_item(job.item)
         item = job.item
         handler = self.handlers.get(item.kind)
         try:
-            if handler is None:
-                await self._release(job, f"worker {self.worker_id} does not handle {item.kind}")
-                RELEASED.labels(item.kind, "unhandled").inc()
-                return
-            if job.cancel_wanted:
-                await self._end_cancelled(job)
+            if handler is None or job.cancel_wanted:
+                await self._not_run(job, handler)
                 return
             with span_for(item) as span:
                 started = time.perf_counter()
                 try:
                     job.in_handler = True
-                    await self._handle_within(handler, job, runtime.time_limit(handler, item))
+                    await self.calls.call_within(handler, job, runtime.time_limit(handler, item))
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
@@ -240,35 +185,14 @@ class Runner:
                     # the item still claimed (handlers.is_failure says why none is a signal).
                     if not is_failure(exc, job.task):
                         raise
-                    self.lease_keeper.drop(item.id)
-                    if job.run.snoozed_s is not None:
-                        await self._snooze(job)
-                        return
-                    job.exception = exc
-                    span.record_exception(exc)
-                    span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
-                    await self._fail(job, exc)
+                    await self._raised(job, exc, span)
                     return
                 finally:
                     job.in_handler = False
                     for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
-            if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
-                self.lease_keeper.drop(item.id)
-                await self._snooze(job)
-                return
-            # No lease to keep from here (the finally below drops it before anything else runs).
-            self.completer.add(job.fence, item.kind)
-            job.ended = Ended.DONE
+            await self._returned(job)
         except asyncio.CancelledError:
-            reason = job.cancel_reason or SHUTDOWN
-            CANCELLED.labels(item.kind, reason).inc()
-            if reason == SHUTDOWN:
-                await self._release(job, f"worker {self.worker_id} shut down before it finished")
-                RELEASED.labels(item.kind, SHUTDOWN).inc()
-            elif reason == CANCEL_REQUESTED:
-                await self._end_cancelled(job)
-            else:
-                job.ended = Ended.LOST
+            await self._cancelled(job)
         except Exception as exc:
             # A settle that failed (the database is away): the lease runs out and the sweep
             # hands the item back, its attempt counted.
@@ -276,106 +200,51 @@ class Runner:
             if not self.outage.failed("settle", exc):
                 log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
-            self.lease_keeper.drop(item.id)
-            self.on_done(job)
+            self.leases.drop(item.id)
+            self.jobs.end(job)
 
-    async def _in_pool(self, call: Callable[[], Any]) -> Any:
-        """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
-        assert self.handler_pool is not None
-        future = self.handler_pool.submit(_in_thread(call))
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            self._abandon(future, {"call": "in_thread"})
-            raise
+    async def _not_run(self, job: Job, handler: Handler | None) -> None:
+        """A kind this worker does not handle is handed back; one someone asked to cancel
+        before its handler started ends cancelled."""
+        if handler is None:
+            await self._release(job, f"worker {self.worker_id} does not handle {job.item.kind}")
+            RELEASED.labels(job.item.kind, "unhandled").inc()
+        else:
+            await self._end_cancelled(job)
 
-    async def _handle_within(self, handler: Handler, job: Job, limit_s: float | None) -> None:
-        """Run the handler, cancelled past ``limit_s``: then ``TimeoutError`` (the item's
-        failure, retried like any other). A ``TimeoutError`` the handler raises itself, before
-        its limit, is its own failure, passed on as it is."""
-        if limit_s is None:
-            await self._handle(handler, job)
+    async def _raised(self, job: Job, exc: BaseException, span: Any) -> None:
+        """The handler raised: a snooze defers the item, anything else fails it."""
+        self.leases.drop(job.item.id)
+        if job.run.snoozed_s is not None:
+            await self._snooze(job)
             return
-        scope = asyncio.timeout(limit_s)
-        try:
-            async with scope:
-                await self._handle(handler, job)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            job.run.cancel(TIMEOUT)
-            TIMED_OUT.labels(job.item.kind).inc()
-            log_event(
-                logger,
-                logging.WARNING,
-                "item_timed_out",
-                item=job.item.id,
-                kind=job.item.kind,
-                limit_s=limit_s,
-                attempt=job.item.attempts,
-            )
-            raise TimeoutError(
-                f"the handler ran past its time limit of {limit_s:g} s and was cancelled"
-            ) from None
+        job.exception = exc
+        span.record_exception(exc)
+        span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+        await self._fail(job, exc)
 
-    async def _handle(self, handler: Handler, job: Job) -> None:
-        if is_async(handler):
-            await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
+    async def _returned(self, job: Job) -> None:
+        """The handler returned: its completion is queued, unless it snoozed."""
+        if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
+            self.leases.drop(job.item.id)
+            await self._snooze(job)
             return
-        assert self.handler_pool is not None
-        # run_in_executor does not carry context variables over: the thread gets a copy of this
-        # task's, so its lines name the item too.
-        call = functools.partial(
-            contextvars.copy_context().run,
-            _in_thread(handler.handle),
-            job.ctx,
-            job.item,
-            job.run,
-        )
-        future = self.handler_pool.submit(call)
-        try:
-            await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            job.run.cancel()  # the thread goes on; the flag asks the handler to stop
-            self._abandon(future, {"item": job.item.id, "kind": job.item.kind})
-            raise
+        # No lease to keep from here (``_run`` drops it before anything else runs).
+        self.completer.add(job.fence, job.item.kind)
+        job.ended = Ended.DONE
 
-    def _abandon(self, future: Any, what: dict[str, Any]) -> None:
-        """A cancelled run's thread that is still running: count it until it returns (it
-        cannot be stopped; whatever it writes to the queue later is refused by the token)."""
-        if future.done() or future.cancel():  # it ended, or never started: nothing runs on
-            return
-        self.abandoned += 1
-        ABANDONED_THREADS.set(self.abandoned)
-        log_event(
-            logger,
-            logging.WARNING,
-            "handler_thread_abandoned",
-            **what,
-            abandoned=self.abandoned,
-        )
-        loop = asyncio.get_running_loop()
-
-        def returned(_: Any) -> None:
-            try:
-                loop.call_soon_threadsafe(self._thread_returned, what)
-            except RuntimeError:  # the worker's loop has ended
-                pass
-
-        future.add_done_callback(returned)
-
-    def _thread_returned(self, what: dict[str, Any]) -> None:
-        self.abandoned -= 1
-        ABANDONED_THREADS.set(self.abandoned)
-        log_event(
-            logger,
-            logging.INFO,
-            "handler_thread_returned",
-            **what,
-            abandoned=self.abandoned,
-        )
-        if self.on_thread_free is not None:
-            self.on_thread_free()
+    async def _cancelled(self, job: Job) -> None:
+        """Its task was cancelled: hand it back on shutdown, end it as a cancel request asks,
+        or, lost to another holder, write nothing."""
+        reason = job.cancel_reason or SHUTDOWN
+        CANCELLED.labels(job.item.kind, reason).inc()
+        if reason == SHUTDOWN:
+            await self._release(job, f"worker {self.worker_id} shut down before it finished")
+            RELEASED.labels(job.item.kind, SHUTDOWN).inc()
+        elif reason == CANCEL_REQUESTED:
+            await self._end_cancelled(job)
+        else:
+            job.ended = Ended.LOST
 
     async def _snooze(self, job: Job) -> None:
         """Defer the item by what the handler asked (``run.snooze``), its attempt given back."""

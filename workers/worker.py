@@ -1,16 +1,17 @@
 """The worker: wires the parts of one ``runworker`` process and drains it on stop.
 
-One asyncio loop per process. The parts, one job each: the listener (``listen.py``) wakes the
-claim loop (``claiming.py``), which starts each item as a task (``running.py``); finished items
-complete in batches (``completing.py``); the lease keeper (``lease.py``) renews what is held;
-the heartbeat (``liveness.py``) beats in memory for ``/healthz`` (``http.py``) and publishes
-best effort; the sweep (``sweep/``) runs on its timer unless turned off. The claim, the
-completions and the failures run on the store's async connections on this loop; sync
-handlers run in a thread pool sized to the capacity (or, for async handlers that use threads
-for some items, to what the connection budget leaves); async handlers run on the loop. The
-lease renewals and the loop watchdog (``watchdog.py``) run on a second loop in a thread of
-their own (``offloop.py``), so an async handler that blocks this loop neither loses the leases
-of what the process holds nor goes unnoticed.
+One asyncio loop per process. The item's route: the claim loop (``claiming.py``) claims and
+hands each item to the runner (``running.py``), which runs it as a task of its own and hands
+what finished to the completer (``completing.py``), which completes in batches; the runner's
+lease keeper (``lease.py``) renews what is held. Around it: the listener (``listen.py``) wakes
+the claim loop on a notice; the heartbeat (``liveness.py``) beats in memory for ``/healthz``
+(``http.py``) and publishes best effort; the outbox relayer and the sweep (``sweep/``) run on
+a thread of their own. The claim, the completions and the failures run on the store's async
+connections on this loop; sync handlers run in a thread pool sized to the capacity (or, for
+async handlers that use threads for some items, to what the connection budget leaves); async
+handlers run on the loop. The lease renewals and the loop watchdog (``watchdog.py``) run on a
+second loop in a thread of their own (``offloop.py``), so an async handler that blocks this
+loop neither loses the leases of what the process holds nor goes unnoticed.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
 rest and release each with a note, flush completions, stop the lease keeper's thread (only
@@ -24,7 +25,6 @@ import asyncio
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,27 +32,23 @@ from typing import Any
 
 from django.db import close_old_connections, connections
 
-from tenancy.contexts import OpContext
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
 from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
 from workers.http import serve
-from workers.lease import LeaseKeeper
+from workers.jobs import Job
 from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
-from workers.metrics import IN_FLIGHT
 from workers.offloop import OffLoop
 from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
-from workers.running import CANCEL_REQUESTED, SHUTDOWN, Job, Runner
+from workers.running import Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
 from workers.watchdog import LoopWatchdog
-from workqueue import runtime
-from workqueue.runtime import Handler, handler_for, is_async
-from wqcore.logs import fields_of_item, log_event
+from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
 logger = logging.getLogger(__name__)
@@ -69,96 +65,42 @@ class Worker:
         """``on_ended``: called with each item's job as its run ends here (``Job.ended`` says
         how), on the worker's loop: a drain in a site's tests reports from it."""
         self.settings = settings
-        self.on_ended = on_ended
         self.sweep_settings = sweep or SweepSettings()
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-        self.kinds = list(settings.kinds)
-        # A kind with no handler here (a release that dropped it) is claimed and released.
-        self.handlers: dict[str, Handler] = {
-            kind: handler for kind in self.kinds if (handler := handler_for(kind)) is not None
-        }
-        self.jobs: dict[uuid.UUID, Job] = {}
-        # When the in-flight gauge was last set by an item's end (claims set it too).
-        self._in_flight_set_at = 0.0
         self.outage = Outage()
         self.stop_claiming = asyncio.Event()
         self.stopped = asyncio.Event()
         self.force = asyncio.Event()
-        self.wake = asyncio.Event()
-        self.slot_freed = asyncio.Event()
         self.signals = 0
-        self.store = AsyncStore(
-            tenant_size=CONNECTIONS.store_tenant,
-            system_size=CONNECTIONS.store_system,
-            generic_size=CONNECTIONS.store_claim,
-        )
+        self.store = _worker_store()
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
-        self._handler_pool = (
-            ThreadPoolExecutor(settings.threads, thread_name_prefix="worker-handler")
-            if settings.needs_threads
-            else None
-        )
-        self.liveness = Liveness(
-            self.worker_id,
-            ",".join(self.kinds),
-            settings.lane,
-            stale_after_s=settings.heartbeat_interval_s * settings.stale_after_beats,
-        )
-        self.lease_keeper = LeaseKeeper(
-            runtime.aextend_leases,
-            self._lost_threadsafe,
-            on_cancel=self._cancel_threadsafe,
-            lease_s=settings.lease_s,
-            timeout_s=settings.renew_timeout_s,
-            outage=self.outage,
-        )
+        self._handler_pool = _handler_pool(settings)
+        self.liveness = _liveness(self.worker_id, settings)
+        # The item's route: claim loop -> runner -> completer.
         self.completer = Completer(
             self.outage, flush_ms=settings.complete_flush_ms, flush_at=settings.claim_batch
         )
         self.runner = Runner(
-            self.worker_id,
-            self.handlers,
-            self.completer,
-            self.lease_keeper,
-            self.outage,
-            self._handler_pool,
-            self._done,
-            threads_hold_slots=settings.runs_sync_handlers,
-            on_thread_free=self.slot_freed.set,
+            self.worker_id, settings, self.completer, self.outage, self._handler_pool, on_ended
+        )
+        self.claim_loop = ClaimLoop(
+            settings, self.worker_id, self.outage, self.runner, self.completer
         )
         self.relayer = Relayer(self._in_maintenance_thread, self.outage)
         self.listener = Listener(
             settings.lane,
-            self.wake,
+            self.claim_loop.wake,
             self.outage,
-            on_notice=lambda channel, payload: self.relayer.notice(),
+            on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
-        )
-        self.claim_loop = ClaimLoop(
-            settings,
-            self.worker_id,
-            self.outage,
-            # An abandoned handler thread keeps its slot until it returns (running.py).
-            in_flight=lambda: len(self.jobs) + self.runner.abandoned_slots,
-            start=self._start,
-            wake=self.wake,
-            slot_freed=self.slot_freed,
-            backlog=lambda: self.completer.backlog,
-            written=self.completer.written,
         )
         self.http: Any = None
         self._publishing: asyncio.Future[bool] | None = None
-        # Set by run(): this worker's loop, the watchdog on it, and the keeper's thread.
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # Set by run(): the watchdog on this worker's loop, and the keeper's thread.
         self.watchdog: LoopWatchdog | None = None
         self._off_loop: OffLoop | None = None
-
-    @property
-    def own_connections(self) -> int:
-        """The connections this worker opens besides its handler threads."""
-        return CONNECTIONS.own()
 
     def request_stop(self) -> None:
         """First signal: drain. Second: cancel what runs now (still releasing it)."""
@@ -169,7 +111,7 @@ class Worker:
                 logging.INFO,
                 "worker_stopping",
                 worker=self.worker_id,
-                in_flight=len(self.jobs),
+                in_flight=len(self.runner.jobs),
             )
             self.liveness.state = "draining"
             self.stop_claiming.set()
@@ -179,7 +121,7 @@ class Worker:
                 logging.INFO,
                 "worker_stopping_now",
                 worker=self.worker_id,
-                in_flight=len(self.jobs),
+                in_flight=len(self.runner.jobs),
             )
             self.force.set()
 
@@ -192,6 +134,33 @@ class Worker:
             unfold()
 
     async def _run(self) -> None:
+        self._start()
+        # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
+        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
+        off_loop.start()
+        background = [
+            asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
+            asyncio.create_task(self.completer.run(self.stopped), name="completions"),
+            asyncio.create_task(self.listener.run(self.stopped), name="listen"),
+            *self._extra_tasks(),
+        ]
+        try:
+            await self.claim_loop.run(self.stop_claiming)
+            await self.runner.jobs.drain(self.settings.shutdown_grace_s, self.force)
+        finally:
+            self.stopped.set()
+            self.completer.waiting.set()
+            await asyncio.gather(*background, return_exceptions=True)
+            try:
+                await self.completer.flush()  # nothing finished is left uncompleted
+            finally:
+                # Only now: every item has ended (drained, or cancelled and released) and its
+                # completion is written, so no lease is left to keep. Closes its connection.
+                await off_loop.stop()
+            await self._go_offline()
+
+    def _start(self) -> None:
+        """Open the store, beat once, serve the endpoint, say so; watch this loop."""
         s = self.settings
         use_async_store(self.store)
         self.liveness.beat()
@@ -208,52 +177,34 @@ class Worker:
             logging.INFO,
             "worker_started",
             worker=self.worker_id,
-            kinds=",".join(self.kinds),
+            kinds=",".join(s.kinds),
             lane=s.lane,
             capacity=s.capacity,
             threads=s.threads if self._handler_pool else 0,
             sweep="on" if s.sweep else "off",
             metrics_port=self.http.server_port if self.http else None,
         )
-        self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        self.runner.jobs.loop = loop
         if s.loop_blocked_warn_s > 0:
             self.watchdog = LoopWatchdog(
-                self._loop, s.loop_blocked_warn_s, describe=self._running_on_loop
+                loop, s.loop_blocked_warn_s, describe=self.runner.describe_on_loop
             )
-        # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
-        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
-        off_loop.start()
-        background = [
-            asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
-            asyncio.create_task(self.completer.run(self.stopped), name="completions"),
-            asyncio.create_task(self.listener.run(self.stopped), name="listen"),
-            *self._extra_tasks(),
-        ]
-        try:
-            await self.claim_loop.run(self.stop_claiming)
-            await self._drain()
-        finally:
-            self.stopped.set()
-            self.completer.waiting.set()
-            await asyncio.gather(*background, return_exceptions=True)
-            try:
-                await self.completer.flush()  # nothing finished is left uncompleted
-            finally:
-                # Only now: every item has ended (drained, or cancelled and released) and its
-                # completion is written, so no lease is left to keep. Closes its connection.
-                await off_loop.stop()
-            self.liveness.state = "offline"
-            if self._publishing is not None:  # let a beat still in flight land first
-                await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
-            await self._publish()
-            if self.http:
-                self.http.shutdown()
-            await aclose_async_store()
-            await self._close_thread(self._liveness_thread)
-            await self._close_thread(self._maintenance_thread, close_lock)
-            if self._handler_pool:
-                self._handler_pool.shutdown(wait=False, cancel_futures=True)
-            log_event(logger, logging.INFO, "worker_offline", worker=self.worker_id)
+
+    async def _go_offline(self) -> None:
+        """Publish the last beat, stop the endpoint, close the store and the threads."""
+        self.liveness.state = "offline"
+        if self._publishing is not None:  # let a beat still in flight land first
+            await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
+        await self._publish()
+        if self.http:
+            self.http.shutdown()
+        await aclose_async_store()
+        await self._close_thread(self._liveness_thread)
+        await self._close_thread(self._maintenance_thread, close_lock)
+        if self._handler_pool:
+            self._handler_pool.shutdown(wait=False, cancel_futures=True)
+        log_event(logger, logging.INFO, "worker_offline", worker=self.worker_id)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
         """The outbox relayer, and the sweep on its timer unless it is turned off here."""
@@ -289,7 +240,7 @@ class Worker:
         return tasks
 
     def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
-        keeper = self.lease_keeper
+        keeper = self.runner.leases
         return PeriodicTask(
             name="lease_keeper",
             operation=keeper.renew_once,
@@ -372,134 +323,37 @@ class Worker:
             await loop.run_in_executor(executor, close)
         executor.shutdown(wait=True)
 
-    # -- items ----------------------------------------------------------------------------------
 
-    def _start(self, ctx: OpContext, item: runtime.WorkItem) -> None:
-        job = Job(ctx, item)
-        self.jobs[item.id] = job
-        self.runner.start(job)
+def _worker_store() -> AsyncStore:
+    """The loop's store: its tenant, system and claim pools (``CONNECTIONS``)."""
+    return AsyncStore(
+        tenant_size=CONNECTIONS.store_tenant,
+        system_size=CONNECTIONS.store_system,
+        generic_size=CONNECTIONS.store_claim,
+    )
 
-    def _done(self, job: Job) -> None:
-        self.jobs.pop(job.item.id, None)
-        if self.on_ended is not None:
-            self.on_ended(job)
-        # The gauge at most every tenth of a second (and when the last item ends): a drain
-        # ends thousands of items a second, and a scrape reads the value every few seconds.
-        now = time.monotonic()
-        if not self.jobs or now - self._in_flight_set_at >= 0.1:
-            self._in_flight_set_at = now
-            IN_FLIGHT.set(len(self.jobs))
-        self.slot_freed.set()
 
-    def _lost_threadsafe(self, item_id: uuid.UUID, reason: str) -> None:
-        """The lease keeper lost this item (called on its thread): cancel it on this loop.
+def _liveness(worker_id: str, settings: WorkerSettings) -> Liveness:
+    """The heartbeat: stale (``/healthz`` 503) once ``stale_after_beats`` beats are missed."""
+    return Liveness(
+        worker_id,
+        ",".join(settings.kinds),
+        settings.lane,
+        stale_after_s=settings.heartbeat_interval_s * settings.stale_after_beats,
+    )
 
-        A handler in a thread learns it at once (``run.cancelled``), even while this loop is
-        blocked; but only after the cancellation is queued on the loop, ahead of whatever the
-        handler's return queues there, so a handler that stops on the flag is cancelled, never
-        completed. An async handler is cancelled when the loop next runs."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(self._lost, item_id, reason)
-        except RuntimeError:  # the loop has ended: so has every item
-            return
-        job = self.jobs.get(item_id)
-        if job is not None:
-            job.run.cancel()
 
-    def _cancel_threadsafe(self, item_id: uuid.UUID) -> None:
-        """The lease renewal reported that someone asked to cancel this item (called on the
-        keeper's thread): cancel its handler on this loop, as ``_lost_threadsafe`` does (the
-        flag only after the cancellation is queued)."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(self._cancel_requested, item_id)
-        except RuntimeError:  # the loop has ended: so has every item
-            return
-        job = self.jobs.get(item_id)
-        if job is not None and job.in_handler:
-            job.run.cancel(CANCEL_REQUESTED)
-
-    def _cancel_requested(self, item_id: uuid.UUID) -> None:
-        """Cancel the item's handler; its task ends the item cancelled (``Runner``)."""
-        job = self.jobs.get(item_id)
-        if job is None or job.task is None or job.cancel_reason:
-            return  # it ended, or is being cancelled already
-        if not job.in_handler:
-            # Not started yet: it never will. Or its outcome is being written: that stands
-            # (a retry or a hand-back of a cancel-requested item ends it cancelled).
-            job.cancel_wanted = True
-            return
-        log_event(logger, logging.INFO, "item_cancel_requested", item=item_id, kind=job.item.kind)
-        job.cancel(CANCEL_REQUESTED)
-
-    def _running_on_loop(self) -> dict[str, str]:
-        """For the watchdog, on its thread while this loop is blocked: the item whose task the
-        loop is running now, or else every item whose handler runs on the loop."""
-        assert self._loop is not None
-        current = asyncio.current_task(self._loop)
-        jobs = _snapshot(self.jobs)
-        on_loop = [job for job in jobs if current is not None and job.task is current]
-        if on_loop:
-            return {"items": f"{on_loop[0].item.id}:{on_loop[0].item.kind}"}
-        on_loop = [
-            job
-            for job in jobs
-            if (handler := self.handlers.get(job.item.kind)) and is_async(handler)
-        ]
-        shown = ",".join(f"{job.item.id}:{job.item.kind}" for job in on_loop[:10])
-        # Not an item's own task (the worker's, or a task a handler started): say which.
-        found = {"items": shown or "-", "task": current.get_name() if current is not None else "-"}
-        if len(on_loop) > 10:
-            found["more"] = str(len(on_loop) - 10)
-        return found
-
-    def _lost(self, item_id: uuid.UUID, reason: str) -> None:
-        """The lease keeper lost this item: cancel its task now (the token refuses its writes)."""
-        job = self.jobs.get(item_id)
-        if job is None or job.task is None:
-            return
-        log_event(logger, logging.WARNING, "item_lost", **fields_of_item(job.item), reason=reason)
-        job.cancel(reason)
-
-    # -- shutdown -------------------------------------------------------------------------------
-
-    async def _drain(self) -> None:
-        tasks = [job.task for job in self.jobs.values() if job.task is not None]
-        if tasks:
-            force = asyncio.create_task(self.force.wait())
-            grace = asyncio.create_task(asyncio.sleep(self.settings.shutdown_grace_s))
-            waiting = asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.wait({waiting, force, grace}, return_when=asyncio.FIRST_COMPLETED)
-            force.cancel()
-            grace.cancel()
-        left = [job for job in self.jobs.values() if job.task is not None]
-        for job in left:
-            job.cancel(SHUTDOWN)
-        if left:
-            log_event(logger, logging.INFO, "worker_released_on_stop", items=len(left))
-            await asyncio.gather(*(job.task for job in left), return_exceptions=True)  # type: ignore[misc]
+def _handler_pool(settings: WorkerSettings) -> ThreadPoolExecutor | None:
+    """The threads sync handlers run in (and async ones that ``uses_threads``), if any."""
+    if not settings.needs_threads:
+        return None
+    return ThreadPoolExecutor(settings.threads, thread_name_prefix="worker-handler")
 
 
 def _lease_store() -> AsyncStore:
     """The keeper thread's store: its renewal is one system statement, so one system
     connection (``CONNECTIONS.lease``) and no tenant or claim pool (never opened)."""
     return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease, generic_size=0)
-
-
-def _snapshot(jobs: dict[uuid.UUID, Job]) -> list[Job]:
-    """The jobs now, read from another thread: the copy is one step under the GIL, but retry
-    if the loop changed the dict meanwhile."""
-    for _ in range(5):
-        try:
-            return list(jobs.values())
-        except RuntimeError:  # changed size during iteration
-            continue
-    return []
 
 
 def _closing_broken(fn: Any) -> Any:

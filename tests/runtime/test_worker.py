@@ -532,7 +532,7 @@ def test_the_workers_metrics_carry_its_own_counters_not_the_queues_gauges(ctx) -
     page: dict[str, str] = {}
 
     def scraped() -> bool:
-        if worker.http is None or not worker.jobs:
+        if worker.http is None or not worker.runner.jobs:
             return False
         url = f"http://127.0.0.1:{worker.http.server_port}/metrics"
         with urllib.request.urlopen(url, timeout=2) as response:

@@ -153,7 +153,7 @@ class Command(BaseCommand):
             "",
             asyncio.Event(),
             outage,
-            on_notice=lambda channel, payload: relayer.notice(),
+            on_notice=relayer.on_notice,
             channels=(OUTBOX_CHANNEL,),
         )
         passes = PeriodicTask(

@@ -1,0 +1,171 @@
+"""Calling a handler: on the loop (async) or in the handler threads (sync), within its time
+limit; and the threads that cannot be stopped.
+
+A sync handler's thread cannot be stopped: cancelled, it is *abandoned*. Its item is settled
+and no longer held (its late writes to the queue are refused by the claim token), its run's
+``cancelled`` flag is set, and the thread runs on to its end, keeping its slot of the worker's
+capacity until it returns (``abandoned``, ``workqueue_worker_abandoned_threads``), so the
+worker never runs more threads than its connection budget has room for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from django.db import connections
+
+from workers.jobs import TIMEOUT, Job
+from workers.metrics import ABANDONED_THREADS, TIMED_OUT
+from workqueue.runtime import Handler, is_async
+from wqcore.logs import log_event
+
+logger = logging.getLogger(__name__)
+
+
+def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
+    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects."""
+
+    def call(*args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()
+            raise
+
+    return call
+
+
+class HandlerCalls:
+    """Calls handlers for the runner, and counts the threads abandoned while they ran on."""
+
+    def __init__(
+        self,
+        pool: ThreadPoolExecutor | None,
+        threads: int,
+        *,
+        threads_hold_slots: bool,
+        on_thread_free: Callable[[], None],
+    ) -> None:
+        self.pool = pool
+        # One turn per handler thread (Run.thread_turn), for handlers that use_threads.
+        self.turns = asyncio.Semaphore(threads) if pool is not None else None
+        # Handler threads still running after their item was cancelled (they cannot be
+        # stopped). With one thread per slot (``threads_hold_slots``: a sync handler runs
+        # here) each keeps its slot until it returns (``abandoned_slots``).
+        self.abandoned = 0
+        self.threads_hold_slots = threads_hold_slots
+        self.on_thread_free = on_thread_free
+
+    @property
+    def abandoned_slots(self) -> int:
+        """Slots of the capacity that abandoned threads still hold."""
+        return self.abandoned if self.threads_hold_slots else 0
+
+    def lend_threads(self, job: Job) -> None:
+        """Give the job's run the pool, for a handler that ``uses_threads`` (``Run.in_thread``)."""
+        if self.pool is not None:
+            job.run.threads, job.run.turns = self._in_pool, self.turns
+
+    async def call_within(self, handler: Handler, job: Job, limit_s: float | None) -> None:
+        """Run the handler, cancelled past ``limit_s``: then ``TimeoutError`` (the item's
+        failure, retried like any other). A ``TimeoutError`` the handler raises itself, before
+        its limit, is its own failure, passed on as it is."""
+        if limit_s is None:
+            await self._call(handler, job)
+            return
+        scope = asyncio.timeout(limit_s)
+        try:
+            async with scope:
+                await self._call(handler, job)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            job.run.cancel(TIMEOUT)
+            TIMED_OUT.labels(job.item.kind).inc()
+            log_event(
+                logger,
+                logging.WARNING,
+                "item_timed_out",
+                item=job.item.id,
+                kind=job.item.kind,
+                limit_s=limit_s,
+                attempt=job.item.attempts,
+            )
+            raise TimeoutError(
+                f"the handler ran past its time limit of {limit_s:g} s and was cancelled"
+            ) from None
+
+    async def _call(self, handler: Handler, job: Job) -> None:
+        if is_async(handler):
+            await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
+            return
+        assert self.pool is not None
+        # run_in_executor does not carry context variables over: the thread gets a copy of this
+        # task's, so its lines name the item too.
+        call = functools.partial(
+            contextvars.copy_context().run,
+            _in_thread(handler.handle),
+            job.ctx,
+            job.item,
+            job.run,
+        )
+        future = self.pool.submit(call)
+        try:
+            await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            job.run.cancel()  # the thread goes on; the flag asks the handler to stop
+            self._abandon(future, {"item": job.item.id, "kind": job.item.kind})
+            raise
+
+    async def _in_pool(self, call: Callable[[], Any]) -> Any:
+        """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
+        assert self.pool is not None
+        future = self.pool.submit(_in_thread(call))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            self._abandon(future, {"call": "in_thread"})
+            raise
+
+    def _abandon(self, future: Future[Any], what: dict[str, Any]) -> None:
+        """A cancelled run's thread that is still running: count it until it returns (it
+        cannot be stopped; whatever it writes to the queue later is refused by the token)."""
+        if future.done() or future.cancel():  # it ended, or never started: nothing runs on
+            return
+        self.abandoned += 1
+        ABANDONED_THREADS.set(self.abandoned)
+        log_event(
+            logger,
+            logging.WARNING,
+            "handler_thread_abandoned",
+            **what,
+            abandoned=self.abandoned,
+        )
+        loop = asyncio.get_running_loop()
+
+        def returned(_: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(self._thread_returned, what)
+            except RuntimeError:  # the worker's loop has ended
+                pass
+
+        future.add_done_callback(returned)
+
+    def _thread_returned(self, what: dict[str, Any]) -> None:
+        self.abandoned -= 1
+        ABANDONED_THREADS.set(self.abandoned)
+        log_event(
+            logger,
+            logging.INFO,
+            "handler_thread_returned",
+            **what,
+            abandoned=self.abandoned,
+        )
+        self.on_thread_free()
