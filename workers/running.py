@@ -35,7 +35,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connections
+from django.conf import settings
+from django.db import connections, reset_queries
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
@@ -121,9 +122,13 @@ def span_for(item: api.WorkItem) -> Any:
 
 
 def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
-    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects."""
+    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects.
+    With DEBUG on, each call starts a fresh record of its queries, as Django's requests do
+    (a worker's threads never see ``request_started``; the record would grow to its cap)."""
 
     def call(*args: Any, **kwargs: Any) -> T:
+        if settings.DEBUG:
+            reset_queries()
         try:
             return fn(*args, **kwargs)
         except Exception:

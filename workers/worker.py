@@ -29,12 +29,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections, connections
+from django.conf import settings as django_settings
+from django.db import close_old_connections, connections, reset_queries
 
 from tenancy.contexts import OpContext
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
-from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
+from workers.config import LEASE_CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
 from workers.handlers import Handler, handler_for, is_async
 from workers.http import serve
 from workers.lease import LeaseKeeper
@@ -77,10 +78,9 @@ class Worker:
         self.wake = asyncio.Event()
         self.slot_freed = asyncio.Event()
         self.signals = 0
+        own = settings.connections
         self.store = AsyncStore(
-            tenant_size=CONNECTIONS.store_tenant,
-            system_size=CONNECTIONS.store_system,
-            generic_size=CONNECTIONS.store_claim,
+            tenant_size=own.store_tenant, system_size=own.store_system, generic_size=own.store_claim
         )
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
@@ -148,7 +148,7 @@ class Worker:
     @property
     def own_connections(self) -> int:
         """The connections this worker opens besides its handler threads."""
-        return CONNECTIONS.own()
+        return self.settings.connections.own()
 
     def request_stop(self) -> None:
         """First signal: drain. Second: cancel what runs now (still releasing it)."""
@@ -475,8 +475,8 @@ class Worker:
 
 def _lease_store() -> AsyncStore:
     """The keeper thread's store: its renewal is one system statement, so one system
-    connection (``CONNECTIONS.lease``) and no tenant or claim pool (never opened)."""
-    return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease, generic_size=0)
+    connection (``LEASE_CONNECTIONS``) and no tenant or claim pool (never opened)."""
+    return AsyncStore(tenant_size=0, system_size=LEASE_CONNECTIONS, generic_size=0)
 
 
 def _snapshot(jobs: dict[uuid.UUID, Job]) -> list[Job]:
@@ -495,10 +495,13 @@ def _closing_broken(fn: Any) -> Any:
     that thread reconnects instead of failing too. Before it, as Django does before each
     request, a connection is checked (CONN_HEALTH_CHECKS): one the server ended while this
     thread was idle (an outage, a restart) is replaced, instead of failing the first call after
-    the database is back and reporting a second outage."""
+    the database is back and reporting a second outage; with DEBUG on, the record of queries
+    starts afresh too."""
 
     def call() -> Any:
         close_old_connections()
+        if django_settings.DEBUG:
+            reset_queries()
         try:
             return fn()
         except Exception:
