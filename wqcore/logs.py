@@ -80,10 +80,11 @@ def log_event(
     running item's fields."""
     if logger.isEnabledFor(level):
         said = {**(current_item_fields() or {}), **fields}
-        template = event.replace("%", "%%") + "".join(
+        values = tuple(_text_value(value) for value in said.values() if value is not None)
+        # No arguments: logging leaves the message as it is, so a % needs no escape.
+        template = (event.replace("%", "%%") if values else event) + "".join(
             f" {key}=%s" for key, value in said.items() if value is not None
         )
-        values = tuple(_text_value(value) for value in said.values() if value is not None)
         logger.log(
             level,
             template,
