@@ -11,8 +11,10 @@
 # them); DATABASE_URL must name a real server (the embedded PostgreSQL of bin/run is a laptop's).
 FROM python:3.13-slim
 
+# A worker's /healthz and /metrics listen on every interface: the scraper comes from outside.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DEBUG=false PORT=8000 \
-    STATIC_ROOT=/app/static HEALTHCHECK_URL=http://127.0.0.1:8000/healthz
+    STATIC_ROOT=/app/static HEALTHCHECK_URL=http://127.0.0.1:8000/healthz \
+    WORKER_METRICS_HOST=0.0.0.0
 WORKDIR /app
 RUN useradd --system --uid 10001 --no-create-home app
 COPY requirements-runtime.txt .

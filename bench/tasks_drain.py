@@ -16,7 +16,7 @@ workloads alternate within each repetition; min / median / max are printed.
 Task items are written with ``enqueue_many`` and the payload ``Task.enqueue()`` writes (the
 contract tests pin its shape), because one-by-one enqueues would make the fill the slow part.
 Each worker runs at its default capacity (NOOP 200 items at once, DJANGO_TASK 100; it runs
-sync functions in the threads ``WORKER_DB_POOL_SIZE`` leaves, 11 by default) unless
+sync functions in the threads ``WORKER_DB_POOL_SIZE`` leaves after its own connections) unless
 ``--capacity`` sets one for all. The workers log at ``LOG_LEVEL=WARNING``, but
 Django's ``django.tasks`` logger at ``--task-log-level`` (INFO, Django's default, writes two
 lines a task; WARNING shows what they cost).

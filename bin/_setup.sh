@@ -1,6 +1,7 @@
 # Sourced by bin/run and bin/test: find Python 3.12+, make .venv, install the lock requirements.txt
 # (every package pinned with its hashes, the runtime lock's versions; bin/lock writes it) when it
-# changed. Prints one line and exits 2 when no suitable Python is found.
+# changed. Prints one line and exits 2 when no suitable Python is found. bin/test also sets up
+# the system packages its tests use (ensure_test_tools, below).
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
@@ -47,4 +48,54 @@ ensure_database() {
         "$VENV/bin/python" -m project.embedded start >/dev/null || exit 2
     fi
     "$VENV/bin/python" "$ROOT/manage.py" create_logins --no-grants >/dev/null || exit 2
+}
+
+# The system packages the tests use besides the venv: Debian's chromium (the browser test drives
+# it with Playwright; Playwright's own browser download is never used) and pgbouncer (the pooler
+# tests start their own). TEST_TOOLS says what bin/test does when one is missing: "install"
+# (the default: apt-get where it may, as root or with passwordless sudo; otherwise the tests
+# that need it skip, and one line says what to install), "skip" (never install) or "required"
+# (install, or stop: .ci/run).
+TEST_PACKAGES=(chromium pgbouncer)
+declare -A TEST_PACKAGE_USE=([chromium]="the browser test is" [pgbouncer]="the pooler tests are")
+
+has_command() {
+    # pgbouncer lives in /usr/sbin, not always on PATH.
+    PATH="$PATH:/usr/sbin:/sbin" command -v "$1" >/dev/null 2>&1
+}
+
+may_install() {
+    command -v apt-get >/dev/null 2>&1 || return 1
+    [ "$(id -u)" -eq 0 ] && return 0
+    command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null
+}
+
+ensure_test_tools() {
+    local mode="${TEST_TOOLS:-install}" package missing=()
+    case "$mode" in
+    install | skip | required) ;;
+    *)
+        echo "error: TEST_TOOLS must be install, skip or required (got '$mode')" >&2
+        exit 2
+        ;;
+    esac
+    for package in "${TEST_PACKAGES[@]}"; do
+        has_command "$package" || missing+=("$package")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    if [ "$mode" != skip ] && may_install; then
+        local sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+        echo "== installing ${missing[*]} (apt-get) for the tests that use them"
+        { $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+            $sudo apt-get install -y -qq "${missing[@]}"; } >/dev/null 2>&1 || true
+    fi
+    for package in "${missing[@]}"; do
+        has_command "$package" && continue
+        if [ "$mode" = required ]; then
+            echo "error: $package is not installed and could not be (TEST_TOOLS=required): apt-get install $package" >&2
+            exit 2
+        fi
+        echo "$package is not installed, so ${TEST_PACKAGE_USE[$package]} skipped: apt-get install $package"
+    done
 }

@@ -13,7 +13,7 @@ SITE_GRANTS = Path(__file__).with_name("sql") / "site_grants.sql"
 class ProjectConfig(AppConfig):
     """The reference site's wiring: the logins' grants after migrate (the queue's tables and
     Django's own), tracing, its hint for a database it cannot reach (the web's /metrics and
-    /healthz: project/ops.py)."""
+    /healthz: workers/urls.py, answered first by project/ops.py)."""
 
     name = "project"
     verbose_name = "Reference site"

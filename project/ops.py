@@ -1,41 +1,25 @@
-"""The web's operations endpoints and its request metrics, in one middleware first in the chain.
+"""The web's operations endpoints, answered first of all, and its request metrics, in one
+middleware first in the chain.
 
-- ``/healthz``: 200 when the database answers and every migration is applied, 503 otherwise
-  (JSON either way); the image's HEALTHCHECK polls it.
-- ``/metrics``: this web's own metrics (requests, the queue's transition counters done here).
-  Under gunicorn with ``PROMETHEUS_MULTIPROC_DIR`` set (``gunicorn.conf.py`` sets it) every
-  process writes its samples to that folder and any process answers for all of them, so a
-  counter never goes backwards whichever process a scrape reaches.
-- ``/metrics/queue``: the queue's global gauges (depth, oldest age per lane, dead letters,
-  outbox lag, live workers), read from the database: the one place they are exported
-  (README, "Metrics"). Every replica answers the same numbers; scrape it as one target.
-
-They answer before the host check, the SSL redirect and the sessions: a health check or a
-scrape reaches the container by its address (not an ``ALLOWED_HOSTS`` name) over plain HTTP
-inside the network, and must not touch a session.
+``/healthz``, ``/metrics`` and ``/metrics/queue`` are the apps' own (``workers/urls.py``, the
+module a site includes; what each answers: ``workers/views.py``). Here they are resolved against
+that module and answered before the host check, the SSL redirect and the sessions: a health
+check or a scrape reaches the container by its address (not an ``ALLOWED_HOSTS`` name) over
+plain HTTP inside the network, and must not touch a session. Under gunicorn,
+``gunicorn.conf.py`` sets ``PROMETHEUS_MULTIPROC_DIR``, so any process answers ``/metrics`` for
+them all. Every other request is timed and counted.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from collections.abc import Callable
 
-from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, HttpResponse
-from prometheus_client import (
-    CONTENT_TYPE_LATEST,
-    REGISTRY,
-    CollectorRegistry,
-    Counter,
-    Histogram,
-    generate_latest,
-)
-from prometheus_client.multiprocess import MultiProcessCollector
+from django.urls import Resolver404, resolve
+from prometheus_client import Counter, Histogram
 
-from workers import gauges
+OPS_URLCONF = "workers.urls"
 
 REQUESTS = Counter(
     "workqueue_web_requests_total", "Requests the web answered.", ["method", "status"]
@@ -49,52 +33,6 @@ REQUEST_SECONDS = Histogram(
 # Bounded labels: any other method a client makes up is one series.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
-OPS_PATHS = frozenset({"/healthz", "/metrics", "/metrics/queue"})
-# Once every migration was applied, this process's code cannot need another one.
-_migrated = False
-
-
-def health() -> tuple[int, dict[str, object]]:
-    """The status and body of ``/healthz``: the database answers on the everyday login, and
-    no migration of this code is left to apply."""
-    global _migrated
-    body: dict[str, object] = {"database": "ok", "migrations": "applied"}
-    connection = connections[DEFAULT_DB_ALIAS]
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-        if not _migrated:
-            executor = MigrationExecutor(connection)
-            unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
-            if unapplied:
-                body["migrations"] = f"{len(unapplied)} unapplied: run manage.py migrate"
-            else:
-                _migrated = True
-    except Exception as exc:  # any failure is the answer, not a 500
-        text = str(exc).strip()
-        body["database"] = text.splitlines()[0] if text else type(exc).__name__
-        # A broken connection is not kept for the next request.
-        try:
-            connection.close()
-        except Exception:
-            pass
-    healthy = body["database"] == "ok" and body["migrations"] == "applied"
-    body["healthy"] = healthy
-    return (200 if healthy else 503), body
-
-
-def process_metrics() -> bytes:
-    """This web's own metrics: every gunicorn process's, summed, in multiprocess mode."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry)
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
-
-
-def queue_metrics() -> bytes:
-    return generate_latest(gauges.registry())
-
 
 class OpsMiddleware:
     """Answers the three endpoints; times and counts every other request."""
@@ -103,16 +41,12 @@ class OpsMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        path = request.path_info
-        if path in OPS_PATHS and request.method not in ("GET", "HEAD"):
-            return HttpResponse(status=405, headers={"Allow": "GET, HEAD"})
-        if path == "/healthz":
-            status, body = health()
-            return HttpResponse(json.dumps(body), status=status, content_type="application/json")
-        if path == "/metrics":
-            return HttpResponse(process_metrics(), content_type=CONTENT_TYPE_LATEST)
-        if path == "/metrics/queue":
-            return HttpResponse(queue_metrics(), content_type=CONTENT_TYPE_LATEST)
+        try:
+            match = resolve(request.path_info, urlconf=OPS_URLCONF)
+        except Resolver404:
+            pass
+        else:
+            return match.func(request, *match.args, **match.kwargs)
         started = time.perf_counter()
         response = self.get_response(request)
         method = request.method if request.method in _METHODS else "other"

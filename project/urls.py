@@ -15,7 +15,8 @@ urlpatterns = [
     # The queue's one URL module (the enqueue API), and the demo's pages.
     path("", include("workqueue.urls")),
     path("", include("workers.demo.urls")),
-    # /healthz, /metrics and /metrics/queue answer in a middleware first of all (project/ops.py).
+    # /healthz, /metrics and /metrics/queue: the apps' workers.urls, which a site includes here;
+    # this site answers them in a middleware first of all instead (project/ops.py).
 ]
 
 # Errors under /api/ answer in JSON; elsewhere Django's pages.

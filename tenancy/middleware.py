@@ -58,6 +58,14 @@ def _nothing() -> Iterator[None]:
     yield
 
 
+def tenant_free[V: Callable[..., Any]](view: V) -> V:
+    """Mark ``view`` as reading no tenant's rows (a health check, a scrape): the middleware
+    names no context for it and opens no scope, so it answers even when no tenant's scope
+    could begin (as ``csrf_exempt`` marks a view for the CSRF check)."""
+    view.tenant_free = True  # type: ignore[attr-defined]
+    return view
+
+
 class TenancyMiddleware:
     """Sets ``request.rctx`` always and ``request.op`` when the site's tenancy names a tenant
     for the request (``tenancy.modes``), then runs the view (and renders its template response)
@@ -69,7 +77,8 @@ class TenancyMiddleware:
     chain: by the time a view's exception reaches a middleware, Django has turned it into a 500
     response, so a scope around ``get_response`` would commit a failed request's writes. List it
     last in ``MIDDLEWARE`` (after the authentication middleware) so every other
-    ``process_view`` runs first.
+    ``process_view`` runs first. A view marked ``tenant_free`` runs as it is (``request.op``
+    None, no scope).
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -93,6 +102,8 @@ class TenancyMiddleware:
         view_args: tuple[Any, ...],
         view_kwargs: dict[str, Any],
     ) -> HttpResponse | None:
+        if getattr(view_func, "tenant_free", False):
+            return None
         op = current_tenancy().request_context(request, request.rctx)  # type: ignore[attr-defined]
         request.op = op  # type: ignore[attr-defined]
         current.bind(op)  # ended by __call__ (an async view runs after this method returns)

@@ -23,7 +23,8 @@ from pathlib import Path
 PGBOUNCER = shutil.which("pgbouncer") or next(
     (p for p in ("/usr/sbin/pgbouncer",) if os.access(p, os.X_OK)), None
 )
-NOT_INSTALLED = "pgbouncer is not installed (apt-get install pgbouncer; .ci/run installs it)"
+# bin/test installs it where it may, and says so in one line where it may not.
+NOT_INSTALLED = "pgbouncer is not installed: apt-get install pgbouncer"
 
 
 def _free_port() -> int:

@@ -132,3 +132,11 @@ renamed = task(_impl)
 
 # A random id no item has.
 UNKNOWN_ID = str(uuid.UUID(int=1))
+
+
+@task
+def debug_setting() -> bool:
+    """What the worker that runs it has for ``settings.DEBUG`` (runworker leaves it alone)."""
+    from django.conf import settings
+
+    return bool(settings.DEBUG)

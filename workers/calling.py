@@ -18,7 +18,8 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from django.db import connections
+from django.conf import settings
+from django.db import connections, reset_queries
 
 from workers.jobs import TIMEOUT, Job
 from workers.metrics import ABANDONED_THREADS, TIMED_OUT
@@ -29,9 +30,13 @@ logger = logging.getLogger(__name__)
 
 
 def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
-    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects."""
+    """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects.
+    With DEBUG on, each call starts a fresh record of its queries, as Django's requests do
+    (a worker's threads never see ``request_started``; the record would grow to its cap)."""
 
     def call(*args: Any, **kwargs: Any) -> T:
+        if settings.DEBUG:
+            reset_queries()
         try:
             return fn(*args, **kwargs)
         except Exception:

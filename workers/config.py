@@ -24,38 +24,55 @@ DEFAULT_METRICS_PORT = 9100
 METRICS_PORT_SPAN = 100
 
 
+# The lease keeper's thread renews on one system connection of its own (``offloop.py``).
+LEASE_CONNECTIONS = 1
+
+
 @dataclass(frozen=True)
 class Connections:
-    """What a worker process opens, besides one connection per sync handler thread: the
-    store's async pools (tenant, system, the claims'), the listener, the heartbeat's
+    """What a worker process opens, besides one connection per handler thread: the store's
+    async pools (tenant, system, the claims': ``WORKER_TENANT_POOL_SIZE``,
+    ``WORKER_SYSTEM_POOL_SIZE``, ``WORKER_CLAIM_POOL_SIZE``), the listener, the heartbeat's
     publisher, the maintenance thread (the outbox relay and the sweep, on the everyday and
     system logins, and the sweep's mutex), and the lease keeper's thread (its renewals, on the
-    system login: ``offloop.py``). The budget that capacity is checked against is derived from
-    this, not kept in step by hand."""
+    system login). The budget that capacity is checked against (``WORKER_DB_POOL_SIZE``) is
+    derived from this, not kept in step by hand."""
 
-    store_tenant: int = 2
+    store_tenant: int
     # Completions and the rest.
-    store_system: int = 2
+    store_system: int
     # The claims, two at once while a backlog drains (sessions that plan them generically).
-    store_claim: int = 2
+    store_claim: int
     listen: int = listen.CONNECTIONS
     liveness: int = 1
     maintenance: int = 3
-    lease: int = 1
+    lease: int = LEASE_CONNECTIONS
 
     def own(self) -> int:
-        return (
-            self.store_tenant
-            + self.store_system
-            + self.store_claim
-            + self.listen
-            + self.liveness
-            + self.maintenance
-            + self.lease
+        return sum(getattr(self, f.name) for f in dataclasses.fields(self))
+
+    def describe(self) -> str:
+        """``12 (tenant pool 2, system pool 2, ...)``, for ``runworker --help`` and messages."""
+        parts = ", ".join(
+            f"{_LABELS[f.name]} {getattr(self, f.name)}" for f in dataclasses.fields(self)
         )
+        return f"{self.own()} ({parts})"
 
 
-CONNECTIONS = Connections()
+_LABELS = {
+    "store_tenant": "tenant pool",
+    "store_system": "system pool",
+    "store_claim": "claim pool",
+    "listen": "LISTEN",
+    "liveness": "heartbeat",
+    "maintenance": "relay and sweep",
+    "lease": "lease keeper",
+}
+
+
+def _setting(name: str) -> Any:
+    """A default read from ``WORKQUEUE`` (wqcore/conf.py holds it), for a field not given."""
+    return dataclasses.field(default_factory=lambda: getattr(wq_settings, name))
 
 
 @dataclass(frozen=True)
@@ -90,7 +107,7 @@ class WorkerSettings:
     shutdown_grace_s: float = 30.0
     # Completions wait at most this long to share one statement.
     complete_flush_ms: int = 2
-    metrics_host: str = "0.0.0.0"
+    metrics_host: str = "127.0.0.1"
     # 0 picks a free port (logged at start); -1 serves no endpoint. Left at its default, a
     # taken port moves on to the next free one (several workers per host); set explicitly, a
     # taken port stops the worker with one line.
@@ -98,6 +115,10 @@ class WorkerSettings:
     metrics_port_fixed: bool = False
     # The database connections this process may open.
     db_pool_size: int = 20
+    # The store's async pools (Connections).
+    tenant_pool_size: int = _setting("WORKER_TENANT_POOL_SIZE")
+    system_pool_size: int = _setting("WORKER_SYSTEM_POOL_SIZE")
+    claim_pool_size: int = _setting("WORKER_CLAIM_POOL_SIZE")
     # Run the sweep in this process too (one runworker alone is then a complete deployment).
     sweep: bool = True
     once: bool = False
@@ -127,12 +148,17 @@ class WorkerSettings:
         if self.renew_timeout_s is None:
             object.__setattr__(self, "renew_timeout_s", min(5.0, self.lease_s / 3))
         if self.capacity is None:
-            own = CONNECTIONS.own()
+            own = self.connections.own()
             if self.runs_sync_handlers:
                 default = self.db_pool_size - own
             else:
                 default = self.claim_batch * (1 if self.needs_threads else 2)
             object.__setattr__(self, "capacity", max(default, 1))
+
+    @property
+    def connections(self) -> Connections:
+        """What this worker opens besides its handler threads."""
+        return Connections(self.tenant_pool_size, self.system_pool_size, self.claim_pool_size)
 
     def _handlers(self) -> list[Any]:
         return [h for kind in self.kinds if (h := handler_for(kind)) is not None]
@@ -155,13 +181,16 @@ class WorkerSettings:
         assert self.capacity is not None
         if self.runs_sync_handlers:
             return self.capacity
-        return max(min(self.capacity, self.db_pool_size - CONNECTIONS.own()), 1)
+        return max(min(self.capacity, self.db_pool_size - self.connections.own()), 1)
 
     def validate(self) -> None:
         """One clear message for the wrong settings, naming what to change."""
         problems = []
         if not self.kinds:
-            problems.append("name at least one kind to run (e.g. runworker NOOP)")
+            problems.append(
+                "name at least one kind to run (runworker KIND, or KIND_A,KIND_B; known: "
+                f"{', '.join(runtime.known_kinds()) or 'none registered'})"
+            )
         for kind in self.kinds:
             if kind not in runtime.known_kinds():
                 problems.append(
@@ -193,6 +222,9 @@ class WorkerSettings:
             "stale_after_beats",
             "outage_backoff_max_s",
             "db_pool_size",
+            "tenant_pool_size",
+            "system_pool_size",
+            "claim_pool_size",
         ):
             if getattr(self, name) <= 0:
                 problems.append(f"WORKER_{name.upper()} must be above 0")
@@ -208,8 +240,14 @@ class WorkerSettings:
                 f"--metrics-port/WORKER_METRICS_PORT must be a port (1-65535), 0 for any free "
                 f"port or -1 for none (got {self.metrics_port})"
             )
+        own = self.connections.own()
+        if not problems and own > self.db_pool_size:
+            problems.append(
+                f"the worker's own connections, {self.connections.describe()}, need "
+                f"WORKER_DB_POOL_SIZE {own} or more (it is {self.db_pool_size}): raise it, or "
+                f"lower WORKER_TENANT_POOL_SIZE, WORKER_SYSTEM_POOL_SIZE or WORKER_CLAIM_POOL_SIZE"
+            )
         if not problems and self.needs_threads:
-            own = CONNECTIONS.own()
             needed = self.threads + own
             if needed > self.db_pool_size and not self.runs_sync_handlers:
                 problems.append(

@@ -1,8 +1,8 @@
 """The queue's gauges for Prometheus: read in one statement per scrape, cached briefly.
 
 They describe the database, not a process, so exactly one endpoint exports them: the web's
-``/metrics/queue`` (the reference site's ``project/ops.py``; a site of its own serves
-``registry()`` the same way). Workers export only their own counters, and the web's ``/metrics``
+``/metrics/queue`` (``workers/urls.py``, which a site includes; or ``registry()`` served where
+it likes). Workers export only their own counters, and the web's ``/metrics``
 only its own, so a ``sum()`` across processes is right (README, "Metrics"). One statement on the
 system login reads the items by lane, kind and status, the outbox lag and the live workers
 (each part named in its own app and embedded here); the result is kept for

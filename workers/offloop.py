@@ -5,7 +5,7 @@ Async handlers run on the worker's event loop, and nothing stops one from blocki
 (``time.sleep``, a sync driver). Renewals on that loop would then stop for every item the
 process holds, and other workers would run them again, overlapping. Here they run on another
 loop in another thread, on the periodic primitive like every timer, with a store of their own
-(one connection, on the system login: ``config.CONNECTIONS.lease``). A process that is alive
+(one connection, on the system login: ``config.LEASE_CONNECTIONS``). A process that is alive
 keeps its leases whatever its handlers do to their loop; a frozen one (SIGSTOP) stops this
 thread too, and loses them as it should.
 

@@ -30,11 +30,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections, connections
+from django.conf import settings as django_settings
+from django.db import close_old_connections, connections, reset_queries
 
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
-from workers.config import CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
+from workers.config import LEASE_CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
 from workers.http import serve
 from workers.jobs import Job
 from workers.listen import CHANNEL, Listener
@@ -72,7 +73,7 @@ class Worker:
         self.stopped = asyncio.Event()
         self.force = asyncio.Event()
         self.signals = 0
-        self.store = _worker_store()
+        self.store = _worker_store(settings)
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
@@ -324,12 +325,11 @@ class Worker:
         executor.shutdown(wait=True)
 
 
-def _worker_store() -> AsyncStore:
-    """The loop's store: its tenant, system and claim pools (``CONNECTIONS``)."""
+def _worker_store(settings: WorkerSettings) -> AsyncStore:
+    """The loop's store: its tenant, system and claim pools (``WorkerSettings.connections``)."""
+    own = settings.connections
     return AsyncStore(
-        tenant_size=CONNECTIONS.store_tenant,
-        system_size=CONNECTIONS.store_system,
-        generic_size=CONNECTIONS.store_claim,
+        tenant_size=own.store_tenant, system_size=own.store_system, generic_size=own.store_claim
     )
 
 
@@ -352,8 +352,8 @@ def _handler_pool(settings: WorkerSettings) -> ThreadPoolExecutor | None:
 
 def _lease_store() -> AsyncStore:
     """The keeper thread's store: its renewal is one system statement, so one system
-    connection (``CONNECTIONS.lease``) and no tenant or claim pool (never opened)."""
-    return AsyncStore(tenant_size=0, system_size=CONNECTIONS.lease, generic_size=0)
+    connection (``LEASE_CONNECTIONS``) and no tenant or claim pool (never opened)."""
+    return AsyncStore(tenant_size=0, system_size=LEASE_CONNECTIONS, generic_size=0)
 
 
 def _closing_broken(fn: Any) -> Any:
@@ -361,10 +361,13 @@ def _closing_broken(fn: Any) -> Any:
     that thread reconnects instead of failing too. Before it, as Django does before each
     request, a connection is checked (CONN_HEALTH_CHECKS): one the server ended while this
     thread was idle (an outage, a restart) is replaced, instead of failing the first call after
-    the database is back and reporting a second outage."""
+    the database is back and reporting a second outage; with DEBUG on, the record of queries
+    starts afresh too."""
 
     def call() -> Any:
         close_old_connections()
+        if django_settings.DEBUG:
+            reset_queries()
         try:
             return fn()
         except Exception:

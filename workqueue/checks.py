@@ -134,9 +134,9 @@ def session_problems(alias: str) -> str | None:
         return None
     fix = "; ".join(f"ALTER ROLE {user} SET {name} = '{want}'" for name, want in LOGIN_SETTINGS)
     return (
-        f"the login {user!r} starts its sessions with {', '.join(wrong)}: run {fix} as its "
-        "owner (or manage.py create_logins with the orgs tenancy); the fair claim needs jit "
-        "off (JIT compiled a claim over a million waiting items for 30 ms of its 31)"
+        f"the login {user!r} starts its sessions with {', '.join(wrong)}: run manage.py "
+        f"set_login_settings (or {fix}); the fair claim needs jit off (JIT compiled a claim "
+        "over a million waiting items for 30 ms of its 31)"
     )
 
 

@@ -19,10 +19,13 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
 from django.http import HttpRequest, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
+from django.shortcuts import resolve_url
+from django.urls import NoReverseMatch
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.csrf import csrf_exempt
 
@@ -95,12 +98,24 @@ class _CsrfCheck(CsrfViewMiddleware):
         return reason
 
 
+def sign_in_url() -> str:
+    """Where the site signs its users in: ``LOGIN_URL`` (a URL name resolved, as Django's
+    ``login_required`` does; a name the site's URLs lack is shown as it is written)."""
+    try:
+        return resolve_url(settings.LOGIN_URL)
+    except NoReverseMatch:
+        return str(settings.LOGIN_URL)
+
+
 def _member(request: HttpRequest) -> OpContext | JsonResponse:
     """The signed-in member's context, or the answer that refuses the request."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return json_error(
-            401, "sign in first (a session cookie from /login/)", "", WWW_Authenticate="Session"
+            401,
+            f"sign in first (a session cookie from {sign_in_url()})",
+            "",
+            WWW_Authenticate="Session",
         )
     refused = _CsrfCheck(lambda r: None).process_view(request, None, (), {})  # type: ignore[arg-type,return-value]
     if refused:

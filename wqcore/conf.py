@@ -179,7 +179,12 @@ class Settings(pydantic.BaseModel):
     WORKER_COMPLETE_FLUSH_MS: int = Field(
         2, ge=0, description="completions wait at most this long to share one statement"
     )
-    WORKER_METRICS_HOST: str = Field("0.0.0.0", description="where /healthz and /metrics listen")
+    WORKER_METRICS_HOST: str = Field(
+        "127.0.0.1",
+        description="where /healthz and /metrics listen: this host only by default (they answer "
+        "anyone who reaches them); '0.0.0.0' where a scraper or a probe comes from outside (a "
+        "container)",
+    )
     WORKER_METRICS_PORT: int | None = Field(
         None,
         ge=-1,
@@ -188,7 +193,32 @@ class Settings(pydantic.BaseModel):
         "0: any free port; -1: none",
     )
     WORKER_DB_POOL_SIZE: int = Field(
-        20, ge=1, description="the database connections a worker process may open"
+        20,
+        ge=1,
+        description="the database connections a worker process may open: its own (the three "
+        "pools below, LISTEN, the heartbeat, the relay and the sweep, the lease keeper: the "
+        "count is under these settings) and one per handler thread",
+    )
+    WORKER_TENANT_POOL_SIZE: int = Field(
+        2,
+        ge=1,
+        le=100,
+        description="the worker's pool on the everyday login: retries, dead letters, hand-backs "
+        "and an async handler's enqueues, each under its item's tenant",
+    )
+    WORKER_SYSTEM_POOL_SIZE: int = Field(
+        2,
+        ge=1,
+        le=100,
+        description="the worker's pool on the system login: the batch completions and the "
+        "other tenant-less steps",
+    )
+    WORKER_CLAIM_POOL_SIZE: int = Field(
+        2,
+        ge=1,
+        le=100,
+        description="the worker's pool of claims on the system login (two claims at once while "
+        "a backlog drains)",
     )
     WORKER_SWEEP: bool = Field(True, description="each worker runs the sweep too")
 

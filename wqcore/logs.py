@@ -1,8 +1,12 @@
 """Logs: each line one event, its name and its fields, as readable text or as one JSON object.
 
 Code logs an event with ``log_event(logger, logging.INFO, "worker_stopping", worker=...,
-in_flight=3)``: the record's message is the event's name, its fields ride in ``extra``
-(``record.wq_fields``), so a formatter writes them whole instead of parsing a sentence. While
+in_flight=3)``: its name and fields ride in ``extra`` (``record.wq_event``,
+``record.wq_fields``), so this module's formatters write them whole instead of parsing a
+sentence; the record's message says them too (``worker_stopping worker="…" in_flight=3``, the
+running item's fields first), so a site's own formatter (``%(message)s``) loses none of them.
+The message's template names the event and its fields' names only (``item_retried item=%s
+kind=%s …``), the values are its arguments: an error tracker groups the lines by it. While
 an item runs, ``item_fields(item)`` names it in a context variable and ``ItemFilter`` (on the
 site's handlers) adds its id, kind, tenant, attempt and trace id to every line logged meanwhile,
 the queue's own and a handler's alike; outside an item, a line logged under a recording span
@@ -34,7 +38,9 @@ from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
 
-# The record attributes this module adds: the event's own fields, and the running item's.
+# The record attributes this module adds: the event's name and its own fields, and the running
+# item's.
+EVENT = "wq_event"
 FIELDS = "wq_fields"
 ITEM = "wq_item"
 
@@ -70,9 +76,28 @@ def log_event(
     exc_info: Any = None,
     **fields: Any,
 ) -> None:
-    """Log ``event`` (a snake_case name, the line's message) with ``fields``."""
+    """Log ``event`` (a snake_case name) with ``fields``; the message says both, after the
+    running item's fields."""
     if logger.isEnabledFor(level):
-        logger.log(level, event, exc_info=exc_info, extra={FIELDS: fields}, stacklevel=2)
+        said = {**(current_item_fields() or {}), **fields}
+        values = tuple(_text_value(value) for value in said.values() if value is not None)
+        # No arguments: logging leaves the message as it is, so a % needs no escape.
+        template = (event.replace("%", "%%") if values else event) + "".join(
+            f" {key}=%s" for key, value in said.items() if value is not None
+        )
+        logger.log(
+            level,
+            template,
+            *values,
+            exc_info=exc_info,
+            extra={EVENT: event, FIELDS: fields},
+            stacklevel=2,
+        )
+
+
+def event_name(record: logging.LogRecord) -> str:
+    """The event a record is about: its ``log_event`` name, else its message (a library's)."""
+    return str(getattr(record, EVENT, None) or record.getMessage())
 
 
 def trace_id_of(traceparent: str | None) -> str | None:
@@ -184,7 +209,7 @@ def event_of(record: logging.LogRecord) -> tuple[str, dict[str, Any]]:
     own = getattr(record, FIELDS, None)
     if own is not None:
         fields.update(own)
-        return str(record.msg), fields
+        return str(getattr(record, EVENT, record.msg)), fields
     access = _access_fields(record)
     if access is not None:
         fields.update(access)

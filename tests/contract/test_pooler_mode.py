@@ -113,5 +113,33 @@ def test_the_system_check_warns_of_a_login_that_compiles_just_in_time() -> None:
         with connections["system"].cursor() as cursor:
             cursor.execute("RESET jit")
     assert warning.id == "workqueue.W001"
-    assert "jit = on" in warning.msg and "manage.py create_logins" in warning.msg
+    assert "jit = on" in warning.msg and "manage.py set_login_settings" in warning.msg
     assert "workqueue_system" in warning.msg and "\n" not in warning.msg
+
+
+def test_set_login_settings_puts_them_back_on_each_login_as_itself() -> None:
+    """A login without them (made by hand, as a site's own is) warns at the check; the command
+    sets them, each login for itself (no owner needed), and the check is quiet again."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    for alias in ("default", "system"):
+        with connections[alias].cursor() as cursor:
+            cursor.execute("ALTER ROLE CURRENT_USER RESET jit")
+        connections[alias].close()  # the next session starts with the login's defaults
+    try:
+        warnings = checks.database_setup()
+        assert [w.id for w in warnings] == ["workqueue.W001"] * 2
+        assert all("manage.py set_login_settings" in w.msg for w in warnings)
+    finally:
+        out = StringIO()
+        call_command("set_login_settings", stdout=out)
+        for alias in ("default", "system"):
+            connections[alias].close()
+    app, system = (connections[a].settings_dict["USER"] for a in ("default", "system"))
+    assert out.getvalue().splitlines() == [
+        f"login {app} (default): jit = off, timezone = UTC",
+        f"login {system} (system): jit = off, timezone = UTC",
+    ]
+    assert checks.database_setup() == []

@@ -28,7 +28,7 @@ from workqueue import api, runtime
 from workqueue.claim import claim
 from workqueue.idempotency import claim_key, fingerprint, store_response
 from workqueue.models import Status, WorkItem
-from wqcore.logs import event_text
+from wqcore.logs import event_name, event_text
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -162,7 +162,7 @@ def _purge_one_done_item(ctx: OpContext, rctx, settings: SweepSettings) -> None:
 
 
 def _autovacuum_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [event_text(r) for r in caplog.records if r.getMessage() == "autovacuum_off"]
+    return [event_text(r) for r in caplog.records if event_name(r) == "autovacuum_off"]
 
 
 def test_the_first_purge_without_autovacuum_says_once_how_to_vacuum(

@@ -302,11 +302,12 @@ def test_a_sync_task_waits_for_a_free_thread_before_it_starts(member: OpContext)
     """The worker keeps an async handler's capacity and gives DJANGO_TASK the threads its pool
     leaves (one here): the sync tasks it claims at once start one by one, each noted as started
     only once the one before has ended, while an async task runs beside them."""
-    from workers.config import CONNECTIONS
+    from workers.config import WorkerSettings
 
+    own = WorkerSettings(kinds=("DJANGO_TASK",)).connections.own()
     sync = [tasks.sleeps_then_tells.enqueue(0.2) for _ in range(3)]
     beside = tasks.async_add.enqueue(1, 1)
-    worker = _worker(capacity=4, db_pool_size=CONNECTIONS.own() + 1)
+    worker = _worker(capacity=4, db_pool_size=own + 1)
     assert (worker.settings.capacity, worker.settings.threads) == (4, 1)
     _run(worker, _finished(member, *sync, beside))
     for result in sync:

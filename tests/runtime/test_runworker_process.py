@@ -119,10 +119,10 @@ def test_runworker_checks_capacity_against_its_pool() -> None:
         timeout=60,
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
-    from workers.config import CONNECTIONS
+    from workers.config import WorkerSettings
 
     # The worker's own connections are derived from what it opens (workers/config.py).
-    room = 20 - CONNECTIONS.own()
+    room = 20 - WorkerSettings(kinds=("NOTIFY_SHIPMENT",)).connections.own()
     assert f"lower --capacity to {room} or raise WORKER_DB_POOL_SIZE" in done.stderr
 
 

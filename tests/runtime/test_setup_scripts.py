@@ -4,6 +4,7 @@ both, no traceback, nothing started."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 
@@ -67,3 +68,58 @@ def test_a_second_bin_run_says_so_in_one_line_and_touches_nothing(tmp_path) -> N
         pidfile.unlink(missing_ok=True)
         standin.kill()
         standin.wait()
+
+
+def _tools(tmp_path, present: tuple[str, ...], **env: str) -> subprocess.CompletedProcess[str]:
+    """bin/test's set-up of its system packages, on a PATH that holds ``present`` (stand-ins)
+    and no apt-get: nothing can be installed."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "dirname").symlink_to(shutil.which("dirname"))
+    for name in present:
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    hidden = {"chromium", "pgbouncer"} - set(present)
+    if any(shutil.which(name, path="/usr/sbin:/sbin") for name in hidden):
+        pytest.skip("a package this test hides is installed in /usr/sbin or /sbin")
+    return subprocess.run(
+        ["/bin/bash", "-c", f"source {ROOT / 'bin/_setup.sh'} && ensure_test_tools"],
+        env={"PATH": str(folder), **env},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_bin_test_says_in_one_line_which_tests_skip_for_a_package_it_cannot_install(
+    tmp_path,
+) -> None:
+    done = _tools(tmp_path, present=("pgbouncer",))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "chromium is not installed, so the browser test is skipped: apt-get install chromium"
+    ]
+    assert done.stderr == ""
+
+
+def test_bin_test_is_quiet_when_every_package_is_there(tmp_path) -> None:
+    done = _tools(tmp_path, present=("chromium", "pgbouncer"))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_ci_stops_when_a_package_cannot_be_installed(tmp_path) -> None:
+    done = _tools(tmp_path, present=("pgbouncer",), TEST_TOOLS="required")
+    assert done.returncode == 2 and done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line == (
+        "error: chromium is not installed and could not be (TEST_TOOLS=required): "
+        "apt-get install chromium"
+    )
+
+
+def test_a_wrong_test_tools_is_one_line(tmp_path) -> None:
+    done = _tools(tmp_path, present=("chromium", "pgbouncer"), TEST_TOOLS="maybe")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "error: TEST_TOOLS must be install, skip or required (got 'maybe')"
+    ]

@@ -10,6 +10,7 @@ from workers.worker import Worker
 from workqueue import api
 from workqueue.api import PermanentError
 from workqueue.models import Status, WorkItem
+from wqcore.logs import event_name
 
 
 def _listen(signal: Any, heard: list[dict[str, Any]]) -> Any:
@@ -68,4 +69,4 @@ def test_a_receiver_that_raises_changes_nothing(ctx, caplog) -> None:
     finally:
         api.work_dead_lettered.disconnect(broken)
     assert WorkItem.objects.using("admin").get(pk=dead.id).status == Status.FAILED
-    assert [r for r in caplog.records if r.getMessage() == "signal_receiver_failed"]
+    assert [r for r in caplog.records if event_name(r) == "signal_receiver_failed"]

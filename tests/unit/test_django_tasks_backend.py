@@ -154,9 +154,9 @@ def test_json_values_follow_django_and_name_the_first_problem() -> None:
 
 
 def test_the_worker_keeps_capacity_and_gives_the_threads_its_pool_leaves() -> None:
-    from workers.config import CONNECTIONS, WorkerSettings
+    from workers.config import WorkerSettings
 
-    own = CONNECTIONS.own()
+    own = WorkerSettings(kinds=("DJANGO_TASK",)).connections.own()
     tasks_only = WorkerSettings(kinds=("DJANGO_TASK",), db_pool_size=20)
     assert (tasks_only.capacity, tasks_only.threads) == (100, 20 - own)
     tasks_only.validate()

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from wqcore.logs import ItemFilter, formatter, item_fields, log_event
+from wqcore.logs import ItemFilter, event_name, formatter, item_fields, log_event
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 ITEM = SimpleNamespace(
@@ -157,3 +157,48 @@ def test_an_item_bound_to_a_task_is_named_on_its_lines_written_out_only_when_one
     assert first["item"] == second["item"] == str(ITEM.id) and first["attempt"] == 3
     assert len(calls) == 1
     assert logs.current_item_fields() is None  # the binding stayed in the task's context
+
+
+def test_a_sites_own_formatter_sees_the_event_its_fields_and_the_running_item() -> None:
+    """A site with its own ``LOGGING`` (``%(message)s``, no filter of ours) still reads which
+    item, kind and error a line is about; the template names the fields, never their values,
+    so an error tracker groups the lines by event."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger(f"tests.logs.{uuid.uuid4().hex[:8]}")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    with item_fields(ITEM):
+        log_event(logger, logging.WARNING, "item_dead_lettered", error='Boom: 100% "off"')
+    log_event(logger, logging.INFO, "worker_stopping", in_flight=3, note=None)
+    dead, stopping = stream.getvalue().splitlines()
+    assert dead == (
+        f'WARNING {logger.name}: item_dead_lettered item="{ITEM.id}" kind="SEND_RECEIPT" '
+        f'tenant="{ITEM.org_id}" attempt=3 trace_id="{TRACE_ID}" error="Boom: 100% \\"off\\""'
+    )
+    assert stopping == f"INFO {logger.name}: worker_stopping in_flight=3"
+
+
+def test_the_message_template_names_the_fields_and_the_record_keeps_the_event() -> None:
+    logger = logging.getLogger(f"tests.logs.{uuid.uuid4().hex[:8]}")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    records: list[logging.LogRecord] = []
+    logger.handlers[:] = [_Keep(records)]
+    for error in ("A: one", "B: two"):
+        log_event(logger, logging.WARNING, "item_dead_lettered", error=error)
+    assert {r.msg for r in records} == {"item_dead_lettered error=%s"}
+    assert [event_name(r) for r in records] == ["item_dead_lettered"] * 2
+    logger.warning("a library's line")
+    assert event_name(records[-1]) == "a library's line"
+
+
+class _Keep(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)

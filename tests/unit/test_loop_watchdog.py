@@ -13,7 +13,7 @@ from prometheus_client import REGISTRY
 from tests.helpers import queue_settings
 from workers.config import WorkerSettings
 from workers.watchdog import LoopWatchdog
-from wqcore.logs import event_text
+from wqcore.logs import event_name, event_text
 
 
 class Clock:
@@ -84,7 +84,7 @@ def test_a_blocked_loop_is_reported_once_per_episode(caplog: pytest.LogCaptureFi
     assert watchdog.blocked and watchdog.episodes == 1 and described == [1]
     assert _sample("workqueue_worker_loop_blocked_total") == counted + 1
     assert len(loop.pending) == 1  # no probes pile up on a blocked loop
-    [warning] = [event_text(r) for r in caplog.records if r.getMessage() == "worker_loop_blocked"]
+    [warning] = [event_text(r) for r in caplog.records if event_name(r) == "worker_loop_blocked"]
     assert "blocked_s=1.1" in warning and 'items="abc:TEST_KIND"' in warning
     assert "run.in_thread" in warning
     clock.now += 0.1
@@ -92,7 +92,7 @@ def test_a_blocked_loop_is_reported_once_per_episode(caplog: pytest.LogCaptureFi
     _check(watchdog, clock, 0.15)
     assert not watchdog.blocked
     assert _sample("workqueue_worker_loop_blocked_seconds_count") == observed + 1
-    [ended] = [event_text(r) for r in caplog.records if r.getMessage() == "worker_loop_unblocked"]
+    [ended] = [event_text(r) for r in caplog.records if event_name(r) == "worker_loop_unblocked"]
     assert "blocked_s=8.5" in ended and 'items="abc:TEST_KIND"' in ended
     # The next block is a new episode.
     for _ in range(6):

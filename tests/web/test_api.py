@@ -151,9 +151,29 @@ def test_a_lane_the_site_does_not_declare_is_400_and_stores_nothing(
 def test_anonymous_callers_get_401(alice: Person) -> None:
     item, _ = api.enqueue(alice.ctx, "NOOP", {})
     client = Client()
-    assert post(client, {"kind": "NOOP", "payload": {}}).status_code == 401
+    refused = post(client, {"kind": "NOOP", "payload": {}})
+    assert refused.status_code == 401
+    # The reference site's LOGIN_URL is the name of its sign-in page, resolved.
+    assert refused.json()["error"] == "sign in first (a session cookie from /login/)"
     assert client.get(f"{URL}{item.id}").status_code == 401
     assert _count() == 1
+
+
+@pytest.mark.parametrize(
+    ("login_url", "shown"),
+    [
+        ("/accounts/login/", "/accounts/login/"),
+        ("admin:login", "/admin/login/"),
+        ("nowhere", "nowhere"),
+    ],
+)
+def test_the_401_names_the_sites_own_sign_in_url(
+    alice: Person, settings, login_url: str, shown: str
+) -> None:
+    settings.LOGIN_URL = login_url
+    refused = post(Client(), {"kind": "NOOP", "payload": {}})
+    assert refused.status_code == 401
+    assert refused.json()["error"] == f"sign in first (a session cookie from {shown})"
 
 
 def test_a_session_post_without_the_csrf_token_is_403(alice: Person) -> None:

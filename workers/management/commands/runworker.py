@@ -11,7 +11,6 @@ import signal
 import threading
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -28,10 +27,11 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Run a worker for KIND (e.g. NOOP, NOTIFY_SHIPMENT; several as NOOP,NOTIFY_SHIPMENT): "
+        "Run a worker for KIND (a kind your apps register; several as KIND_A,KIND_B): "
         "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
-        "it off), serve /healthz and /metrics on WORKER_METRICS_PORT (default 9100, or the "
-        "next free port when another worker on this host has it). SIGTERM or Ctrl-C drains (a "
+        "it off), serve /healthz and /metrics on WORKER_METRICS_HOST (127.0.0.1 by default) "
+        "and WORKER_METRICS_PORT (9100 by default, or the next free port when another worker "
+        "on this host has it). SIGTERM or Ctrl-C drains (a "
         "second one stops at once, still handing back what was running). The options override "
         "the WORKQUEUE settings listed below, with the values in effect."
     )
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         prefixes = ("WORKER_", "SWEEP", "SCHEDULE_", "KIND_", "LOG_", "LANE_CAPS")
-        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(prefixes)
+        parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(prefixes) + _connections()
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -61,8 +61,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # A worker renders no pages; with DEBUG on, Django would only record every query.
-        django_settings.DEBUG = False
         kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
         try:
             settings = WorkerSettings.from_settings(
@@ -142,3 +140,16 @@ class Command(BaseCommand):
 
 async def _until_done(task: asyncio.Task[None]) -> None:
     await task
+
+
+def _connections() -> str:
+    """What a worker opens with these settings, for ``--help`` (nothing when they are wrong:
+    the settings above say so)."""
+    try:
+        own = WorkerSettings(kinds=()).connections
+    except ImproperlyConfigured:
+        return ""
+    return (
+        f"\n\ndatabase connections: {own.describe()} of its own, plus one per handler thread "
+        "(a sync handler: one per item it runs at once), within WORKER_DB_POOL_SIZE"
+    )
