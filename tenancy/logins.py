@@ -72,35 +72,8 @@ def ensure_logins(
         )
     names = {app.get("NAME"), owner.get("NAME"), *databases}
     with connect_owner(owner, "postgres") as conn:
-        for user, password, attributes in (
-            (
-                app_user,
-                app_password,
-                "LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE",
-            ),
-            (
-                system_user,
-                system_password,
-                "LOGIN NOSUPERUSER BYPASSRLS NOCREATEDB NOCREATEROLE",
-            ),
-        ):
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone()
-            verb = "ALTER" if exists else "CREATE"
-            conn.execute(sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(user)))
-            if password:
-                conn.execute(
-                    sql.SQL("ALTER ROLE {} PASSWORD {}").format(
-                        sql.Identifier(user), sql.Literal(password)
-                    )
-                )
-            for name, value in LOGIN_SETTINGS:
-                conn.execute(
-                    sql.SQL("ALTER ROLE {} SET {} = {}").format(
-                        sql.Identifier(user), sql.Identifier(name), sql.Literal(value)
-                    )
-                )
-            if not exists:
-                log_event(logger, logging.INFO, "login_created", login=user)
+        _ensure_login(conn, app_user, app_password, "NOBYPASSRLS")
+        _ensure_login(conn, system_user, system_password, "BYPASSRLS")
         for name in sorted(n for n in names if n):
             if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -112,3 +85,24 @@ def ensure_logins(
                     sql.Identifier(system_user),
                 )
             )
+
+
+def _ensure_login(conn: Any, user: str, password: str | None, bypass: str) -> None:
+    """Create ``user`` or put its attributes back (``bypass``: BYPASSRLS or NOBYPASSRLS), its
+    password when one is given, and ``LOGIN_SETTINGS``."""
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (user,)).fetchone()
+    verb = "ALTER" if exists else "CREATE"
+    attributes = f"LOGIN NOSUPERUSER {bypass} NOCREATEDB NOCREATEROLE"
+    conn.execute(sql.SQL(f"{verb} ROLE {{}} {attributes}").format(sql.Identifier(user)))
+    if password:
+        conn.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(user), sql.Literal(password))
+        )
+    for name, value in LOGIN_SETTINGS:
+        conn.execute(
+            sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                sql.Identifier(user), sql.Identifier(name), sql.Literal(value)
+            )
+        )
+    if not exists:
+        log_event(logger, logging.INFO, "login_created", login=user)

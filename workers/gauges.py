@@ -204,42 +204,51 @@ class QueueCollector(Collector):
         for row in g.items:
             items.add_metric([row["lane"], row["kind"], row["status"]], row["items"])
         yield items
-        # The ten deepest tenants per lane, by rank: at most ten series per lane, never one per
-        # tenant, and no tenant named (which tenant is which is the admin's gauges page).
-        depth = GaugeMetricFamily(
-            "workqueue_tenant_depth",
-            "Pending items of the ten deepest tenants of each lane, by rank (1: deepest).",
-            labels=["lane", "rank"],
-        )
-        age = GaugeMetricFamily(
-            "workqueue_tenant_oldest_age_seconds",
-            "Age of the oldest due item of the ten deepest tenants of each lane, by rank.",
-            labels=["lane", "rank"],
-        )
-        for row in g.top_tenants:
-            labels = [row["lane"], str(row["rank"])]
-            depth.add_metric(labels, row["items"])
-            age.add_metric(labels, row["oldest_age_s"] or 0.0)
-        yield depth
-        yield age
-        workers = GaugeMetricFamily(
-            "workqueue_workers_live",
-            "Workers whose heartbeat is recent, by state.",
-            labels=["state"],
-        )
-        for state in ("running", "draining"):
-            workers.add_metric([state], g.workers.get(state, 0))
-        yield workers
-        unserved = GaugeMetricFamily(
-            "workqueue_lane_unserved",
-            "1 when a lane has due pending items and no live worker serves it, else 0.",
-            labels=["lane"],
-        )
-        for lane, flagged in g.unserved_lanes.items():
-            unserved.add_metric([lane], 1 if flagged else 0)
-        yield unserved
+        yield from _tenant_families(g)
+        yield from _worker_families(g)
         yield _paused_family(g.pauses)
         yield from _schedule_families(g)
+
+
+def _tenant_families(g: QueueGauges) -> Iterator[Metric]:
+    """The ten deepest tenants per lane, by rank: at most ten series per lane, never one per
+    tenant, and no tenant named (which tenant is which is the admin's gauges page)."""
+    depth = GaugeMetricFamily(
+        "workqueue_tenant_depth",
+        "Pending items of the ten deepest tenants of each lane, by rank (1: deepest).",
+        labels=["lane", "rank"],
+    )
+    age = GaugeMetricFamily(
+        "workqueue_tenant_oldest_age_seconds",
+        "Age of the oldest due item of the ten deepest tenants of each lane, by rank.",
+        labels=["lane", "rank"],
+    )
+    for row in g.top_tenants:
+        labels = [row["lane"], str(row["rank"])]
+        depth.add_metric(labels, row["items"])
+        age.add_metric(labels, row["oldest_age_s"] or 0.0)
+    yield depth
+    yield age
+
+
+def _worker_families(g: QueueGauges) -> Iterator[Metric]:
+    """The live workers by state, and the lanes with due work that none serves."""
+    workers = GaugeMetricFamily(
+        "workqueue_workers_live",
+        "Workers whose heartbeat is recent, by state.",
+        labels=["state"],
+    )
+    for state in ("running", "draining"):
+        workers.add_metric([state], g.workers.get(state, 0))
+    yield workers
+    unserved = GaugeMetricFamily(
+        "workqueue_lane_unserved",
+        "1 when a lane has due pending items and no live worker serves it, else 0.",
+        labels=["lane"],
+    )
+    for lane, flagged in g.unserved_lanes.items():
+        unserved.add_metric([lane], 1 if flagged else 0)
+    yield unserved
 
 
 def _schedule_families(g: QueueGauges) -> Iterator[Metric]:

@@ -16,6 +16,47 @@ from workers.liveness import Liveness
 logger = logging.getLogger(__name__)
 
 
+class _Handler(BaseHTTPRequestHandler):
+    """``/healthz`` from the worker's beat in memory, ``/metrics`` from its registry."""
+
+    liveness: Liveness  # set on the class made for each server (``serve``)
+
+    def do_GET(self) -> None:
+        try:
+            self._answer()
+        finally:
+            # Each request runs on a thread of its own: a gauge read's connection ends here.
+            connections.close_all()
+
+    def _answer(self) -> None:
+        if self.path == "/healthz":
+            liveness = self.liveness
+            healthy = liveness.healthy()
+            body = json.dumps(
+                {
+                    "worker": liveness.worker_id,
+                    "state": liveness.state,
+                    "healthy": healthy,
+                    "beat_age_s": liveness.age_s(),
+                }
+            ).encode()
+            self._send(200 if healthy else 503, "application/json", body)
+        elif self.path == "/metrics":
+            self._send(200, CONTENT_TYPE_LATEST, generate_latest())
+        else:
+            self._send(404, "text/plain", b"not found\n")
+
+    def _send(self, status: int, content_type: str, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        return  # scrapes every few seconds would drown the log
+
+
 def serve(
     liveness: Liveness, host: str, port: int, *, fixed: bool = True, span: int = 1
 ) -> ThreadingHTTPServer:
@@ -26,47 +67,12 @@ def serve(
     logs the port it took). Each candidate is bound for real, never probed first: two workers
     starting together cannot both pick the same port.
     """
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            try:
-                self._answer()
-            finally:
-                # Each request runs on a thread of its own: a gauge read's connection ends here.
-                connections.close_all()
-
-        def _answer(self) -> None:
-            if self.path == "/healthz":
-                healthy = liveness.healthy()
-                body = json.dumps(
-                    {
-                        "worker": liveness.worker_id,
-                        "state": liveness.state,
-                        "healthy": healthy,
-                        "beat_age_s": liveness.age_s(),
-                    }
-                ).encode()
-                self._send(200 if healthy else 503, "application/json", body)
-            elif self.path == "/metrics":
-                self._send(200, CONTENT_TYPE_LATEST, generate_latest())
-            else:
-                self._send(404, "text/plain", b"not found\n")
-
-        def _send(self, status: int, content_type: str, body: bytes) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            return  # scrapes every few seconds would drown the log
-
+    handler = type("Handler", (_Handler,), {"liveness": liveness})
     candidates = [port] if fixed or port == 0 else range(port, min(port + span, 65536))
     server = None
     for candidate in candidates:
         try:
-            server = ThreadingHTTPServer((host, candidate), Handler)
+            server = ThreadingHTTPServer((host, candidate), handler)
             break
         except OSError:
             continue

@@ -42,6 +42,29 @@ async def wait_or_stop(delay_s: float, stop: asyncio.Event) -> bool:
     return True
 
 
+def _check(
+    mode: str,
+    on_error: str,
+    interval_s: float,
+    timeout_s: float | None,
+    failures_to_unready: int,
+    error_delay_s: float | None,
+) -> None:
+    """A wrong argument of ``PeriodicTask`` raises ``ValueError`` naming it."""
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
+    if on_error not in _POLICIES:
+        raise ValueError(f"on_error must be one of {_POLICIES}, not {on_error!r}")
+    if not interval_s > 0:
+        raise ValueError(f"interval_s must be positive, not {interval_s!r}")
+    if timeout_s is not None and not timeout_s > 0:
+        raise ValueError(f"timeout_s must be positive or None, not {timeout_s!r}")
+    if failures_to_unready < 1:
+        raise ValueError(f"failures_to_unready must be at least 1, not {failures_to_unready}")
+    if error_delay_s is not None and not error_delay_s >= 0:
+        raise ValueError(f"error_delay_s must be >= 0 or None, not {error_delay_s!r}")
+
+
 class PeriodicTask:
     """Run one operation periodically, one run at a time, until the stop event is set.
 
@@ -78,20 +101,9 @@ class PeriodicTask:
         clock: Clock = time.monotonic,
         sleep: StopAwareSleep | None = None,
     ) -> None:
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of {_MODES}, not {mode!r}")
-        if on_error not in _POLICIES:
-            raise ValueError(f"on_error must be one of {_POLICIES}, not {on_error!r}")
-        if not interval_s > 0:
-            raise ValueError(f"interval_s must be positive, not {interval_s!r}")
-        if timeout_s is not None and not timeout_s > 0:
-            raise ValueError(f"timeout_s must be positive or None, not {timeout_s!r}")
-        if failures_to_unready < 1:
-            raise ValueError(f"failures_to_unready must be at least 1, not {failures_to_unready}")
+        _check(mode, on_error, interval_s, timeout_s, failures_to_unready, error_delay_s)
         if (mode == "result_aware") != (delay_for is not None):
             raise ValueError("delay_for is required by mode='result_aware' and only by it")
-        if error_delay_s is not None and not error_delay_s >= 0:
-            raise ValueError(f"error_delay_s must be >= 0 or None, not {error_delay_s!r}")
         self.name = name
         self.interval_s = interval_s
         self.mode: Mode = mode

@@ -8,6 +8,8 @@ fences the queue row and row-level security the tenant; neither fences the recor
 
 from __future__ import annotations
 
+from typing import Any
+
 import pydantic
 from django.db import IntegrityError, transaction
 from django.db.models import F
@@ -51,26 +53,8 @@ class NotifyShipmentHandler:
                 )
             if run.cancelled:
                 raise RetryableError("cancelled")
-            try:
-                with transaction.atomic(using=using):
-                    ShipmentNotice.objects.using(using).create(
-                        org_id=ctx.org_id,
-                        shipment=shipment,
-                        version=payload.version,
-                        channel=payload.channel,
-                    )
-            except IntegrityError:
-                # Another run sent this notice and committed while this one was reading (or
-                # the shipment was deleted meanwhile).
-                latest = shipments.filter(pk=shipment.pk).first()
-                if latest is None:
-                    raise PermanentError(f"shipment {shipment.pk} was deleted") from None
-                if latest.notified_version >= payload.version:
-                    return
-                raise PermanentError(
-                    f"a {payload.channel} notice for shipment {shipment.pk} version "
-                    f"{payload.version} exists, but the shipment does not record it"
-                ) from None
+            if not _send_notice(shipments, shipment, payload, using):
+                return  # another run sent it and recorded it
             run.mark_side_effect()
             advanced = shipments.filter(pk=shipment.pk, version=shipment.version).update(
                 notified_version=payload.version, version=F("version") + 1, updated_at=Now()
@@ -79,3 +63,31 @@ class NotifyShipmentHandler:
                 raise RetryableError(
                     f"shipment {shipment.pk} changed after version {shipment.version} was read"
                 )
+
+
+def _send_notice(
+    shipments: Any, shipment: Shipment, payload: NotifyShipmentPayload, using: str
+) -> bool:
+    """Write the notice (the side effect, rolled back with the handler's transaction); False
+    when another run sent it and the shipment records it already."""
+    try:
+        with transaction.atomic(using=using):
+            ShipmentNotice.objects.using(using).create(
+                org_id=shipment.org_id,
+                shipment=shipment,
+                version=payload.version,
+                channel=payload.channel,
+            )
+        return True
+    except IntegrityError:
+        # Another run sent this notice and committed while this one was reading (or the
+        # shipment was deleted meanwhile).
+        latest = shipments.filter(pk=shipment.pk).first()
+        if latest is None:
+            raise PermanentError(f"shipment {shipment.pk} was deleted") from None
+        if latest.notified_version >= payload.version:
+            return False
+        raise PermanentError(
+            f"a {payload.channel} notice for shipment {shipment.pk} version "
+            f"{payload.version} exists, but the shipment does not record it"
+        ) from None
