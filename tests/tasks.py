@@ -9,10 +9,9 @@ import asyncio
 import datetime
 import uuid
 
-from django.tasks import TaskContext, task
-
 from tenancy.current import current_context
 from workers.demo.models import Shipment
+from workers.django_tasks.compat import TaskContext, task
 from workers.django_tasks.policy import retries
 from workqueue.api import PermanentError
 

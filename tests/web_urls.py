@@ -46,8 +46,7 @@ async def task_aenqueue(request: HttpRequest) -> HttpResponse:
 
 
 def task_result(request: HttpRequest, result_id: str) -> HttpResponse:
-    from django.tasks import default_task_backend
-    from django.tasks.exceptions import TaskResultDoesNotExist
+    from workers.django_tasks.compat import TaskResultDoesNotExist, default_task_backend
 
     try:
         result = default_task_backend.get_result(result_id)

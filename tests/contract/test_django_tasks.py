@@ -15,9 +15,6 @@ from typing import Any
 
 import pytest
 from django.db import connections, transaction
-from django.tasks import TaskResultStatus, default_task_backend, task
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.test import override_settings
 
 from tenancy.contexts import OpContext
@@ -26,6 +23,14 @@ from tenancy.exceptions import NoContext
 from tests import tasks
 from tests.helpers import queue_settings, statements
 from workers.django_tasks import records
+from workers.django_tasks.compat import (
+    InvalidTask,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    default_task_backend,
+    task,
+    task_enqueued,
+)
 from workers.django_tasks.models import TaskRecord
 from workqueue import api, runtime
 from workqueue.claim import claim

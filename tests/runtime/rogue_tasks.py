@@ -10,8 +10,7 @@ import asyncio
 import sys
 import time
 
-from django.tasks import task
-
+from workers.django_tasks.compat import task
 from workers.django_tasks.policy import retries, time_limit
 
 

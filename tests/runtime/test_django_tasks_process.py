@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 
 import pytest
-from django.tasks import TaskResultStatus
 
 from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tests import tasks
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from workers.django_tasks.compat import LOGGER_NAME, TaskResultStatus
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -80,6 +80,6 @@ def test_runworker_runs_django_tasks_to_their_results(ctx: OpContext) -> None:
         logged = [
             re.search(r"state=(\w+)", line)[1]  # type: ignore[index]
             for line in output.splitlines()
-            if "logger=django.tasks" in line and f"Task id={result.id} " in line
+            if f"logger={LOGGER_NAME}" in line and f"Task id={result.id} " in line
         ]
         assert logged == states, (result.task.name, logged)

@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from django.tasks import TaskResult, TaskResultStatus, default_task_backend
-from django.tasks.signals import task_enqueued, task_finished, task_started
 
 from audit.models import AuditEntry
 from tenancy.contexts import OpContext
@@ -24,6 +22,14 @@ from tests import tasks
 from tests.runtime.support import run_until, settings
 from workers import testing
 from workers.demo.models import Shipment
+from workers.django_tasks.compat import (
+    TaskResult,
+    TaskResultStatus,
+    default_task_backend,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
 from workers.worker import Worker
 from workqueue import api
 from workqueue.models import WorkItem

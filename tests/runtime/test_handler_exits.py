@@ -18,13 +18,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from django.tasks import TaskResultStatus, default_task_backend
 
 from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tests.runtime import rogue_tasks
 from tests.runtime.rogue_kinds import KINDS, ROGUE, ROGUE_SYNC, ROGUE_THREAD, runs
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from workers.django_tasks.compat import TaskResultStatus, default_task_backend
 from workqueue import api
 from workqueue.models import Status, WorkItem
 

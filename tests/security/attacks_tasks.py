@@ -22,8 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.tasks import default_task_backend
-from django.tasks.exceptions import TaskResultDoesNotExist
 from django.test import AsyncClient, override_settings
 
 from tenancy.current import current_context, using_context
@@ -39,6 +37,7 @@ from tests.security.table import (
     client_of,
 )
 from tests.security.world import SECRET, World
+from workers.django_tasks.compat import TaskResultDoesNotExist, default_task_backend
 from workers.django_tasks.exceptions import TaskNotRunnable
 from workers.django_tasks.handler import Target
 from workqueue.models import WorkItem

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from django.tasks import task
-from django.tasks.exceptions import InvalidTask
 
 from workers.django_tasks.backend import WorkQueueBackend
+from workers.django_tasks.compat import InvalidTask, task
 from workers.django_tasks.policy import DEFAULT_POLICY, parse_options, retries
 from workers.django_tasks.values import json_arguments, json_value
 from workqueue.api import RetryPolicy
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _backend(**params: Any) -> WorkQueueBackend:
@@ -102,6 +107,41 @@ def test_the_check_names_the_app_that_holds_the_results(settings) -> None:  # ty
     finally:
         apps.unset_installed_apps()
     assert message.id == "djtasks.E002" and "'workers.django_tasks'" in message.hint
+
+
+def _check_in_a_process(
+    *, unimportable: tuple[str, ...] = (), **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``manage.py check`` in a process of its own, where the modules named cannot import."""
+    code = (
+        "import sys\n"
+        f"sys.modules.update(dict.fromkeys({unimportable!r}))\n"
+        "from django.core.management import execute_from_command_line\n"
+        "execute_from_command_line(['manage.py', 'check'])\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_backends_check_runs_with_djangos_on_every_django() -> None:
+    # Django 6 registers the backends' checks with django.tasks; on 5.2 the compat module does.
+    done = _check_in_a_process(TASKS_MAX_ATTEMPTS="0")
+    assert done.returncode == 1, done.stderr
+    assert "(djtasks.E001) TASKS['default']: OPTIONS: MAX_ATTEMPTS" in done.stderr
+
+
+def test_without_a_task_api_the_app_names_the_package_to_install() -> None:
+    done = _check_in_a_process(unimportable=("django.tasks", "django_tasks"))
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: workers.django_tasks ")
+    assert "install the django-tasks package" in last and "[tasks]" in last
 
 
 def test_retries_sets_a_tasks_own_policy_and_refuses_nonsense_at_import() -> None:

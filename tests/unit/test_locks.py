@@ -38,10 +38,16 @@ def _ranges(name: str) -> list[Requirement]:
     return found
 
 
+def _django_sources() -> list[Path]:
+    """The other supported Djangos' inputs (the contract suite's venvs: bin/test --django)."""
+    return sorted(ROOT.glob("requirements-django*.in"))
+
+
 def test_each_lock_pins_every_range_of_its_in_file_with_hashes() -> None:
     for source, lock in (
         ("requirements-runtime.in", "requirements-runtime.txt"),
         ("requirements.in", "requirements.txt"),
+        *((p.name, p.with_suffix(".txt").name) for p in _django_sources()),
     ):
         pins = _lock(lock)
         for req in _ranges(source):
@@ -61,8 +67,17 @@ def test_the_image_and_the_setup_install_the_locks_with_hashes() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert "--require-hashes -r requirements-runtime.txt" in dockerfile
     setup = (ROOT / "bin" / "_setup.sh").read_text()
-    assert "--require-hashes" in setup and '-r "$ROOT/requirements.txt"' in setup
-    # Django's range in the package lets the locked Django in.
+    assert "--require-hashes" in setup and '-r "$lock"' in setup
+    assert 'LOCKS=("$ROOT/requirements.txt")' in setup
+    # Django's range in the package lets every locked Django in (the locks' own and the other
+    # supported ones), and the tasks extra's range the django-tasks the 5.2 lock pins.
     pyproject = (ROOT / "pyproject.toml").read_text()
     [django] = re.findall(r'"(Django[^"]*)"', pyproject)
-    assert Requirement(django).specifier.contains(_lock("requirements-runtime.txt")["django"])
+    [tasks] = re.findall(r'"(django-tasks[^"]*)"', pyproject)
+    locks = [_lock("requirements-runtime.txt")] + [
+        _lock(p.with_suffix(".txt").name) for p in _django_sources()
+    ]
+    assert len(locks) == 3  # 6.1, 5.2 and 6.0: every supported Django
+    for pins in locks:
+        assert Requirement(django).specifier.contains(pins["django"])
+    assert Requirement(tasks).specifier.contains(_lock("requirements-django52.txt")["django-tasks"])

@@ -18,8 +18,7 @@ class DjangoTasksConfig(AppConfig):
     def ready(self) -> None:
         # A queue of this backend is a lane: declared, so the API accepts it and /metrics
         # names it (workqueue.lanes). A queue that is no lane name is the backend's check's.
-        from django.tasks import DEFAULT_TASK_QUEUE_NAME
-
+        from workers.django_tasks.compat import DEFAULT_TASK_QUEUE_NAME
         from workqueue import runtime
 
         tasks: dict[str, Any] = getattr(settings, "TASKS", {})

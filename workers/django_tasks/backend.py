@@ -21,14 +21,19 @@ from typing import Any
 from django.apps import apps
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.tasks import Task, TaskResult, TaskResultStatus
-from django.tasks.backends.base import BaseTaskBackend
-from django.tasks.exceptions import InvalidTask, TaskResultDoesNotExist
-from django.tasks.signals import task_enqueued
 from django.utils.module_loading import import_string
 
 from tenancy.current import require_context
 from workers.django_tasks import records
+from workers.django_tasks.compat import (
+    BaseTaskBackend,
+    InvalidTask,
+    Task,
+    TaskResult,
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+)
 from workers.django_tasks.kind import ALIAS_PATTERN, DJANGO_TASK, RetrySpec
 from workers.django_tasks.policy import (
     RETRIES_ATTRIBUTE,

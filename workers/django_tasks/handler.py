@@ -32,19 +32,22 @@ from typing import Any
 
 import pydantic
 from django.dispatch import Signal
-from django.tasks import Task, TaskContext, TaskResult, TaskResultStatus
-from django.tasks.base import TaskError
-from django.tasks.signals import (
-    log_task_finished,
-    log_task_started,
-    task_finished,
-    task_started,
-)
 from django.utils import timezone
 
 from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tenancy.scope import deferred_tenant_scope
+from workers.django_tasks.compat import (
+    Task,
+    TaskContext,
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    log_task_finished,
+    log_task_started,
+    task_finished,
+    task_started,
+)
 from workers.django_tasks.exceptions import (
     InvalidReturnValue,
     TaskFailed,

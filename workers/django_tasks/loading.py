@@ -15,10 +15,9 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from django.tasks import Task, task_backends
-from django.tasks.exceptions import InvalidTask, InvalidTaskBackend
 from django.utils.module_loading import import_string
 
+from workers.django_tasks.compat import InvalidTask, InvalidTaskBackend, Task, task_backends
 from workers.django_tasks.exceptions import TaskNotRunnable
 
 

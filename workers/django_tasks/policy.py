@@ -26,8 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django.tasks import Task
-
+from workers.django_tasks.compat import Task
 from workqueue.runtime import MAX_TIMEOUT_S as MAX_KIND_TIMEOUT_S
 from workqueue.runtime import RetryPolicy, check_max_attempts
 

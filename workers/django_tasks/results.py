@@ -7,9 +7,7 @@ import json
 import uuid
 from datetime import datetime
 
-from django.tasks import TaskResult, TaskResultStatus
-from django.tasks.base import TaskError
-
+from workers.django_tasks.compat import TaskError, TaskResult, TaskResultStatus
 from workers.django_tasks.exceptions import (
     DeadLettered,
     InvalidReturnValue,

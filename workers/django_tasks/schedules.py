@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
-from django.tasks import Task
 
+from workers.django_tasks.compat import Task
 from workers.django_tasks.kind import DJANGO_TASK
 from workers.django_tasks.values import json_arguments
 from workers.schedules import Schedule, ScheduledItem, Tenants, register_schedule

@@ -105,7 +105,15 @@ class Command(BaseCommand):
         items = every_item()
         # The failed view's item rolled back with its order: three (four) items, no more.
         assert len(items) == (4 if mode() == "single" else 3), [i.payload for i in items]
-        return {"a_item": first["item"], "dead": dead["item"], "b_item": second["item"]}
+        # The site's @task, enqueued for A's tenant through the queue's TASKS backend.
+        reported = a.post("/report/", {"prefix": "000"})
+        assert reported.status_code == 200, reported.status_code
+        return {
+            "a_item": first["item"],
+            "dead": dead["item"],
+            "b_item": second["item"],
+            "task_api": reported.json()["api"],
+        }
 
     # -- after the worker ran -------------------------------------------------------------------
 
@@ -120,6 +128,7 @@ class Command(BaseCommand):
         assert dead[0].last_error.startswith("PermanentError: no order bad"), dead[0].last_error
         found: dict[str, Any] = {"mode": mode()}
         found.update(self.isolation(items))
+        found.update(self.task(items))
         found.update(self.triage(dead[0]))
         found.update(self.look())
         return found
@@ -143,9 +152,18 @@ class Command(BaseCommand):
             assert cursor.fetchone()[0] == 0, "rows seen with no tenant named"
         # The API: B's item is not A's to read.
         a = client_of(User.objects.get(username="alice"))
-        b_item = next(k for k, i in items.items() if i.payload["order"] == "2001")
+        b_item = next(k for k, i in items.items() if i.payload.get("order") == "2001")
         assert a.get(f"/api/work/{b_item}").status_code == 404
         return {"tenants": 2}
+
+    def task(self, items: dict[str, WorkItem]) -> dict[str, Any]:
+        """The site's @task ran on the worker; A reads its result back through the backend."""
+        [task_id] = [k for k, i in items.items() if i.kind == "DJANGO_TASK"]
+        a = client_of(User.objects.get(username="alice"))
+        answer = a.get(f"/report/{task_id}/")
+        assert answer.status_code == 200, answer.status_code
+        assert answer.json() == {"status": "SUCCESSFUL", "value": 1}, answer.json()
+        return {"task": answer.json()["status"]}
 
     def triage(self, dead: WorkItem) -> dict[str, Any]:
         """The operator finds the dead letter in the site's admin and requeues it (audited)."""
