@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -29,12 +30,14 @@ from wqcore.logs import log_event
 logger = logging.getLogger(__name__)
 
 
-def _in_thread[T](fn: Callable[..., T]) -> Callable[..., T]:
+def _in_thread[T](fn: Callable[..., T], threads: set[int]) -> Callable[..., T]:
     """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects.
     With DEBUG on, each call starts a fresh record of its queries, as Django's requests do
-    (a worker's threads never see ``request_started``; the record would grow to its cap)."""
+    (a worker's threads never see ``request_started``; the record would grow to its cap).
+    ``threads`` collects the threads that ran a call: each may hold connections of its own."""
 
     def call(*args: Any, **kwargs: Any) -> T:
+        threads.add(threading.get_ident())
         if settings.DEBUG:
             reset_queries()
         try:
@@ -67,6 +70,9 @@ class HandlerCalls:
         self.abandoned = 0
         self.threads_hold_slots = threads_hold_slots
         self.on_thread_free = on_thread_free
+        # The pool's threads that ran a call (every call goes through ``_in_thread``): the
+        # threads it started, each with the Django connections its handlers opened.
+        self.started: set[int] = set()
 
     @property
     def abandoned_slots(self) -> int:
@@ -116,7 +122,7 @@ class HandlerCalls:
         # task's, so its lines name the item too.
         call = functools.partial(
             contextvars.copy_context().run,
-            _in_thread(handler.handle),
+            _in_thread(handler.handle, self.started),
             job.ctx,
             job.item,
             job.run,
@@ -132,12 +138,34 @@ class HandlerCalls:
     async def _in_pool(self, call: Callable[[], Any]) -> Any:
         """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
         assert self.pool is not None
-        future = self.pool.submit(_in_thread(call))
+        future = self.pool.submit(_in_thread(call, self.started))
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             self._abandon(future, {"call": "in_thread"})
             raise
+
+    async def close_connections(self, wait_s: float = 2.0) -> None:
+        """Close the Django connections the pool's threads opened, each on its own thread (a
+        connection belongs to the thread that opened it): one call per idle started thread,
+        held at a barrier until every one has its own. ``runworker`` ends its process anyway;
+        a worker run inside another process (a test's drain) must not leave them open. A
+        thread still running an abandoned handler keeps its connection."""
+        idle = len(self.started) - self.abandoned
+        if self.pool is None or idle <= 0:
+            return
+        barrier = threading.Barrier(idle)
+
+        def close_then_wait() -> None:
+            connections.close_all()
+            try:
+                barrier.wait(wait_s)
+            except threading.BrokenBarrierError:
+                pass
+
+        loop = asyncio.get_running_loop()
+        calls = [loop.run_in_executor(self.pool, close_then_wait) for _ in range(idle)]
+        await asyncio.wait(calls, timeout=wait_s + 1)
 
     def _abandon(self, future: Future[Any], what: dict[str, Any]) -> None:
         """A cancelled run's thread that is still running: count it until it returns (it

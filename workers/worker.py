@@ -204,6 +204,7 @@ class Worker:
         await self._close_thread(self._liveness_thread)
         await self._close_thread(self._maintenance_thread, close_lock)
         if self._handler_pool:
+            await self.runner.calls.close_connections()
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
         log_event(logger, logging.INFO, "worker_offline", worker=self.worker_id)
 

@@ -28,9 +28,13 @@ DJANGO_VERSIONS = ("5.2", "6.0", "6.1")
 # What a site on each Django installs beside the wheel: psycopg's own libpq, and on 5.2 the
 # django-tasks package that gives the @task backend Django's task API (django.tasks from 6.0).
 EXTRAS = {"5.2": "binary,tasks", "6.0": "binary", "6.1": "binary"}
-# What every site's virtualenv gets beside them (a site's own test tools, e.g. pytest-django):
-# one virtualenv per Django serves every install test.
-SITE_PACKAGES: tuple[str, ...] = ()
+# What every site's virtualenv gets beside them: a site's own test tools (the site's tests
+# use pytest-django and the queue's testing helpers). One virtualenv per Django serves every
+# install test.
+SITE_PACKAGES: tuple[str, ...] = ("pytest==9.*", "pytest-django==4.*")
+
+# The test site's own app and its tests are the site's, run inside it, not by this suite.
+collect_ignore = ["site"]
 
 VenvFor = Callable[[str], Path]
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
@@ -58,10 +59,27 @@ class Site:
         self.dbname = dbname
         self.roles = roles
 
-    def manage(self, *args: str, timeout: int = 600) -> str:
+    def _env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKER_", "DATABASE"))}
         env.update(DJANGO_SETTINGS_MODULE="site_config.settings", PYTHONPATH=str(self.root))
-        return run(self.python, "manage.py", *args, cwd=self.root, env=env, timeout=timeout).stdout
+        return env
+
+    def manage(self, *args: str, timeout: int = 600) -> str:
+        return run(
+            self.python, "manage.py", *args, cwd=self.root, env=self._env(), timeout=timeout
+        ).stdout
+
+    def own_tests(self) -> None:
+        """The site's own tests (``shop/test_shop.py``: pytest-django and the queue's testing
+        helpers), as its team runs them: pytest makes its test database, so its login may."""
+        with superuser() as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} CREATEDB").format(sql.Identifier(self.roles[0])))
+        (self.root / "pytest.ini").write_text(
+            "[pytest]\nDJANGO_SETTINGS_MODULE = site_config.settings\n"
+            "addopts = -p no:cacheprovider\n"
+        )
+        done = run(self.python, "-m", "pytest", "-q", "shop", cwd=self.root, env=self._env())
+        assert re.search(r"^6 passed", done.stdout, re.M), done.stdout[-3000:]
 
 
 def _make_site(tmp: Path, venv: Path, django: str, tenancy: str) -> Site:
@@ -132,11 +150,11 @@ TASKS = {{"default": {{"BACKEND": "workers.django_tasks.backend.WorkQueueBackend
 
 def _drop(site: Site) -> None:
     with superuser() as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-            [site.dbname],
-        )
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(site.dbname)))
+        for name in (site.dbname, f"test_{site.dbname}"):
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name]
+            )
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
         for role in site.roles:
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
 
@@ -199,6 +217,8 @@ def test_a_fresh_site_adds_the_queue_and_runs_its_own_work(site: Site) -> None:
         "runworker", "SHOP_SEND_RECEIPT,DJANGO_TASK", "--once", "--metrics-port", "-1", timeout=120
     )
     after = json.loads(site.manage("scenario", "after").strip().splitlines()[-1])
+    if site.tenancy == "single":
+        site.own_tests()
     assert after["requeued"] == before["dead"]
     assert after["templates"] == "django"
     assert after["tenants"] == (1 if site.tenancy == "single" else 2)
@@ -206,3 +226,30 @@ def test_a_fresh_site_adds_the_queue_and_runs_its_own_work(site: Site) -> None:
     # On 5.2 the site's @task is the django-tasks package's (the [tasks] extra).
     api = "django_tasks" if site.django == "5.2" else "django.tasks"
     assert before["task_api"] == f"{api}.base"
+
+
+# What a site may import of the queue: its face (workqueue.api), the testing helpers beside it,
+# and, for the orgs tenancy, that app's own orgs and memberships.
+SITE_FACE = ("workqueue.api", "workqueue", "workers.testing", "workers")
+ORGS_APP = ("tenancy.models", "tenancy.contexts", "tenancy.scope")
+OURS = ("wqcore", "tenancy", "audit", "workqueue", "outbox", "workers")
+
+
+def test_the_site_imports_the_queue_only_through_its_face() -> None:
+    import ast
+
+    found = []
+    for path in sorted(SITE_APP.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                module = node.module
+            elif isinstance(node, ast.Import):
+                module = node.names[0].name
+            else:
+                continue
+            if module.split(".")[0] in OURS and module not in SITE_FACE + ORGS_APP:
+                found.append(f"{path.relative_to(SITE_APP)}: {module}")
+            if module in ("workqueue", "workers"):
+                names = [alias.name for alias in node.names]
+                assert set(names) <= {"api", "testing"}, (path, names)
+    assert found == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connections
 
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
@@ -105,6 +106,27 @@ def test_a_drain_runs_each_due_item_once_through_a_worker(ctx) -> None:  # type:
         Status.PENDING
     }
     assert testing.drain("default", ["TEST_SCRIPTED_SYNC"]).ran == []
+
+
+def _sessions() -> int:
+    """Sessions of the test database besides the owner's own (this test's reads)."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_drain_leaves_no_session_open_behind_it(ctx) -> None:  # type: ignore[no-untyped-def]
+    """The worker ran in this process, which goes on: its pools, its listener and its sync
+    handlers' threads closed what they opened (the test database could not be dropped else)."""
+    for _ in range(3):
+        api.enqueue(ctx, CHAIN, {"then": "ok"}, lane="chain")  # a sync handler that writes
+    testing.assert_enqueued(count=3)  # this thread's own sessions: the everyday and the system
+    before = _sessions()
+    assert testing.drain("chain", capacity=3).done == 6
+    assert _sessions() <= before
 
 
 def test_a_drain_runs_what_its_handlers_enqueue(ctx) -> None:  # type: ignore[no-untyped-def]
