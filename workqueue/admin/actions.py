@@ -273,18 +273,3 @@ class Cancel(TriageAction):
 
     def act(self, ctx: OpContext, fences: list[Drawn], inputs: dict[str, Any]) -> Triaged:
         return cancel_drawn(ctx, fences)
-
-
-class HoursForm(forms.Form):
-    hours = forms.IntegerField(label="Hours (1 to 48)", min_value=1, max_value=48, initial=4)
-
-
-@triage_action
-class RequeueInHours(TriageAction):
-    name, label, verb = "requeue_in_hours", "Requeue in a few hours", "Requeue in hours"
-    says = REQUEUED_SAYS
-    acts_on = REQUEUEABLE
-    form = HoursForm
-
-    def act(self, ctx: OpContext, fences: list[Drawn], inputs: dict[str, Any]) -> Triaged:
-        return requeue_dead(ctx, fences, delay_s=inputs["hours"] * 3600)
