@@ -183,7 +183,7 @@ def test_a_failed_again_item_is_caught_by_its_updated_at(staff: Person, worker_r
 
 
 def test_bulk_actions_are_bounded(staff: Person, worker_rctx, monkeypatch) -> None:
-    monkeypatch.setattr("workqueue.admin.MAX_BATCH", 2)
+    monkeypatch.setattr("workqueue.admin.confirmation.MAX_BATCH", 2)
     items = [dead_letter(staff.ctx, worker_rctx) for _ in range(3)]
     # A selection of the items list is bounded (the dead-letter list's "select all" is the
     # triage by filter instead: tests/web/test_admin_triage_by_filter.py).

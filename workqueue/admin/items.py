@@ -1,0 +1,226 @@
+"""The work items' list and detail pages.
+
+Who sees which tenant's items, and how, is ``tenancy/admin_fence.py``'s rule: the operator
+reads every tenant on the system login; a tenant's staff read theirs under row-level security.
+
+The list stays fast on a million rows: no full count (``BoundedPaginator``), no facets, no
+sortable columns (each would sort the whole table), filters drawn from the kind registry rather
+than from ``DISTINCT`` over the table, search by exact id or key, newest first by the
+time-ordered id (the primary key).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse
+from django.utils.html import format_html
+
+from audit.models import AuditEntry
+from audit.names import actor_names
+from tenancy.admin_fence import admin_alias, is_operator
+from workqueue.admin.actions import TriageAction
+from workqueue.admin.confirmation import TriageAdmin
+from workqueue.admin.display import age, first_line, trace_link
+from workqueue.admin.filters import KindFilter, LaneFilter, TenantFilter
+from workqueue.admin.scope import tenants_have_names
+from workqueue.models import Attempt, Status, WorkItem
+
+# The most attempts an item's page lists (the first ones: an item runs out of attempts long
+# before; one an operator requeued many times shows its first this many).
+ATTEMPTS_SHOWN = 200
+# The most audit entries an item's page lists, oldest first.
+HISTORY_SHOWN = 200
+
+
+class WorkItemAdmin(TriageAdmin):
+    statuses = frozenset(Status.values)
+    list_display = (
+        "short_id",
+        "tenant",
+        "kind",
+        "lane",
+        "status",
+        "tries",
+        "error",
+        "created",
+        "updated",
+    )
+    list_display_links = ("short_id",)
+    list_filter = (TenantFilter, KindFilter, LaneFilter, "status")
+    search_fields = ("id", "idempotency_key")
+    search_help_text = "An item's id, or its idempotency key (exact)."
+    # Time-ordered ids (UUIDv7): newest first is the primary key read backwards.
+    ordering = ("-id",)
+    sortable_by = ()
+    list_per_page = 50
+    change_form_template = "admin/workqueue/workitem/change_form.html"
+    readonly_fields = ("author", "trace", "last_signed_by")
+    fieldsets = (
+        (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
+        (
+            "Attempts",
+            {
+                "fields": (
+                    "attempts",
+                    "max_attempts",
+                    "available_at",
+                    "idempotency_key",
+                    "concurrency_key",
+                )
+            },
+        ),
+        (
+            "Claim and lease",
+            {
+                "fields": (
+                    "claimed_by",
+                    "claimed_at",
+                    "claim_token",
+                    "lease_expires_at",
+                    "cancel_requested_at",
+                )
+            },
+        ),
+        (
+            "Origin",
+            {
+                "fields": (
+                    "author",
+                    "request_id",
+                    "trace",
+                    "created_at",
+                    "updated_at",
+                    "last_signed_by",
+                )
+            },
+        ),
+    )
+
+    # -- who --
+
+    def get_list_filter(self, request: HttpRequest) -> tuple[Any, ...]:
+        if is_operator(request):
+            return self.list_filter
+        return tuple(f for f in self.list_filter if f is not TenantFilter)
+
+    def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
+        if is_operator(request):
+            return self.list_display
+        return tuple(f for f in self.list_display if f != "tenant")
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        if not tenants_have_names():
+            return queryset
+        from tenancy.models import Org
+
+        # The org's name for the list, read in the same statement on the same login.
+        names = Org.objects.filter(pk=OuterRef("org_id")).values("name")[:1]
+        return queryset.annotate(tenant_name=Subquery(names))
+
+    # -- the list --
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        try:
+            return queryset.filter(pk=uuid.UUID(term)), False
+        except ValueError:
+            return queryset.filter(idempotency_key=term[:200]), False
+
+    @admin.display(description="id")
+    def short_id(self, item: WorkItem) -> str:
+        # Time-ordered ids share their first digits; the last ones tell items apart.
+        return format_html('<span title="{}">…{}</span>', item.id, str(item.id)[-12:])
+
+    @admin.display(description="tenant")
+    def tenant(self, item: WorkItem) -> str:
+        return getattr(item, "tenant_name", None) or str(item.org_id)
+
+    @admin.display(description="attempts")
+    def tries(self, item: WorkItem) -> str:
+        return f"{item.attempts}/{item.max_attempts}"
+
+    @admin.display(description="last error")
+    def error(self, item: WorkItem) -> str:
+        return first_line(item.last_error, 80)
+
+    @admin.display(description="created")
+    def created(self, item: WorkItem) -> str:
+        return age(item.created_at)
+
+    @admin.display(description="changed")
+    def updated(self, item: WorkItem) -> str:
+        return age(item.updated_at)
+
+    @admin.display(description="created by")
+    def author(self, item: WorkItem) -> str:
+        return actor_names([item.created_by]).get(item.created_by, item.created_by)
+
+    @admin.display(description="updated by")
+    def last_signed_by(self, item: WorkItem) -> str:
+        return actor_names([item.updated_by]).get(item.updated_by, item.updated_by)
+
+    @admin.display(description="trace")
+    def trace(self, item: WorkItem) -> str:
+        return trace_link(item.traceparent)
+
+    # -- the detail page --
+
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: WorkItem | None = None,
+    ) -> HttpResponse:
+        """The detail page: payload, full error, every attempt (worker, host, start, end,
+        outcome, traceback), history from the audit trail, triage."""
+        if obj is not None:
+            attempts = (
+                Attempt.objects.using(admin_alias(request))
+                .filter(org_id=obj.org_id, item_id=obj.id)
+                .order_by("id")[:ATTEMPTS_SHOWN]
+            )
+            context.update(
+                item=obj,
+                attempts=list(attempts),
+                payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
+                history=self._history(request, obj),
+                triage=self._triage_for(request, obj),
+                action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+            )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _history(self, request: HttpRequest, item: WorkItem) -> list[tuple[AuditEntry, str]]:
+        """The item's audit entries, oldest first, each with its actor's name and its data."""
+        entries = list(
+            AuditEntry.objects.using(admin_alias(request))
+            .filter(org_id=item.org_id, subject_type="workqueue.workitem", subject_id=str(item.id))
+            .order_by("created_at")[:HISTORY_SHOWN]
+        )
+        names = actor_names(entry.actor for entry in entries)
+        for entry in entries:
+            # Read by the template beside the entry's own fields.
+            entry.actor_name = names.get(entry.actor, entry.actor)  # type: ignore[attr-defined]
+        return [(entry, json.dumps(entry.data, indent=2, sort_keys=True)) for entry in entries]
+
+    def _triage_for(self, request: HttpRequest, item: WorkItem) -> list[TriageAction]:
+        """The buttons of the item's page: this list's actions that act on its status and
+        that the user may use."""
+        return [
+            action
+            for action in self.actions
+            if item.status in action.acts_on
+            and getattr(self, f"has_{action.permission}_permission")(request)
+        ]
