@@ -98,9 +98,6 @@ class PauseForm(forms.ModelForm):
         # its first pause made it, and the operator is told so.
         pass
 
-    def validate_constraints(self) -> None:
-        pass  # the same: the pause statement's ON CONFLICT
-
 
 def _request_id(request: HttpRequest) -> uuid.UUID | None:
     """The request's id for the audit entry (none outside the tenancy middleware)."""
