@@ -70,7 +70,7 @@ class Command(BaseCommand):
                 once=options["once"] or None,
                 metrics_port=options["metrics_port"],
             )
-            sweep = SweepSettings.from_settings() if settings.sweep else None
+            sweep = SweepSettings() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
             if not runtime.is_declared(settings.lane):
