@@ -47,9 +47,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
-        parser.add_argument(
-            "--lane", help="the lane to claim from (WORKER_LANE, default 'default')"
-        )
+        parser.add_argument("--lane", help="the lane to claim from (WORKER_LANE)")
         parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
         parser.add_argument(
             "--once", action="store_true", help="run what is available now, then exit"
