@@ -23,8 +23,17 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from pydantic import Field
+from pydantic_core import PydanticCustomError
 
 DAY_S = 86_400
+
+
+def _port(value: int | None) -> int | None:
+    if value is not None and not -1 <= value <= 65535:
+        raise PydanticCustomError(
+            "port", "must be a port (1-65535), 0 for any free port or -1 for none"
+        )
+    return value
 
 
 class Settings(pydantic.BaseModel):
@@ -185,10 +194,8 @@ class Settings(pydantic.BaseModel):
         "anyone who reaches them); '0.0.0.0' where a scraper or a probe comes from outside (a "
         "container)",
     )
-    WORKER_METRICS_PORT: int | None = Field(
+    WORKER_METRICS_PORT: Annotated[int | None, pydantic.AfterValidator(_port)] = Field(
         None,
-        ge=-1,
-        le=65535,
         description="/healthz and /metrics (--metrics-port). None: 9100, or the next free port; "
         "0: any free port; -1: none",
     )
@@ -278,16 +285,26 @@ def load(values: dict[str, Any] | None) -> Settings:
             problems.append(f"WORKQUEUE[{name!r}]: no such setting{hint}")
     if problems:
         raise ImproperlyConfigured("; ".join(problems))
+    return _checked(values, {})
+
+
+def with_values(values: dict[str, Any], labels: dict[str, str]) -> Settings:
+    """The settings in effect with ``values`` in their place, each checked by its own definition
+    above: one ``ImproperlyConfigured`` line naming every wrong one, as ``labels`` name it (the
+    command line's option that gave it), else as ``WORKQUEUE[...]``."""
+    return _checked({**wq_settings.get().model_dump(), **values}, labels)
+
+
+def _checked(values: dict[str, Any], labels: dict[str, str]) -> Settings:
     try:
         return Settings(**values)
     except pydantic.ValidationError as exc:
-        raise ImproperlyConfigured(
-            "; ".join(
-                f"WORKQUEUE[{'.'.join(map(str, e['loc'])) or 'value'!r}]: {e['msg']}"
-                f" (got {e['input']!r})"
-                for e in exc.errors()
-            )
-        ) from None
+        problems = []
+        for error in exc.errors():
+            name = ".".join(map(str, error["loc"])) or "value"
+            label = labels.get(name) or f"WORKQUEUE[{name!r}]"
+            problems.append(f"{label}: {error['msg']} (got {error['input']!r})")
+        raise ImproperlyConfigured("; ".join(problems)) from None
 
 
 class _Lazy:

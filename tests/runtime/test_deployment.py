@@ -161,7 +161,7 @@ def test_an_explicit_port_that_is_taken_is_one_line() -> None:
     [
         (["NOOP", "--lane", ""], "--lane/WORKER_LANE: must be a non-empty string"),
         (["NOOP", "--lane", "x" * 51], "--lane/WORKER_LANE: must be 1 to 50"),
-        (["NOOP", "--metrics-port", "99999"], "--metrics-port/WORKER_METRICS_PORT must be a port"),
+        (["NOOP", "--metrics-port", "99999"], "--metrics-port/WORKER_METRICS_PORT: must be a port"),
         (["NOPE"], "unknown kind 'NOPE'"),
     ],
 )

@@ -80,3 +80,23 @@ def test_the_commands_print_the_settings_in_effect() -> None:
         assert "settings (WORKQUEUE[...]):" in done.stdout
         assert shown in done.stdout, done.stdout[-2000:]
         assert "LOG_FORMAT = 'json'" in done.stdout, done.stdout[-2000:]
+
+
+def test_the_worker_and_the_sweep_read_the_settings_and_check_a_given_value_by_them() -> None:
+    from workers.config import WorkerSettings
+    from workers.sweep.config import SweepSettings
+
+    with queue_settings(WORKER_CLAIM_BATCH=7, SWEEP_BATCH=9):
+        assert WorkerSettings(kinds=("NOOP",)).claim_batch == 7
+        assert SweepSettings().batch == 9
+    # A command-line option is checked by its setting's definition, and named as given.
+    with pytest.raises(ImproperlyConfigured) as raised:
+        WorkerSettings.from_settings(("NOOP",), capacity=0)
+    assert str(raised.value) == (
+        "--capacity/WORKER_CAPACITY: Input should be greater than or equal to 1 (got 0)"
+    )
+    with pytest.raises(ImproperlyConfigured, match=r"WORKQUEUE\['SWEEP_MAX_BATCHES'\]: Input"):
+        SweepSettings(max_batches=0)
+    # What one setting's definition cannot say: the renewal within a third of the lease.
+    with pytest.raises(ImproperlyConfigured, match="at most a third of WORKER_LEASE_S"):
+        WorkerSettings(kinds=("NOOP",), lease_s=3.0, renew_timeout_s=2.0).validate()

@@ -140,7 +140,7 @@ def test_runworker_refuses_a_port_out_of_range_in_one_line() -> None:
     assert done.returncode != 0
     assert done.stderr.strip().splitlines() == [
         (
-            "CommandError: --metrics-port/WORKER_METRICS_PORT must be a port (1-65535), 0 for "
+            "CommandError: --metrics-port/WORKER_METRICS_PORT: must be a port (1-65535), 0 for "
             "any free port or -1 for none (got 99999)"
         )
     ]

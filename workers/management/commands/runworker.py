@@ -47,9 +47,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
-        parser.add_argument(
-            "--lane", help="the lane to claim from (WORKER_LANE, default 'default')"
-        )
+        parser.add_argument("--lane", help="the lane to claim from (WORKER_LANE)")
         parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
         parser.add_argument(
             "--once", action="store_true", help="run what is available now, then exit"
@@ -70,7 +68,7 @@ class Command(BaseCommand):
                 once=options["once"] or None,
                 metrics_port=options["metrics_port"],
             )
-            sweep = SweepSettings.from_settings() if settings.sweep else None
+            sweep = SweepSettings() if settings.sweep else None
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
             if not runtime.is_declared(settings.lane):

@@ -118,7 +118,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
         try:
-            settings = SweepSettings.from_settings()
+            settings = SweepSettings()
             if problem := startup_problem():
                 raise ImproperlyConfigured(problem)
         except ImproperlyConfigured as exc:
