@@ -273,7 +273,7 @@ def many_insert_parts() -> dict[str, str]:
 def _params(name: str, fields: Sequence[str]) -> type[Any]:
     """A statement's parameters, a named tuple of ``fields`` (made from the declaration above,
     which a type checker cannot read as a list)."""
-    return namedtuple(name, fields)  # type: ignore[misc]
+    return namedtuple(name, fields)
 
 
 # One item's columns, then its author's.

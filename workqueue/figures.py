@@ -55,7 +55,8 @@ def under_tenant[T](plan: Plan[T], org_id: uuid.UUID | None) -> Plan[T]:
             else:
                 step = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        result: T = done.value  # what the plan returned
+        return result
 
 
 @transition

@@ -103,11 +103,6 @@ class AsyncStore:
         # Whether the system login bypasses row-level security (else: the all-tenants setting).
         self._system_bypasses: bool | None = None
 
-    @property
-    def max_connections(self) -> int:
-        """The most connections this store opens (what a worker's pool budget must cover)."""
-        return sum(self.sizes.values())
-
     async def _pool(self, role: str) -> AsyncConnectionPool:
         pool = self._pools.get(role)
         if pool is None:
@@ -272,4 +267,5 @@ async def arun[T](plan: Plan[T]) -> T:
             else:
                 step = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        result: T = done.value  # what the plan returned
+        return result

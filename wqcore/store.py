@@ -113,7 +113,7 @@ class Transition[**P, R]:
         return hook
 
     def __repr__(self) -> str:
-        return f"<transition {self.__module__}.{self.__qualname__}>"
+        return f"<transition {self.plan.__module__}.{self.plan.__qualname__}>"
 
 
 transition = Transition

@@ -223,4 +223,5 @@ def run[T](plan: Plan[T]) -> T:
             else:
                 step = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        result: T = done.value  # what the plan returned
+        return result
