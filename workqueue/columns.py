@@ -309,14 +309,11 @@ def _item_values() -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     sources = [*RETURNED, *GIVEN, *Author._fields, *STARTS_AS]
     picks = []
     for name in insert_columns():
-        if name in RETURNED:
-            picks.append(sources.index(name))
-        elif name in AT_INSERT:
-            picks.append(sources.index("created_at"))  # the insert's now(), as returned
-        elif name in GIVEN or name in STARTS_AS:
-            picks.append(sources.index(name))
-        else:
-            picks.append(sources.index(AUTHORED[name]))
+        if name in AT_INSERT:
+            name = "created_at"  # the insert's now(), as returned
+        # The first it finds: what the insert returned (the id, when it is due) comes before
+        # what was sent.
+        picks.append(sources.index(AUTHORED.get(name, name)))
     return itemgetter(*picks)
 
 
