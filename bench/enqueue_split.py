@@ -47,11 +47,12 @@ def main() -> int:
     ctx = ours.prepare(dsn)
     ours.settle(dsn)
 
-    from workqueue import enqueue
+    from workqueue import columns
+    from workqueue import enqueue_many as bulk
     from workqueue.runtime import NewItem, enqueue_many
 
-    author = enqueue.Author.of(ctx)
-    statement = enqueue.ENQUEUE_MANY_NEW
+    author = columns.Author.of(ctx)
+    statement = bulk.ENQUEUE_MANY_NEW
     app = psycopg.connect(ours._as(dsn, "workqueue_app"), cursor_factory=psycopg.RawCursor)
 
     def items() -> list[NewItem]:
@@ -59,9 +60,9 @@ def main() -> int:
 
     def chunk_params(batch: list[NewItem]) -> list[tuple[Any, ...]]:
         params = []
-        for start, end in enqueue.chunk_bounds(len(batch)):
-            rows, _ = enqueue._rows(batch[start:end], first=start)
-            params.append(statement.bind_native(enqueue._many_params(author, rows)))
+        for start, end in bulk.chunk_bounds(len(batch)):
+            rows = bulk._rows(batch[start:end], first=start)
+            params.append(statement.bind_native(columns.many_params(author, rows)))
         return params
 
     def server(sql: str) -> Callable[[], float]:

@@ -9,7 +9,8 @@ Workers, the outbox and the sweep call the runtime face (``workqueue.runtime``),
 """
 
 from workqueue.cancel import acancel, acancel_matching, cancel, cancel_matching
-from workqueue.enqueue import NewItem, Outcome, aenqueue, aenqueue_many, enqueue, enqueue_many
+from workqueue.enqueue import NewItem, Outcome, aenqueue, enqueue
+from workqueue.enqueue_many import aenqueue_many, enqueue_many
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.handlers import PermanentError, RetryableError, Run, handles
 from workqueue.kinds import Kind, Payload, register

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,10 +37,10 @@ from workqueue.inputs import KIND_MAX, check_id, check_lane, check_name, storabl
 from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
 from workqueue.settle import count_refused
-from workqueue.triage import Drawn, Triaged, TriageParams, _checked
+from workqueue.triage.drawn import Drawn, Triaged, TriageParams, checked_fences, result_of
 from wqcore.logs import log_event
 from wqcore.statements import Statement
-from wqcore.store import Plan, Rows, System, Tenant, arun, run
+from wqcore.store import Plan, Rows, Step, System, Tenant, transition
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,15 @@ def is_cancel_requested(item: WorkItem) -> bool:
 # -- one item, by id ----------------------------------------------------------------------------
 
 
-def cancel_plan(ctx: OpContext, item_id: Any) -> Plan:
+@transition
+def cancel(ctx: OpContext, item_id: Any) -> Plan[WorkItem]:
+    """Cancel the context's tenant's item ``item_id``: a pending one is ``cancelled`` at once
+    (never claimed); a claimed one gets a cancel request, which its holder learns at its next
+    lease renewal (the item is returned still ``claimed``, with ``cancel_requested_at``). Each
+    with an audit entry naming ``ctx``'s user, in the same statement. Asking again returns the
+    item as it is. Raises ``NotFound`` (no such item in this tenant, or not a UUID:
+    ``InvalidPayload``) or ``Conflict`` (already done, failed or discarded: nothing changes).
+    Joins the caller's transaction."""
     wanted = check_id(item_id, "id")
     params = CancelItemsParams([wanted], ctx.user_id, ctx.request_id)
     rows: Rows = yield Tenant(ctx.org_id, CANCEL_ITEMS, params)
@@ -132,56 +140,38 @@ def cancel_plan(ctx: OpContext, item_id: Any) -> Plan:
     raise Conflict(f"work item {item.id} is {item.status}: there is nothing to cancel")
 
 
-def cancel(ctx: OpContext, item_id: Any) -> WorkItem:
-    """Cancel the context's tenant's item ``item_id``: a pending one is ``cancelled`` at once
-    (never claimed); a claimed one gets a cancel request, which its holder learns at its next
-    lease renewal (the item is returned still ``claimed``, with ``cancel_requested_at``). Each
-    with an audit entry naming ``ctx``'s user, in the same statement. Asking again returns the
-    item as it is. Raises ``NotFound`` (no such item in this tenant, or not a UUID:
-    ``InvalidPayload``) or ``Conflict`` (already done, failed or discarded: nothing changes).
-    Joins the caller's transaction."""
-    return run(cancel_plan(ctx, item_id))
+acancel = cancel.aio
 
 
-async def acancel(ctx: OpContext, item_id: Any) -> WorkItem:
-    """Async version of ``cancel``."""
-    return await arun(cancel_plan(ctx, item_id))
-
-
-def operator_cancel_plan(rctx: RequestContext, actor: str, item_id: Any) -> Plan:
-    wanted = check_id(item_id, "id")
-    rows: Rows = yield System(ITEM_TENANT, ItemTenantParams(wanted))
-    if not rows.rows:
-        raise NotFound(f"no work item {wanted}")
-    ctx = operator_context(rctx, rows.rows[0][0], actor)
-    return (yield from cancel_plan(ctx, wanted))
-
-
-def operator_cancel(rctx: RequestContext, actor: str, item_id: Any) -> WorkItem:
+@transition
+def operator_cancel(rctx: RequestContext, actor: str, item_id: Any) -> Plan[WorkItem]:
     """The operator's cancel of one item by id, whatever its tenant (``manage.py queue
     cancel ID``): as ``cancel``, in the item's tenant, audited naming ``actor``.
 
     Finds the item's tenant on the system login (the command line names none); the cancel
     itself runs under that tenant's row-level security."""
-    return run(operator_cancel_plan(rctx, actor, item_id))
+    wanted = check_id(item_id, "id")
+    rows: Rows = yield System(ITEM_TENANT, ItemTenantParams(wanted))
+    if not rows.rows:
+        raise NotFound(f"no work item {wanted}")
+    ctx = operator_context(rctx, rows.rows[0][0], actor)
+    return (yield from cancel.plan(ctx, wanted))
 
 
 # -- as the operator saw them (the admin's action) ----------------------------------------------
 
 
-def cancel_drawn_plan(ctx: OpContext, drawn: Sequence[Drawn]) -> Plan:
-    fences = _checked(drawn, CANCELLABLE, "cancel")
-    params = TriageParams(
-        [f.id for f in fences],
-        [f.status for f in fences],
-        [f.updated_at for f in fences],
-        ctx.user_id,
-        ctx.request_id,
-    )
-    rows: Rows = yield Tenant(ctx.org_id, CANCEL_DRAWN, params)
-    changed = items_of(rows)
-    done = {item.id for item in changed}
-    result = Triaged(changed, [f.id for f in fences if f.id not in done])
+@transition
+def cancel_drawn(ctx: OpContext, drawn: Sequence[Drawn]) -> Plan[Triaged]:
+    """Cancel the context's tenant's items as the operator's page drew them (at most
+    ``MAX_BATCH``): a pending one only if still pending with the ``updated_at`` it was drawn
+    with; a claimed one if still claimed (its ``updated_at`` moves at every lease renewal, so
+    the fence is its status: the request asks whoever holds it now to stop), by a cancel
+    request to its holder. The rest come back in ``refused``. Audited per item with ``ctx``'s
+    user. Joins the caller's transaction."""
+    fences = checked_fences(drawn, CANCELLABLE, "cancel")
+    rows: Rows = yield Tenant(ctx.org_id, CANCEL_DRAWN, TriageParams.of(ctx, fences))
+    result = result_of(fences, rows)
     log_event(
         logger,
         logging.INFO,
@@ -192,21 +182,6 @@ def cancel_drawn_plan(ctx: OpContext, drawn: Sequence[Drawn]) -> Plan:
         refused=len(result.refused),
     )
     return result
-
-
-def cancel_drawn(ctx: OpContext, drawn: Sequence[Drawn]) -> Triaged:
-    """Cancel the context's tenant's items as the operator's page drew them (at most
-    ``MAX_BATCH``): a pending one only if still pending with the ``updated_at`` it was drawn
-    with; a claimed one if still claimed (its ``updated_at`` moves at every lease renewal, so
-    the fence is its status: the request asks whoever holds it now to stop), by a cancel
-    request to its holder. The rest come back in ``refused``. Audited per item with ``ctx``'s
-    user. Joins the caller's transaction."""
-    return run(cancel_drawn_plan(ctx, drawn))
-
-
-async def acancel_drawn(ctx: OpContext, drawn: Sequence[Drawn]) -> Triaged:
-    """Async version of ``cancel_drawn``."""
-    return await arun(cancel_drawn_plan(ctx, drawn))
 
 
 # -- bulk: every item matching a filter ---------------------------------------------------------
@@ -253,9 +228,14 @@ def _check_bounds(batch: Any, max_batches: Any) -> tuple[int, int | None]:
     return batch, max_batches
 
 
-def cancel_matching_plan(
-    step: Any, where: Filter, bounds: tuple[int, int | None], params: dict[str, Any]
-) -> Plan:
+def _cancel_matching(
+    step: Callable[[CancelMatchingParams], Step],
+    where: Filter,
+    bounds: tuple[int, int | None],
+    params: dict[str, Any],
+) -> Plan[BulkCancelled]:
+    """``step``'s statement (one tenant's, or every tenant's) over what ``where`` matches,
+    ``bounds``: (batch, max_batches), until a batch comes back short or the budget is spent."""
     batch, max_batches = bounds
     cancelled = requested = batches = 0
     finished = False
@@ -291,6 +271,7 @@ def cancel_matching_plan(
     return result
 
 
+@transition
 def cancel_matching(
     ctx: OpContext,
     kind: str,
@@ -299,7 +280,7 @@ def cancel_matching(
     statuses: Sequence[str] | None = None,
     batch: int = BULK_BATCH,
     max_batches: int | None = None,
-) -> BulkCancelled:
+) -> Plan[BulkCancelled]:
     """Cancel every item of the context's tenant of ``kind`` (and ``lane``; ``statuses``,
     pending and claimed by default) as ``cancel`` does each, ``batch`` per statement (each its
     own short transaction unless the caller holds one), until a batch comes back short or
@@ -309,33 +290,17 @@ def cancel_matching(
     where = Filter.checked(kind, lane, statuses)
     bounds = _check_bounds(batch, max_batches)
     params = {"org_id": ctx.org_id, "actor": ctx.user_id, "request_id": ctx.request_id}
-    return run(
-        cancel_matching_plan(
-            lambda p: Tenant(ctx.org_id, CANCEL_MATCHING, p), where, bounds, params
-        )
-    )
+
+    def step(values: CancelMatchingParams) -> Step:
+        return Tenant(ctx.org_id, CANCEL_MATCHING, values)
+
+    return (yield from _cancel_matching(step, where, bounds, params))
 
 
-async def acancel_matching(
-    ctx: OpContext,
-    kind: str,
-    *,
-    lane: str | None = None,
-    statuses: Sequence[str] | None = None,
-    batch: int = BULK_BATCH,
-    max_batches: int | None = None,
-) -> BulkCancelled:
-    """Async version of ``cancel_matching``."""
-    where = Filter.checked(kind, lane, statuses)
-    bounds = _check_bounds(batch, max_batches)
-    params = {"org_id": ctx.org_id, "actor": ctx.user_id, "request_id": ctx.request_id}
-    return await arun(
-        cancel_matching_plan(
-            lambda p: Tenant(ctx.org_id, CANCEL_MATCHING, p), where, bounds, params
-        )
-    )
+acancel_matching = cancel_matching.aio
 
 
+@transition
 def operator_cancel_matching(
     actor: str,
     kind: str,
@@ -346,7 +311,7 @@ def operator_cancel_matching(
     batch: int = BULK_BATCH,
     max_batches: int | None = None,
     request_id: uuid.UUID | None = None,
-) -> BulkCancelled:
+) -> Plan[BulkCancelled]:
     """The operator's bulk cancel (``manage.py queue cancel --kind``): as ``cancel_matching``,
     in one tenant (``org_id``) or every tenant (None), each item's audit entry in its own
     tenant naming ``actor``.
@@ -359,13 +324,21 @@ def operator_cancel_matching(
     bounds = _check_bounds(batch, max_batches)
     tenant = check_id(org_id, "tenant") if org_id is not None else None
     params = {"org_id": tenant, "actor": storable_text(str(actor))[:255], "request_id": request_id}
-    return run(cancel_matching_plan(lambda p: System(CANCEL_MATCHING, p), where, bounds, params))
+
+    def step(values: CancelMatchingParams) -> Step:
+        return System(CANCEL_MATCHING, values)
+
+    return (yield from _cancel_matching(step, where, bounds, params))
 
 
 # -- the holder ---------------------------------------------------------------------------------
 
 
-def cancel_held_plan(ctx: OpContext, item: WorkItem, note: str) -> Plan:
+@transition
+def cancel_held(ctx: OpContext, item: WorkItem, note: str) -> Plan[WorkItem]:
+    """End the held item ``cancelled`` (its holder, once the renewal reported a cancel
+    request), if ``item.claim_token`` still holds it, with a ``work.cancelled`` audit entry in
+    the same statement; ``Conflict`` otherwise (nothing changes)."""
     fence = Fence.of(item)
     params = CancelHeldParams(
         fence.item_id, fence.claim_token, storable_text(note), ctx.user_id, ctx.request_id
@@ -377,13 +350,4 @@ def cancel_held_plan(ctx: OpContext, item: WorkItem, note: str) -> Plan:
     return items_of(rows)[0]
 
 
-async def acancel_held(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
-    """End the held item ``cancelled`` (its holder, once the renewal reported a cancel
-    request), if ``item.claim_token`` still holds it, with a ``work.cancelled`` audit entry in
-    the same statement; ``Conflict`` otherwise (nothing changes)."""
-    return await arun(cancel_held_plan(ctx, item, note))
-
-
-def cancel_held(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
-    """Sync version of ``acancel_held``."""
-    return run(cancel_held_plan(ctx, item, note))
+acancel_held = cancel_held.aio

@@ -1,4 +1,15 @@
-"""claim: hand pending work to a worker, across tenants, each item under a fresh claim token."""
+"""claim: hand pending work to a worker, across tenants, each item under a fresh claim token.
+
+Controls, all held by the claim statement itself: a paused lane or kind (``pause``) is not
+claimed; a lane's cap (``WORKQUEUE["LANE_CAPS"]``) and a kind's (``Kind.max_running``) bound
+what the lane holds at once (the lane's claims then run one at a time, as with tenant caps); of
+the items sharing a ``concurrency_key`` in a tenant, only the first waiting one is claimed, and
+only while none is claimed. In the rare race the unique index on claimed keys settles (two
+claimers each saw a different first item), the claim that lost takes nothing this time: ``[]``,
+as if the lane were empty, and the next claim tries again.
+
+The statements, and the locking querysets compiled into them: ``workqueue.claim_statements``.
+"""
 
 from __future__ import annotations
 
@@ -6,226 +17,36 @@ import logging
 import time
 import uuid
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import psycopg
 from django.db import IntegrityError
-from django.db.models import Exists, OuterRef, Q, Subquery
-from django.db.models.functions import Now
 
 from tenancy.contexts import OpContext, RequestContext, contexts_from_rows
-from tenancy.modes import claim_contexts_sql
 from tenancy.services import with_cause
-from workqueue import SQL_DIR
+from workqueue.claim_statements import (
+    CAPS_IN_EFFECT,
+    CLAIM,
+    CLAIM_OLDEST_FIRST,
+    FAIL_ORPHANED,
+    ONE_CLAIMED_PER_KEY,
+    ClaimOldestFirstParams,
+    ClaimParams,
+    FailOrphanedParams,
+)
 from workqueue.exceptions import Conflict
 from workqueue.inputs import check_lane, storable_text
 from workqueue.kinds import all_kinds, known_kinds
-from workqueue.lookups import AnyOf
 from workqueue.metrics import ORPHANED
-from workqueue.models import Status, WorkItem
+from workqueue.models import WorkItem
 from workqueue.rows import items_of
 from wqcore.conf import system_alias, wq_settings
 from wqcore.logs import fields_of_item, log_event
-from wqcore.statements import Locking, NoParams, Statement, locking
-from wqcore.store import Plan, Rows, System, arun, run
+from wqcore.statements import NoParams
+from wqcore.store import Plan, Rows, System, transition
 
 logger = logging.getLogger(__name__)
 
 ORPHAN_ERROR = "tenant is gone"
-
-for _field in ("id", "kind", "status"):
-    WorkItem._meta.get_field(_field).register_lookup(AnyOf)
-
-
-class ClaimParams(NamedTuple):
-    lane: str
-    kinds: list[str]
-    worker_id: str
-    lease_s: float
-    limit: int
-    # 'on': the claim (and the attempt it spends) is durable before any handler runs.
-    synchronous_commit: str
-    # Whether any tenant's in-flight cap is in effect (then the claim counts what each holds).
-    capped: bool
-    # The cap of a tenant without one of its own (None: no cap).
-    default_cap: int | None
-    # The lane's cap (WORKQUEUE["LANE_CAPS"]; None: none), and each capped kind's
-    # (Kind.max_running), as two arrays of the same length.
-    lane_cap: int | None
-    capped_kinds: list[str]
-    kind_caps: list[int]
-
-
-class ClaimControlsParams(NamedTuple):
-    """The parameters the claim's controls read (``sql/claim_controls.sql``, included by both
-    claims)."""
-
-    lane: str
-    kinds: list[str]
-    limit: int
-    lane_cap: int | None
-    capped_kinds: list[str]
-    kind_caps: list[int]
-
-
-class ClaimOldestFirstParams(NamedTuple):
-    lane: str
-    kinds: list[str]
-    worker_id: str
-    lease_s: float
-    limit: int
-    synchronous_commit: str
-    # Whether the lane's or a kind's cap is in effect (then the claim counts what the lane holds).
-    capped: bool
-    lane_cap: int | None
-    capped_kinds: list[str]
-    kind_caps: list[int]
-
-
-class FailOrphanedParams(NamedTuple):
-    id: uuid.UUID
-    claim_token: uuid.UUID
-    error: str
-
-
-# Sentinels the locking querysets are compiled with; each becomes a named parameter (or, for
-# the candidates, the statement's own list of them).
-_LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
-_TAKEN = ("\x00taken",)
-_ORG = uuid.UUID(int=0x0F0F0F0F)
-# The kinds the claim may take: the statement's own (not paused, below their cap).
-_ALLOWED_KINDS = "(SELECT kinds FROM allowed)::text[]"
-# The constraint that refuses a second claimed item of a (tenant, concurrency key).
-ONE_CLAIMED_PER_KEY = "workitem_one_claimed_per_key"
-
-
-def _key_free() -> Q:
-    """An item without a concurrency key, or the first waiting item of its key (in claim
-    order: priority, then age, then id) while no item of its tenant with that key is claimed.
-    Read in the claim's snapshot; two claimers that each believed they held the first are
-    settled by the unique index on claimed keys (the second claim is refused, see ``claim``)."""
-    key = {"org_id": OuterRef("org_id"), "concurrency_key": OuterRef("concurrency_key")}
-    # Spelled with the unique index's predicate, so the planner reads that index (claimed,
-    # keyed rows only), whether it probes it per candidate or hashes it once.
-    held = WorkItem.objects.filter(status=Status.CLAIMED, concurrency_key__isnull=False, **key)
-    first = (
-        WorkItem.objects.filter(status=Status.PENDING, available_at__lte=Now(), **key)
-        .order_by("-priority", "available_at", "id")
-        .values("id")[:1]
-    )
-    # The held check first: one probe of the unique index, and when the key is held the
-    # first-item subquery is not run at all.
-    return Q(concurrency_key__isnull=True) | (~Exists(held) & Q(id=Subquery(first)))
-
-
-def _claim_locking() -> Locking:
-    """The card's claim, run once per tenant with work: its pending, due items of the lane
-    and kinds, highest priority then oldest first, locked with
-    ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
-    another claimer holds is passed over for the next one. Compiled once into the claim
-    statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
-    would cost a round trip for the ids and another for the update."""
-    queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING,
-            lane=_LANE,
-            org_id=_ORG,
-            available_at__lte=Now(),
-            kind__any_of=_KINDS,
-        )
-        .filter(_key_free())
-        .order_by("-priority", "available_at")
-        .select_for_update(skip_locked=True)
-        .values("id", "kind", "priority", "available_at")[:_LIMIT]
-    )
-    # The tenant and its share of the batch come from the statement's own offers (o).
-    return locking(
-        queryset,
-        {_LANE: "lane"},
-        "limit",
-        {_ORG: "o.org_id", _KINDS: _ALLOWED_KINDS},
-        "o.items",
-    )
-
-
-def _oldest_first_locking() -> Locking:
-    """The claim with fairness off: pending, due items of the lane and kinds, highest priority
-    then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
-    queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
-        )
-        .filter(_key_free())
-        .order_by("-priority", "available_at")
-        .select_for_update(skip_locked=True)
-        .values("id", "kind", "priority", "available_at")[:_LIMIT]
-    )
-    return locking(
-        queryset,
-        {_LANE: "lane"},
-        "limit",
-        {_KINDS: _ALLOWED_KINDS},
-        limit_sql="LEAST(%(limit)s::integer, (SELECT room FROM allowed))",
-    )
-
-
-def _fallback_locking() -> Locking:
-    """When other claimers hold the fair order's offers (they computed the same ones), the
-    claim fills the rest of its batch in priority then age order from what nobody holds,
-    ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
-    poll. Not while caps are in effect: then the lane's claims run one at a time anyway."""
-    queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
-        )
-        .exclude(id__any_of=_TAKEN)
-        .filter(_key_free())
-        .order_by("-priority", "available_at")
-        .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
-    )
-    return locking(
-        queryset,
-        {_LANE: "lane"},
-        "limit",
-        {
-            _TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]",
-            _KINDS: _ALLOWED_KINDS,
-        },
-        limit_sql=(
-            "(CASE WHEN %(capped)s::boolean THEN 0"
-            " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
-        ),
-    )
-
-
-def _claim_parts() -> dict[str, str]:
-    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
-    none), so the claim stays one round trip."""
-    return {"claim_contexts": claim_contexts_sql()}
-
-
-CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
-CLAIM = Statement(
-    "claim",
-    ClaimParams,
-    SQL_DIR,
-    includes=(CLAIM_CONTROLS,),
-    build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
-    build_parts=_claim_parts,
-    generic_plan=True,
-)
-CLAIM_OLDEST_FIRST = Statement(
-    "claim_oldest_first",
-    ClaimOldestFirstParams,
-    SQL_DIR,
-    includes=(CLAIM_CONTROLS,),
-    build_locking=lambda: {"locking": _oldest_first_locking()},
-    build_parts=_claim_parts,
-    generic_plan=True,
-)
-CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
-FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR)
 
 # How long a process trusts its last reading of whether any tenant has a cap of its own: a cap
 # set in the admin takes effect within this long.
@@ -308,67 +129,62 @@ def _count_orphan(item: WorkItem) -> None:
     log_event(logger, logging.WARNING, "work_orphaned", **fields_of_item(item))
 
 
-def claim_plan(
-    rctx: RequestContext,
-    lane: str,
-    kinds: Sequence[str] | None,
-    worker_id: str,
-    lease_s: float,
-    limit: int,
-    woken: bool = False,
-) -> Plan:
-    kinds = known_kinds() if kinds is None else list(kinds)
-    if limit < 1 or not kinds:
-        return []
-    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
-    lane = check_lane(lane)
-    lane_cap, capped_kinds, kind_caps = running_caps(lane, kinds)
-    caps = (lane_cap, capped_kinds, kind_caps)
-    # Lane and kind caps: the claim counts what the lane holds, one claimer at a time.
-    run_capped = lane_cap is not None or bool(capped_kinds)
-    # Tenant caps (WORKQUEUE["MAX_IN_FLIGHT"], a tenant's share): only the fair claim counts
-    # them.
-    default_cap = wq_settings.MAX_IN_FLIGHT
-    tenant_capped = False
-    if wq_settings.FAIR_CLAIM:
-        tenant_capped = default_cap is not None
-        if not tenant_capped:
-            if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
-                found = yield System(CAPS_IN_EFFECT, NoParams())
-                _caps.update(capped=bool(found.rows[0][0]), read_at=time.monotonic())
-            tenant_capped = bool(_caps["capped"])
-    # Woken from idle (its last claim found less than it asked): nothing was left to share out
-    # when the claimer went idle, so the round-robin has nothing to choose between; the first
-    # item is claimed alone, in the card's order across tenants, without the fair claim's walk
-    # over the tenants (0.6 ms of a wake here: README, "Benchmarks"). Not while a tenant's
-    # cap is in effect. The claim after it is fair again.
-    first_alone = woken and not tenant_capped
-    common = (lane, kinds, worker_id, float(lease_s), 1 if first_alone else int(limit), commit)
-    if first_alone or not wq_settings.FAIR_CLAIM:
-        rows: Rows = yield System(
-            CLAIM_OLDEST_FIRST,
-            ClaimOldestFirstParams(*common, run_capped, *caps),
-            serialize=lane_mutex(lane) if run_capped else None,
-        )
-    else:
-        # A cap holds across claimers only if they count in turn: while any cap is in effect
-        # the lane's claims take its mutex, so each counts what the one before it claimed.
-        capped = tenant_capped or run_capped
-        rows = yield System(
-            CLAIM,
-            ClaimParams(*common, capped, default_cap, *caps),
-            serialize=lane_mutex(lane) if capped else None,
-        )
-    if not rows.rows:
-        return []
+def _handed_out(rctx: RequestContext, rows: Rows) -> Plan[list[tuple[OpContext, WorkItem]]]:
+    """The claimed items with their contexts (``hand_out``), after failing those whose tenant
+    is gone (another claimer may have failed one first: either way it does not run)."""
     claimed, orphans = hand_out(rctx, rows)
     for item in orphans:
-        # Another claimer may have failed it first: either way it does not run.
         yield System(FAIL_ORPHANED, FailOrphanedParams(item.id, item.claim_token, ORPHAN_ERROR))
         _count_orphan(item)
     return claimed
 
 
+def _tenant_capped() -> Plan[bool]:
+    """Whether a tenant's in-flight cap is in effect (``WORKQUEUE["MAX_IN_FLIGHT"]``, or any
+    tenant's own share, read at most every ``CAPS_CACHE_S``)."""
+    if wq_settings.MAX_IN_FLIGHT is not None:
+        return True
+    if time.monotonic() - _caps["read_at"] > CAPS_CACHE_S:
+        found = yield System(CAPS_IN_EFFECT, NoParams())
+        _caps.update(capped=bool(found.rows[0][0]), read_at=time.monotonic())
+    return bool(_caps["capped"])
+
+
+def _claim_step(
+    lane: str,
+    kinds: list[str],
+    holder: tuple[str, float],
+    limit: int,
+    first_alone: bool,
+    tenant_capped: bool,
+) -> System:
+    """The claim statement to run: the fair one, or the card's order across tenants (the
+    first item alone, or fairness off); serialized on the lane's mutex while a cap is in
+    effect. ``holder``: the worker's id and its lease."""
+    worker_id, lease_s = holder
+    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
+    lane_cap, capped_kinds, kind_caps = running_caps(lane, kinds)
+    caps = (lane_cap, capped_kinds, kind_caps)
+    # Lane and kind caps: the claim counts what the lane holds, one claimer at a time.
+    run_capped = lane_cap is not None or bool(capped_kinds)
+    common = (lane, kinds, worker_id, float(lease_s), 1 if first_alone else int(limit), commit)
+    if first_alone or not wq_settings.FAIR_CLAIM:
+        return System(
+            CLAIM_OLDEST_FIRST,
+            ClaimOldestFirstParams(*common, run_capped, *caps),
+            serialize=lane_mutex(lane) if run_capped else None,
+        )
+    # A cap holds across claimers only if they count in turn: while any cap is in effect the
+    # lane's claims take its mutex, so each counts what the one before it claimed.
+    capped = tenant_capped or run_capped
+    return System(
+        CLAIM,
+        ClaimParams(*common, capped, wq_settings.MAX_IN_FLIGHT, *caps),
+        serialize=lane_mutex(lane) if capped else None,
+    )
+
+
+@transition
 def claim(
     rctx: RequestContext,
     lane: str,
@@ -378,7 +194,7 @@ def claim(
     limit: int = 1,
     *,
     woken: bool = False,
-) -> list[tuple[OpContext, WorkItem]]:
+) -> Plan[list[tuple[OpContext, WorkItem]]]:
     """Claim up to ``limit`` due pending items of ``lane`` and ``kinds`` (None: every
     registered kind).
 
@@ -390,64 +206,49 @@ def claim(
     by default it commits durably before any handler runs (``WORKQUEUE["CLAIM_DURABLE"]``). Each
     item comes with the context tenancy builds for it (its enqueuer's, or its tenant's
     service context, naming the item's request as the cause), read by the same statement. An
-    item whose tenant is gone is failed by ``fail_orphaned``, never returned.
-
-    Controls, all held by the statement itself: a paused lane or kind (``pause``) is not
-    claimed; a lane's cap (``WORKQUEUE["LANE_CAPS"]``) and a kind's (``Kind.max_running``)
-    bound what the lane holds at once (the lane's claims then run one at a time, as with tenant
-    caps); of the items sharing a ``concurrency_key`` in a tenant, only the first waiting one
-    is claimed, and only while none is claimed. In the rare race the unique index on claimed
-    keys settles (two claimers each saw a different first item), the claim that lost takes
-    nothing this time: ``[]``, as if the lane were empty, and the next claim tries again.
+    item whose tenant is gone is failed by ``fail_orphaned``, never returned. The controls
+    (pauses, caps, concurrency keys): the module's docstring.
 
     ``woken``: the claimer was idle (its last claim found less than it asked) and was woken by a
     notice: with no backlog to share out, the first due item is claimed alone, highest priority
-    then oldest across tenants, by the lighter statement (unless a tenant's cap is in effect).
+    then oldest across tenants, by the lighter statement (unless a tenant's cap is in effect);
+    the claim after it is fair again.
 
     Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
     the system login, and each item comes back with the tenant it belongs to.
     """
+    kinds = known_kinds() if kinds is None else list(kinds)
+    if limit < 1 or not kinds:
+        return []
+    lane = check_lane(lane)
+    # Tenant caps: only the fair claim counts them.
+    tenant_capped = (yield from _tenant_capped()) if wq_settings.FAIR_CLAIM else False
+    # Woken from idle, the round-robin has nothing to choose between: the first item goes
+    # without the fair claim's walk over the tenants (the larger part of a wake's claim).
+    first_alone = woken and not tenant_capped
+    step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, tenant_capped)
     try:
-        return run(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit, woken))
+        rows: Rows = yield step
     except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
         if not _key_collision(exc):
             raise
         logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
         return []
+    return (yield from _handed_out(rctx, rows)) if rows.rows else []
 
 
-async def aclaim(
-    rctx: RequestContext,
-    lane: str,
-    kinds: Sequence[str] | None,
-    worker_id: str,
-    lease_s: float,
-    limit: int = 1,
-    *,
-    woken: bool = False,
-) -> list[tuple[OpContext, WorkItem]]:
-    """Async version of ``claim``."""
-    try:
-        return await arun(claim_plan(rctx, lane, kinds, worker_id, lease_s, limit, woken))
-    except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
-        if not _key_collision(exc):
-            raise
-        logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
-        return []
+aclaim = claim.aio
 
 
-def fail_orphaned_plan(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> Plan:
-    params = FailOrphanedParams(item_id, claim_token, storable_text(error))
-    rows: Rows = yield System(FAIL_ORPHANED, params)
-    if not rows.rows:
-        raise Conflict(f"work item {item_id} is no longer held under this claim token")
-    return items_of(rows, system_alias())[0]
-
-
-def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> WorkItem:
+@transition
+def fail_orphaned(item_id: uuid.UUID, claim_token: uuid.UUID, error: str) -> Plan[WorkItem]:
     """Fail for good an item whose tenant is gone, if ``claim_token`` still holds it.
 
     Takes no tenant: the tenant is gone, so no tenant context can be built for it; the claim
     token is the fence. No audit entry, since no tenant is left to hold one.
     """
-    return run(fail_orphaned_plan(item_id, claim_token, error))
+    params = FailOrphanedParams(item_id, claim_token, storable_text(error))
+    rows: Rows = yield System(FAIL_ORPHANED, params)
+    if not rows.rows:
+        raise Conflict(f"work item {item_id} is no longer held under this claim token")
+    return items_of(rows, system_alias())[0]

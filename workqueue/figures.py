@@ -16,7 +16,7 @@ from typing import NamedTuple
 from workqueue import SQL_DIR
 from workqueue.maintenance import Gauges, read_gauges_plan
 from wqcore.statements import Statement
-from wqcore.store import Plan, Rows, Step, System, Tenant, run
+from wqcore.store import Plan, Rows, Step, System, Tenant, transition
 
 
 class ThroughputParams(NamedTuple):
@@ -38,7 +38,7 @@ class Holder:
     soonest_lease_end: datetime | None
 
 
-def under_tenant(plan: Plan, org_id: uuid.UUID | None) -> Plan:
+def under_tenant[T](plan: Plan[T], org_id: uuid.UUID | None) -> Plan[T]:
     """``plan`` with each system step run as a tenant step of ``org_id`` instead: a reading
     across tenants narrowed by row-level security to one tenant (``None``: unchanged)."""
     if org_id is None:
@@ -48,38 +48,47 @@ def under_tenant(plan: Plan, org_id: uuid.UUID | None) -> Plan:
         while True:
             if isinstance(step, System):
                 step = Tenant(org_id, step.statement, step.params)
-            step = plan.send((yield step))
+            try:
+                rows = yield step
+            except BaseException as exc:  # raised in the plan, where it yielded the step
+                step = plan.throw(exc)
+            else:
+                step = plan.send(rows)
     except StopIteration as done:
-        return done.value
+        result: T = done.value  # what the plan returned
+        return result
 
 
-def read_gauges_of(org_id: uuid.UUID | None = None) -> Gauges:
+@transition
+def read_gauges_of(org_id: uuid.UUID | None = None) -> Plan[Gauges]:
     """``read_gauges``' counts by lane, kind and status, oldest waiting age and failed count:
     for every tenant (system login) or, with ``org_id``, for that tenant only."""
-    return run(under_tenant(read_gauges_plan(), org_id))
+    return (yield from under_tenant(read_gauges_plan(), org_id))
 
 
-def read_throughput_plan(minutes: int) -> Plan:
+def _throughput(minutes: int) -> Plan[list[tuple[datetime, int]]]:
     rows: Rows = yield System(READ_THROUGHPUT, ThroughputParams(int(minutes)))
     return [(minute, int(n)) for minute, n in rows.rows]
 
 
+@transition
 def read_throughput(
     minutes: int = 15, org_id: uuid.UUID | None = None
-) -> list[tuple[datetime, int]]:
+) -> Plan[list[tuple[datetime, int]]]:
     """Items completed per minute, the last ``minutes`` minutes (the current one last, still
     counting), by the database clock. Completed items purged within that time are not counted."""
-    return run(under_tenant(read_throughput_plan(max(1, min(int(minutes), 1440))), org_id))
+    return (yield from under_tenant(_throughput(max(1, min(int(minutes), 1440))), org_id))
 
 
-def read_holders_plan(limit: int) -> Plan:
+def _holders(limit: int) -> Plan[list[Holder]]:
     rows: Rows = yield System(READ_HOLDERS, HoldersParams(int(limit)))
     return [Holder(who, int(n), lease) for who, n, lease in rows.rows]
 
 
-def read_holders(limit: int = 50, org_id: uuid.UUID | None = None) -> list[Holder]:
+@transition
+def read_holders(limit: int = 50, org_id: uuid.UUID | None = None) -> Plan[list[Holder]]:
     """Who holds claimed items (the ``claimed_by`` worker ids), how many each, most first."""
-    return run(under_tenant(read_holders_plan(limit), org_id))
+    return (yield from under_tenant(_holders(limit), org_id))
 
 
 class NoFigureParams(NamedTuple):
@@ -96,12 +105,13 @@ class DueLane:
     oldest_age_s: float
 
 
-def read_due_lanes_plan() -> Plan:
+def _due_lanes() -> Plan[list[DueLane]]:
     rows: Rows = yield System(READ_DUE_LANES, NoFigureParams())
     return [DueLane(lane, int(n), float(age or 0.0)) for lane, n, age in rows.rows]
 
 
-def read_due_lanes(org_id: uuid.UUID | None = None) -> list[DueLane]:
+@transition
+def read_due_lanes(org_id: uuid.UUID | None = None) -> Plan[list[DueLane]]:
     """Per lane, the pending items already due and the oldest one's wait (at most 200 lanes):
     every tenant's (system login) or, with ``org_id``, that tenant's only."""
-    return run(under_tenant(read_due_lanes_plan(), org_id))
+    return (yield from under_tenant(_due_lanes(), org_id))

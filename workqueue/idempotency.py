@@ -26,7 +26,7 @@ from workqueue.exceptions import InvalidPayload, WorkQueueError
 from workqueue.models import new_item_id
 from wqcore.logs import log_event
 from wqcore.statements import Statement
-from wqcore.store import Plan, Rows, System, Tenant, execute, run
+from wqcore.store import Plan, Rows, System, Tenant, transition
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,13 @@ def fingerprint(method: str, path: str, body: Any) -> str:
     return digest.hexdigest()
 
 
-def claim_key_plan(ctx: OpContext, key: str, print_: str) -> Plan:
+@transition
+def claim_key(ctx: OpContext, key: str, print_: str) -> Plan[uuid.UUID | Stored]:
+    """Claim ``key`` for this user's request in the context's tenant: its claim id when the
+    request should go ahead (then ``store_response``), or the ``Stored`` answer of an earlier
+    identical request. Raises ``KeyReused`` for a different request under the same key and
+    ``KeyInFlight`` when the earlier one has no answer yet. Joins the caller's transaction
+    (a rollback frees the key)."""
     claim_id = new_item_id()
     params = ClaimKeyParams(claim_id, ctx.org_id, ctx.user_id, check_key(key), print_)
     claimed: Rows = yield Tenant(ctx.org_id, CLAIM_REQUEST_KEY, params)
@@ -118,26 +124,19 @@ def claim_key_plan(ctx: OpContext, key: str, print_: str) -> Plan:
     return Stored(int(status_code), json.loads(body) if isinstance(body, str) else body)
 
 
-def claim_key(ctx: OpContext, key: str, print_: str) -> uuid.UUID | Stored:
-    """Claim ``key`` for this user's request in the context's tenant: its claim id when the
-    request should go ahead (then ``store_response``), or the ``Stored`` answer of an earlier
-    identical request. Raises ``KeyReused`` for a different request under the same key and
-    ``KeyInFlight`` when the earlier one has no answer yet. Joins the caller's transaction
-    (a rollback frees the key)."""
-    return run(claim_key_plan(ctx, key, print_))
-
-
-def store_response(ctx: OpContext, claim_id: uuid.UUID, status_code: int, body: Any) -> None:
+@transition
+def store_response(ctx: OpContext, claim_id: uuid.UUID, status_code: int, body: Any) -> Plan[None]:
     """Keep the answer given under a claimed key, in the caller's transaction."""
     params = StoreResponseParams(claim_id, int(status_code), json.dumps(body))
-    rows = execute(Tenant(ctx.org_id, STORE_RESPONSE, params))
+    rows: Rows = yield Tenant(ctx.org_id, STORE_RESPONSE, params)
     if not rows.rows:
         raise KeyInFlight("the Idempotency-Key claim was lost before its answer was stored")
 
 
+@transition
 def purge_request_keys(
     rctx: RequestContext, before: datetime, batch: int = 1000, max_batches: int = 100
-) -> int:
+) -> Plan[int]:
     """Delete stored answers created before ``before``, in every tenant, in batches of
     ``batch`` (at most ``max_batches`` per call); returns how many. A request retried after its
     key was purged is answered anew.
@@ -147,7 +146,7 @@ def purge_request_keys(
     """
     total = 0
     for _ in range(max_batches):
-        rows = execute(System(PURGE_REQUEST_KEYS, PurgeKeysParams(before, int(batch))))
+        rows: Rows = yield System(PURGE_REQUEST_KEYS, PurgeKeysParams(before, int(batch)))
         deleted = rows.rows[0][0]
         total += deleted
         if deleted < batch:

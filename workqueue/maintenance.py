@@ -21,7 +21,7 @@ from workqueue.rows import items_of
 from workqueue.settle import RECORD_ATTEMPTS
 from wqcore.logs import fields_of_item, log_event
 from wqcore.statements import Locking, NoParams, Statement, locking
-from wqcore.store import Plan, Rows, System, Tenant, arun, execute, run
+from wqcore.store import Plan, Rows, System, Tenant, transition
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,15 @@ class Requeued:
     items: tuple[WorkItem, ...] = field(default=(), compare=False, repr=False)
 
 
-def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> Plan:
+@transition
+def requeue_stale(
+    ctx: OpContext, before: datetime | None = None, limit: int = 1000
+) -> Plan[Requeued]:
+    """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
+    database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
+    instead, with an audit entry written by the same statement, so a poison item that crashes
+    its worker every time ends; one someone asked to cancel ends cancelled.
+    """
     params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
     rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
     moved = items_of(rows)
@@ -122,16 +130,22 @@ def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> P
         cancelled=cancelled,
         items=tuple(moved),
     )
-    for item in dead:
-        log_event(
-            logger,
-            logging.WARNING,
-            "item_dead_lettered",
-            **fields_of_item(item),
-            error=item.last_error,
-            outcome="lease_expired",
-        )
-    if moved:
+    _log_requeued(ctx, result)
+    return result
+
+
+def _log_requeued(ctx: OpContext, result: Requeued) -> None:
+    for item in result.items:
+        if item.status == Status.FAILED:
+            log_event(
+                logger,
+                logging.WARNING,
+                "item_dead_lettered",
+                **fields_of_item(item),
+                error=item.last_error,
+                outcome="lease_expired",
+            )
+    if result.items:
         log_event(
             logger,
             logging.INFO,
@@ -141,57 +155,27 @@ def requeue_stale_plan(ctx: OpContext, before: datetime | None, limit: int) -> P
             dead_lettered=result.dead_lettered,
             cancelled=result.cancelled,
         )
-    return result
 
 
-def requeue_stale(ctx: OpContext, before: datetime | None = None, limit: int = 1000) -> Requeued:
-    """Hand back the tenant's claimed items whose lease passed before ``before`` (default: the
-    database's ``now()``), at most ``limit``. One whose attempts are spent is dead-lettered
-    instead, with an audit entry written by the same statement, so a poison item that crashes
-    its worker every time ends; one someone asked to cancel ends cancelled.
-    """
-    return run(requeue_stale_plan(ctx, before, limit))
-
-
-async def arequeue_stale(
-    ctx: OpContext, before: datetime | None = None, limit: int = 1000
-) -> Requeued:
-    """Async version of ``requeue_stale``."""
-    return await arun(requeue_stale_plan(ctx, before, limit))
-
-
-def stale_tenants_plan(limit: int) -> Plan:
-    rows = yield System(STALE_TENANTS, StaleTenantsParams(int(limit)))
-    return rows.column(0)
-
-
-def stale_tenants(limit: int = 1000) -> list[uuid.UUID]:
+@transition
+def stale_tenants(limit: int = 1000) -> Plan[list[uuid.UUID]]:
     """The tenants holding claimed items whose lease passed (at most ``limit``).
 
     Takes no tenant: it finds which tenants the sweep must visit, so it reads across tenants
     on the system login; the requeue itself then runs under each tenant.
     """
-    return run(stale_tenants_plan(limit))
+    rows = yield System(STALE_TENANTS, StaleTenantsParams(int(limit)))
+    return rows.column(0)
 
 
-def purge_items_plan(statuses: list[str], before: datetime, batch: int, max_batches: int) -> Plan:
-    total = 0
-    for _ in range(max_batches):
-        rows = yield System(PURGE_ITEMS, PurgeItemsParams(statuses, before, int(batch)))
-        deleted = rows.rows[0][0]
-        total += deleted
-        if deleted < batch:
-            break  # a short batch: nothing more is old enough
-    return total
-
-
+@transition
 def purge_items(
     rctx: RequestContext,
     before: datetime,
     batch: int = 1000,
     max_batches: int = 100,
     statuses: tuple[str, ...] = (Status.DONE, Status.FAILED),
-) -> int:
+) -> Plan[int]:
     """Delete items of ``statuses`` (done and failed by default) last changed before
     ``before``, in every tenant; returns how many. Bounded: batches of ``batch``, at most
     ``max_batches`` per call; it stops early when a batch comes back smaller than ``batch``.
@@ -199,7 +183,14 @@ def purge_items(
     Takes no tenant: retention is the operator's rule for the whole table, and one statement
     per batch across tenants is what keeps the purge cheap; runs on the system login.
     """
-    total = run(purge_items_plan([str(s) for s in statuses], before, batch, max_batches))
+    params = PurgeItemsParams([str(s) for s in statuses], before, int(batch))
+    total = 0
+    for _ in range(max_batches):
+        rows = yield System(PURGE_ITEMS, params)
+        deleted = rows.rows[0][0]
+        total += deleted
+        if deleted < batch:
+            break  # a short batch: nothing more is old enough
     if total:
         log_event(
             logger,
@@ -212,16 +203,13 @@ def purge_items(
     return total
 
 
-def read_autovacuum_plan() -> Plan:
-    rows = yield System(READ_AUTOVACUUM, NoParams())
-    return bool(rows.rows[0][0])
-
-
-def autovacuum_on() -> bool:
+@transition
+def autovacuum_on() -> Plan[bool]:
     """Whether autovacuum reclaims the work item table's dead rows (the server's setting and
     the table's own). The purge deletes finished items; only VACUUM makes their space and their
     index entries reusable, and a claim walks the entries no vacuum has removed."""
-    return run(read_autovacuum_plan())
+    rows = yield System(READ_AUTOVACUUM, NoParams())
+    return bool(rows.rows[0][0])
 
 
 @dataclass(frozen=True)
@@ -233,7 +221,8 @@ class Gauges:
     counts: dict[tuple[str, str, str], int] = field(default_factory=dict)
 
 
-def read_gauges_plan() -> Plan:
+def read_gauges_plan() -> Plan[Gauges]:
+    """``read_gauges``' plan (``figures.read_gauges_of`` runs it for one tenant too)."""
     rows = yield System(READ_GAUGES, LanesParams(declared_lanes()))
     counts = {(lane, kind, status): n for lane, kind, status, n, _ in rows.rows}
     ages = [float(age) for *_, age in rows.rows if age is not None]
@@ -244,14 +233,15 @@ def read_gauges_plan() -> Plan:
     )
 
 
-def read_gauges(rctx: RequestContext) -> Gauges:
+@transition
+def read_gauges(rctx: RequestContext) -> Plan[Gauges]:
     """The queue's gauges in one statement: the oldest waiting item's age, the failed count,
     and counts by lane, kind and status.
 
     Takes no tenant: the gauges describe the whole queue for the operator, so they read across
     tenants on the system login.
     """
-    return run(read_gauges_plan())
+    return (yield from read_gauges_plan())
 
 
 @dataclass(frozen=True)
@@ -265,13 +255,14 @@ class TenantDepth:
     rank: int
 
 
-def read_top_tenants() -> list[TenantDepth]:
+@transition
+def read_top_tenants() -> Plan[list[TenantDepth]]:
     """Each lane's ten deepest tenants (at most ten per lane, never one row per tenant).
 
     Takes no tenant: it compares tenants for the operator, so it reads across them on the
     system login.
     """
-    rows = execute(System(READ_TOP_TENANTS, LanesParams(declared_lanes())))
+    rows = yield System(READ_TOP_TENANTS, LanesParams(declared_lanes()))
     return [
         TenantDepth(lane, org_id, items, oldest or 0.0, rank)
         for lane, org_id, items, oldest, rank in rows.rows

@@ -16,8 +16,9 @@ row-level security names it, the operator reads it across tenants.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from audit.services import APPEND_ENTRIES
 from workqueue import SQL_DIR
@@ -26,7 +27,7 @@ from workqueue.inputs import check_lane, check_text
 from workqueue.kinds import get_kind
 from workqueue.lanes import declared_lanes
 from wqcore.statements import NoParams, Statement
-from wqcore.store import Plan, Rows, System, arun, run
+from wqcore.store import Plan, Rows, System, transition
 
 # The audit trail's tenant id of what concerns the whole site (a pause): no tenant has it.
 SITE_ORG_ID = uuid.UUID(int=0)
@@ -96,21 +97,11 @@ def _checked(lane: str, kind: str | None) -> tuple[str, str]:
     return lane, get_kind(kind).name
 
 
-def _paused(row: tuple) -> Paused:
+def _paused(row: Sequence[Any]) -> Paused:
     return Paused(*row[:5])
 
 
-def pause_plan(
-    actor: str, lane: str, kind: str | None, reason: str, request_id: uuid.UUID | None
-) -> Plan:
-    lane, kind = _checked(lane, kind)
-    reason = check_text("reason", reason, REASON_MAX) if reason else ""
-    params = PauseParams(lane, kind, actor, reason, SITE_ORG_ID, request_id)
-    rows: Rows = yield System(PAUSE, params)
-    row = rows.rows[0]
-    return _paused(row), bool(row[5])
-
-
+@transition
 def pause(
     actor: str,
     lane: str,
@@ -118,7 +109,7 @@ def pause(
     *,
     reason: str = "",
     request_id: uuid.UUID | None = None,
-) -> tuple[Paused, bool]:
+) -> Plan[tuple[Paused, bool]]:
     """Pause ``lane`` (or only ``kind`` in it) for every worker: no item of it is claimed until
     ``resume``; items already claimed run on. Returns the pause and whether this call made it
     (False: it was paused already, by whoever the pause names; nothing changes, nothing is
@@ -127,55 +118,30 @@ def pause(
     Takes no tenant: a lane serves every tenant, so the pause is the site operator's, written on
     the system login. The callers (the admin, ``manage.py queue pause``) check that the user is
     the operator."""
-    return run(pause_plan(actor, lane, kind, reason, request_id))
-
-
-async def apause(
-    actor: str,
-    lane: str,
-    kind: str | None = None,
-    *,
-    reason: str = "",
-    request_id: uuid.UUID | None = None,
-) -> tuple[Paused, bool]:
-    """Async version of ``pause``."""
-    return await arun(pause_plan(actor, lane, kind, reason, request_id))
-
-
-def resume_plan(actor: str, lane: str, kind: str | None, request_id: uuid.UUID | None) -> Plan:
     lane, kind = _checked(lane, kind)
-    rows: Rows = yield System(RESUME, ResumeParams(lane, kind, SITE_ORG_ID, actor, request_id))
-    return _paused(rows.rows[0]) if rows.rows else None
+    reason = check_text("reason", reason, REASON_MAX) if reason else ""
+    params = PauseParams(lane, kind, actor, reason, SITE_ORG_ID, request_id)
+    rows: Rows = yield System(PAUSE, params)
+    row = rows.rows[0]
+    return _paused(row), bool(row[5])
 
 
+@transition
 def resume(
     actor: str, lane: str, kind: str | None = None, *, request_id: uuid.UUID | None = None
-) -> Paused | None:
+) -> Plan[Paused | None]:
     """Resume ``lane`` (or ``kind`` in it): its items are claimed again, and its workers wake at
     once (``work_available`` names the lane when this commits). Returns the pause it ended, or
     None when it was not paused (nothing changes, nothing is audited). ``actor`` signs the
     audit entry (``queue.resumed``). Resuming a lane does not resume a kind paused on its own
     in it. Takes no tenant, as ``pause``."""
-    return run(resume_plan(actor, lane, kind, request_id))
+    lane, kind = _checked(lane, kind)
+    rows: Rows = yield System(RESUME, ResumeParams(lane, kind, SITE_ORG_ID, actor, request_id))
+    return _paused(rows.rows[0]) if rows.rows else None
 
 
-async def aresume(
-    actor: str, lane: str, kind: str | None = None, *, request_id: uuid.UUID | None = None
-) -> Paused | None:
-    """Async version of ``resume``."""
-    return await arun(resume_plan(actor, lane, kind, request_id))
-
-
-def read_pauses_plan() -> Plan:
+@transition
+def read_pauses() -> Plan[list[Paused]]:
+    """Every pause in effect, by lane then kind. Takes no tenant: pauses are the site's."""
     rows: Rows = yield System(READ_PAUSES, NoParams())
     return [_paused(row) for row in rows.rows]
-
-
-def read_pauses() -> list[Paused]:
-    """Every pause in effect, by lane then kind. Takes no tenant: pauses are the site's."""
-    return run(read_pauses_plan())
-
-
-async def aread_pauses() -> list[Paused]:
-    """Async version of ``read_pauses``."""
-    return await arun(read_pauses_plan())

@@ -25,7 +25,7 @@ from workqueue.models import WorkItem
 from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
 from wqcore.statements import NoParams, Statement
-from wqcore.store import Plan, Rows, System, Tenant, arun, run
+from wqcore.store import Plan, Rows, System, Tenant, transition
 
 
 class FenceParams(NamedTuple):
@@ -111,29 +111,31 @@ def _fence(item: WorkItem) -> FenceParams:
 # -- one item, under its tenant -----------------------------------------------------------------
 
 
-def complete_plan(ctx: OpContext, item: WorkItem) -> Plan:
+@transition
+def complete(ctx: OpContext, item: WorkItem) -> Plan[WorkItem]:
+    """Mark the item done, if ``item.claim_token`` still holds it, recording its attempt."""
     rows = yield Tenant(ctx.org_id, COMPLETE, _fence(item))
     return _held("complete", item, rows)
 
 
-def complete(ctx: OpContext, item: WorkItem) -> WorkItem:
-    """Mark the item done, if ``item.claim_token`` still holds it, recording its attempt."""
-    return run(complete_plan(ctx, item))
-
-
-async def acomplete(ctx: OpContext, item: WorkItem) -> WorkItem:
-    """Async version of ``complete``."""
-    return await arun(complete_plan(ctx, item))
-
-
-def fail_plan(
+@transition
+def fail(
     ctx: OpContext,
     item: WorkItem,
     error: str,
-    permanent: bool,
+    *,
+    permanent: bool = False,
     delay_s: float | None = None,
     traceback: str | None = None,
-) -> Plan:
+) -> Plan[WorkItem]:
+    """Requeue after ``retry_delay(attempts)`` (or ``delay_s``, when the caller applies its
+    own retry policy), or, when attempts are spent or the error is permanent, fail for good: a
+    dead letter, with an audit entry written by the same statement, and a metric. Conditioned
+    on ``item.claim_token``. ``error`` is stored as storable text (NUL and lone surrogates
+    replaced, at most 10,000 characters): what a handler says never stops a settle. The same
+    statement records the attempt (``Attempt``: worker, host, start, end, outcome, ``error``
+    and ``traceback``, its last 8,192 characters).
+    """
     error = storable_text(error)
     trace = storable_traceback(traceback)
     fence = _fence(item)
@@ -158,99 +160,44 @@ def _check_delay(delay_s: float) -> float:
     return delay
 
 
-def fail(
-    ctx: OpContext,
-    item: WorkItem,
-    error: str,
-    *,
-    permanent: bool = False,
-    delay_s: float | None = None,
-    traceback: str | None = None,
-) -> WorkItem:
-    """Requeue after ``retry_delay(attempts)`` (or ``delay_s``, when the caller applies its
-    own retry policy), or, when attempts are spent or the error is permanent, fail for good: a
-    dead letter, with an audit entry written by the same statement, and a metric. Conditioned
-    on ``item.claim_token``. ``error`` is stored as storable text (NUL and lone surrogates
-    replaced, at most 10,000 characters): what a handler says never stops a settle. The same
-    statement records the attempt (``Attempt``: worker, host, start, end, outcome, ``error``
-    and ``traceback``, its last 8,192 characters).
-    """
-    return run(fail_plan(ctx, item, error, permanent, delay_s, traceback))
-
-
-async def afail(
-    ctx: OpContext,
-    item: WorkItem,
-    error: str,
-    *,
-    permanent: bool = False,
-    delay_s: float | None = None,
-    traceback: str | None = None,
-) -> WorkItem:
-    """Async version of ``fail``."""
-    return await arun(fail_plan(ctx, item, error, permanent, delay_s, traceback))
-
-
-def give_back_plan(
+def _give_back(
     transition: str, ctx: OpContext, item: WorkItem, delay_s: float, note: str
-) -> Plan:
+) -> Plan[WorkItem]:
     params = GiveBackParams(*_fence(item), max(float(delay_s), 0.0), storable_text(note))
     rows = yield Tenant(ctx.org_id, GIVE_BACK, params)
     return _held(transition, item, rows)
 
 
-def defer(ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred") -> WorkItem:
+@transition
+def defer(ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred") -> Plan[WorkItem]:
     """Hand the item back to run after ``delay_s``, giving back the attempt its claim spent."""
-    return run(give_back_plan("defer", ctx, item, delay_s, note))
+    return (yield from _give_back("defer", ctx, item, delay_s, note))
 
 
-async def adefer(
-    ctx: OpContext, item: WorkItem, delay_s: float, note: str = "deferred"
-) -> WorkItem:
-    """Async version of ``defer``."""
-    return await arun(give_back_plan("defer", ctx, item, delay_s, note))
-
-
-def release(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
+@transition
+def release(ctx: OpContext, item: WorkItem, note: str) -> Plan[WorkItem]:
     """Hand the item back to run now (shutdown, a kind this worker does not handle), giving
     back the attempt its claim spent; ``note`` says why."""
-    return run(give_back_plan("release", ctx, item, 0.0, note))
+    return (yield from _give_back("release", ctx, item, 0.0, note))
 
 
-async def arelease(ctx: OpContext, item: WorkItem, note: str) -> WorkItem:
-    """Async version of ``release``."""
-    return await arun(give_back_plan("release", ctx, item, 0.0, note))
-
-
-def extend_lease_plan(ctx: OpContext, item: WorkItem, lease_s: float) -> Plan:
+@transition
+def extend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> Plan[WorkItem]:
+    """Push the lease to ``now() + lease_s``, if ``item.claim_token`` still holds the item."""
     rows = yield Tenant(ctx.org_id, EXTEND_LEASE, ExtendLeaseParams(*_fence(item), float(lease_s)))
     return _held("extend_lease", item, rows)
 
 
-def extend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
-    """Push the lease to ``now() + lease_s``, if ``item.claim_token`` still holds the item."""
-    return run(extend_lease_plan(ctx, item, lease_s))
-
-
-async def aextend_lease(ctx: OpContext, item: WorkItem, lease_s: float) -> WorkItem:
-    """Async version of ``extend_lease``."""
-    return await arun(extend_lease_plan(ctx, item, lease_s))
+afail = fail.aio
+adefer = defer.aio
+arelease = release.aio
 
 
 # -- many items, across tenants, fenced by (org, id, token) -------------------------------------
 
 
-def complete_many_plan(fences: Iterable[Fence]) -> Plan:
-    held = list(fences)
-    if not held:
-        return set()
-    rows = yield System(COMPLETE_MANY, Fences.of(held))
-    done = set(rows.column(0))
-    count_refused("complete", len({f.item_id for f in held} - done))
-    return done
-
-
-def complete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
+@transition
+def complete_many(fences: Iterable[Fence]) -> Plan[set[uuid.UUID]]:
     """Mark done every fence's item still held under its token, recording each one's attempt
     in the same statement; returns the ids completed.
 
@@ -258,12 +205,13 @@ def complete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
     across tenants because the token, with the org and the id, is the fence here: no row of
     another tenant can match a token minted for this claim.
     """
-    return run(complete_many_plan(fences))
-
-
-async def acomplete_many(fences: Iterable[Fence]) -> set[uuid.UUID]:
-    """Async version of ``complete_many``."""
-    return await arun(complete_many_plan(fences))
+    held = list(fences)
+    if not held:
+        return set()
+    rows = yield System(COMPLETE_MANY, Fences.of(held))
+    done = set(rows.column(0))
+    count_refused("complete", len({f.item_id for f in held} - done))
+    return done
 
 
 class Renewed(set[uuid.UUID]):
@@ -278,7 +226,11 @@ class Renewed(set[uuid.UUID]):
         self.cancel_requested = frozenset(cancel_requested)
 
 
-def extend_leases_plan(fences: Iterable[Fence], lease_s: float) -> Plan:
+@transition
+def extend_leases(fences: Iterable[Fence], lease_s: float) -> Plan[Renewed]:
+    """Renew the lease of every fence's item still held under its token; returns the ids
+    renewed, with those someone asked to cancel (``Renewed.cancel_requested``). Across tenants
+    on the system login for the reason ``complete_many`` gives."""
     held = list(fences)
     if not held:
         return Renewed()
@@ -288,13 +240,5 @@ def extend_leases_plan(fences: Iterable[Fence], lease_s: float) -> Plan:
     return renewed
 
 
-def extend_leases(fences: Iterable[Fence], lease_s: float) -> Renewed:
-    """Renew the lease of every fence's item still held under its token; returns the ids
-    renewed, with those someone asked to cancel (``Renewed.cancel_requested``). Across tenants
-    on the system login for the reason ``complete_many`` gives."""
-    return run(extend_leases_plan(fences, lease_s))
-
-
-async def aextend_leases(fences: Iterable[Fence], lease_s: float) -> Renewed:
-    """Async version of ``extend_leases``."""
-    return await arun(extend_leases_plan(fences, lease_s))
+acomplete_many = complete_many.aio
+aextend_leases = extend_leases.aio

@@ -39,21 +39,35 @@ _MICROSECOND = timedelta(microseconds=1)
 class UUIDArray(list[uuid.UUID | None]):
     """A list of UUIDs (or None) to be sent as a binary ``uuid[]``."""
 
+    sql_type = "uuid[]"
+
 
 class TextArray(list[str | None]):
     """A list of strings (or None) to be sent as a binary ``text[]``."""
+
+    sql_type = "text[]"
 
 
 class SmallIntArray(list[int | None]):
     """A list of ints (or None) to be sent as a binary ``smallint[]``."""
 
+    sql_type = "smallint[]"
+
 
 class IntArray(list[int | None]):
     """A list of ints (or None) to be sent as a binary ``integer[]``."""
 
+    sql_type = "integer[]"
+
 
 class TimestamptzArray(list[datetime | None]):
     """A list of aware datetimes (or None) to be sent as a binary ``timestamptz[]``."""
+
+    sql_type = "timestamptz[]"
+
+
+# Any of them (a bulk enqueue's column is sent as one).
+BinaryArray = UUIDArray | TextArray | SmallIntArray | IntArray | TimestamptzArray
 
 
 def _uuid(value: Any) -> bytes:

@@ -343,9 +343,9 @@ setting_changed.connect(_reload, dispatch_uid="wqcore.conf.reload")
 
 
 # What every login's sessions start with, set on the login (``ALTER ROLE ... SET``), never sent
-# at connect (a pooler refuses startup options): no JIT (PostgreSQL compiled the fair claim over
-# a million waiting items for 30 ms of a 31 ms claim; a queue's statements are short, none
-# gains), and UTC (what Django's connections use).
+# at connect (a pooler refuses startup options): no JIT (over a million waiting items,
+# PostgreSQL spent nearly all of a fair claim compiling it; a queue's statements are short,
+# none gains), and UTC (what Django's connections use).
 LOGIN_SETTINGS = (("jit", "off"), ("timezone", "UTC"))
 
 

@@ -7,7 +7,7 @@ sentence; the record's message says them too (``worker_stopping worker="…" in_
 running item's fields first), so a site's own formatter (``%(message)s``) loses none of them.
 The message's template names the event and its fields' names only (``item_retried item=%s
 kind=%s …``), the values are its arguments: an error tracker groups the lines by it. While
-an item runs, ``item_fields(item)`` names it in a context variable and ``ItemFilter`` (on the
+an item runs, ``bind_item(item)`` names it in its task's context variable and ``ItemFilter`` (on the
 site's handlers) adds its id, kind, tenant, attempt and trace id to every line logged meanwhile,
 the queue's own and a handler's alike; outside an item, a line logged under a recording span
 gets that span's trace id.
@@ -28,12 +28,11 @@ method, path, status and size as fields.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import datetime
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -124,19 +123,6 @@ def bind_item(item: Any) -> None:
     the item's alone (an asyncio task runs in a copy of its creator's), and the threads it
     hands a copy of it to."""
     _current_item.set(_Bound(item))
-
-
-@contextlib.contextmanager
-def item_fields(item: Any) -> Iterator[None]:
-    """Name ``item`` on every line logged in this context until the block ends."""
-    token = _current_item.set(_Bound(item))
-    try:
-        yield
-    finally:
-        try:
-            _current_item.reset(token)
-        except ValueError:  # closed from another context (a coroutine being collected)
-            _current_item.set(None)
 
 
 def current_item_fields() -> Mapping[str, Any] | None:

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from workqueue import claim, enqueue, maintenance, settle
+from workqueue import claim, enqueue, enqueue_many, maintenance, settle
 from wqcore.store import aclose_async_store
 
-# The transitions that come in pairs (sync on Django's connections, async on the store's own),
-# by the module that makes them.
+# The transitions a contract test runs on both faces (calling one runs it on Django's
+# connections, its ``aio`` on the store's own), by the module that makes them.
 PAIRED = {
     "claim": claim,
     "complete": settle,
     "complete_many": settle,
     "defer": settle,
     "enqueue": enqueue,
-    "enqueue_many": enqueue,
+    "enqueue_many": enqueue_many,
     "extend_lease": settle,
     "extend_leases": settle,
     "fail": settle,
@@ -43,7 +43,7 @@ class Face:
             if name == "sync":
                 setattr(self, transition, getattr(module, transition))
             else:
-                setattr(self, transition, self._async(getattr(module, f"a{transition}")))
+                setattr(self, transition, self._async(getattr(module, transition).aio))
 
     @staticmethod
     def _async(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -15,7 +15,6 @@ from tests.factories import UserFactory
 from tests.helpers import back_date, row
 from workqueue import api, runtime, settle
 from workqueue.cancel import (
-    acancel_drawn,
     cancel_drawn,
     cancel_held,
     is_cancel_requested,
@@ -274,7 +273,7 @@ def test_the_async_bulk_and_drawn_cancels(ctx: OpContext) -> None:
     async def go():  # type: ignore[no-untyped-def]
         try:
             bulk = await api.acancel_matching(ctx, "NOOP", lane="default", batch=2)
-            one = await acancel_drawn(ctx, [fence])
+            one = await cancel_drawn.aio(ctx, [fence])
             return bulk, one
         finally:
             await aclose_async_store()

@@ -13,7 +13,7 @@ from tenancy.contexts import SYSTEM_ACTOR, OpContext
 from tenancy.scope import tenant_scope
 from tests.helpers import row, statements
 from workqueue.api import Kind, NewItem, Outcome, Payload, enqueue, enqueue_many, register
-from workqueue.enqueue import BATCH_CHUNK
+from workqueue.enqueue_many import BATCH_CHUNK
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.models import Status, WorkItem
 

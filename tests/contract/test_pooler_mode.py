@@ -16,7 +16,7 @@ from tenancy.contexts import OpContext
 from tests.helpers import queue_settings, statements
 from workqueue import api, checks
 from workqueue.claim import aclaim, claim
-from workqueue.settle import acomplete, complete
+from workqueue.settle import complete
 from wqcore import store
 from wqcore.conf import LOGIN_SETTINGS
 from wqcore.store import aclose_async_store
@@ -51,7 +51,7 @@ async def _arounds(ctx: OpContext, rctx: Any) -> tuple[int, list[str]]:
         for n in range(4):
             await api.aenqueue(ctx, "NOOP", {"n": n})
             for item_ctx, item in await aclaim(rctx, "default", ["NOOP"], "w", 30, 2):
-                await acomplete(item_ctx, item)
+                await complete.aio(item_ctx, item)
         prepared = 0
         for alias in (store.TENANT, store.SYSTEM):
             pool = await store.async_store()._pool(alias)

@@ -13,8 +13,8 @@ from django.db import DataError, connections
 from psycopg import pq, sql
 
 from tenancy.contexts import OpContext
-from workqueue import SQL_DIR, api, claim
-from wqcore import store
+from workqueue import SQL_DIR, api, claim, claim_statements
+from wqcore import async_face, store, sync_face
 from wqcore.statements import NoParams, Statement
 from wqcore.store import System, aclose_async_store, execute
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("committed")
 
 
 def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset() -> None:
-    locking = claim._claim_locking()
+    locking = claim_statements._claim_locking()
     assert "FOR UPDATE SKIP LOCKED" in locking.sql
     assert 'FROM "workqueue_workitem"' in locking.sql
     assert locking.sql in claim.CLAIM.sql  # embedded as is in the one claim statement
@@ -35,7 +35,7 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
     for _ in range(21):
         api.enqueue(ctx, "NOOP", {})
     handles = []
-    configure = store._configure
+    configure = async_face._configure
 
     async def configure_then_trace(conn: psycopg.AsyncConnection) -> None:  # type: ignore[type-arg]
         await configure(conn)  # set-up statements are not part of the claim
@@ -43,7 +43,7 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
         conn.pgconn.trace(handles[-1].fileno())
         conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
 
-    monkeypatch.setattr(store, "_configure", configure_then_trace)
+    monkeypatch.setattr(async_face, "_configure", configure_then_trace)
     # Whether any cap is in effect is read at most every CAPS_CACHE_S, in a statement of its
     # own: read it now, so the traced claim is one like all the others in between.
     claim.claim(worker_rctx, "default", ["NOOP"], "w0", 30, 1)
@@ -112,7 +112,7 @@ def test_a_pooled_connection_the_server_ended_while_unused_is_replaced_before_it
     """A connection left unused past IDLE_CHECK_S is tested before it is lent (an empty
     statement): one the server ended meanwhile (a restart, an outage) is replaced, and the
     statement runs on a new one instead of failing."""
-    monkeypatch.setattr(store, "IDLE_CHECK_S", 0.0)
+    monkeypatch.setattr(async_face, "IDLE_CHECK_S", 0.0)
 
     def end_session(pid: int) -> None:
         try:
@@ -142,20 +142,19 @@ def test_a_pooled_connection_the_server_ended_while_unused_is_replaced_before_it
 def test_every_statement_names_exactly_its_parameters() -> None:
     """Each named statement's placeholders are its NamedTuple's fields (Statement.sql checks),
     and every .sql file of the store is a statement someone declared."""
+    import importlib
+    import pkgutil
+
+    import workqueue
     from outbox import emit, relay
     from workers import gauges, liveness
-    from workqueue import (
-        cancel,
-        enqueue,
-        figures,
-        idempotency,
-        maintenance,
-        pauses,
-        settle,
-        triage,
-    )
 
-    modules = (claim, enqueue, settle, maintenance, triage, idempotency, figures, cancel, pauses)
+    # Every module of the queue (its statements live where their transitions do).
+    modules = [
+        importlib.import_module(found.name)
+        for found in pkgutil.walk_packages(workqueue.__path__, "workqueue.")
+        if ".migrations" not in found.name and ".management" not in found.name
+    ]
     declared: list[Statement] = [
         value
         for module in (*modules, emit, relay, gauges, liveness)
@@ -291,8 +290,8 @@ class _RowsParams(NamedTuple):
 def test_the_sync_face_reuses_one_cursor_per_connection_and_lets_a_large_result_go(
     tmp_path: Path,
 ) -> None:
-    """Issue 22: single statements on a connection share one raw cursor (making one cost a
-    single enqueue 38 µs); a failed statement leaves it usable, a result over
+    """Single statements on a connection share one raw cursor (making one is a large share of
+    a single enqueue's own time); a failed statement leaves it usable, a result over
     ``_KEPT_ROWS_MAX`` rows is let go with it, and a new connection gets a new one."""
     (tmp_path / "rows.sql").write_text(
         "-- rows: n numbered rows\nSELECT g FROM generate_series(1, %(n)s::integer) AS g\n"
@@ -303,27 +302,32 @@ def test_the_sync_face_reuses_one_cursor_per_connection_and_lets_a_large_result_
     connection = connections["default"]
     connection.close()
 
-    assert store._execute_sync("default", rows, _RowsParams(3)).rows == [(1,), (2,), (3,)]
-    kept = connection._workqueue_cursor
-    assert store._execute_sync("default", rows, _RowsParams(2)).rows == [(1,), (2,)]
-    assert connection._workqueue_cursor is kept
+    def kept() -> Any:
+        return sync_face._KEPT.get(connection)
+
+    assert sync_face._execute_sync("default", rows, _RowsParams(3)).rows == [(1,), (2,), (3,)]
+    first = kept()
+    assert sync_face._execute_sync("default", rows, _RowsParams(2)).rows == [(1,), (2,)]
+    assert kept() is first
 
     with pytest.raises(DataError, match="division by zero"):
-        store._execute_sync("default", fails, _RowsParams(0))
-    assert store._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
-    assert connection._workqueue_cursor is kept
+        sync_face._execute_sync("default", fails, _RowsParams(0))
+    assert sync_face._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
+    assert kept() is first
 
-    many = store._KEPT_ROWS_MAX + 1
-    assert len(store._execute_sync("default", rows, _RowsParams(many)).rows) == many
-    assert connection._workqueue_cursor is None and kept.closed
-    store._execute_sync("default", rows, _RowsParams(1))
-    assert connection._workqueue_cursor is not kept
+    many = sync_face._KEPT_ROWS_MAX + 1
+    assert len(sync_face._execute_sync("default", rows, _RowsParams(many)).rows) == many
+    assert kept() is None and first.closed
+    sync_face._execute_sync("default", rows, _RowsParams(1))
+    assert kept() is not first
 
-    again = connection._workqueue_cursor
+    again = kept()
     connection.close()
-    assert store._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
-    assert connection._workqueue_cursor is not again
-    assert connection._workqueue_cursor.connection is connection.connection
+    assert sync_face._execute_sync("default", rows, _RowsParams(1)).rows == [(1,)]
+    assert kept() is not again
+    assert kept().connection is connection.connection
+    # Nothing is hung on Django's connection object: the store keeps its own.
+    assert not hasattr(connection, "_workqueue_cursor")
 
 
 def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_are_claimed(

@@ -283,9 +283,11 @@ def test_the_async_face_runs_the_same_statements(ctx: OpContext, worker_rctx) ->
 
     async def triage() -> tuple[dead_letters.Triaged, dead_letters.Triaged, WorkItem]:
         try:
-            requeued = await dead_letters.arequeue_dead(ctx, [dead_letters.Drawn.of(first)])
-            discarded = await dead_letters.adiscard(ctx, [dead_letters.Drawn.of(second)])
-            edited = await dead_letters.arequeue_edited(ctx, dead_letters.Drawn.of(third), {"n": 5})
+            requeued = await dead_letters.requeue_dead.aio(ctx, [dead_letters.Drawn.of(first)])
+            discarded = await dead_letters.discard.aio(ctx, [dead_letters.Drawn.of(second)])
+            edited = await dead_letters.requeue_edited.aio(
+                ctx, dead_letters.Drawn.of(third), {"n": 5}
+            )
             return requeued, discarded, edited
         finally:
             await aclose_async_store()

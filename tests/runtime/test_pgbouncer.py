@@ -45,7 +45,7 @@ from workers.sweep.sweeper import SweepLock
 from workqueue import api, runtime
 from workqueue.claim import claim
 from workqueue.models import Status, WorkItem
-from workqueue.settle import acomplete, complete, fail, release
+from workqueue.settle import complete, fail, release
 from wqcore.store import aclose_async_store
 
 User = get_user_model()
@@ -190,7 +190,7 @@ async def _async_rounds(rounds: int, mine: OpContext, rctx: Any, worker: str) ->
             for index, (ctx, got) in enumerate(claimed):
                 assert _recent(got.lease_expires_at - timedelta(seconds=30))
                 if index == 0:
-                    await acomplete(ctx, got)
+                    await complete.aio(ctx, got)
                 elif index == 1:
                     await runtime.afail(ctx, got, "through the pooler")
                 else:

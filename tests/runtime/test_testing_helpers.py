@@ -108,12 +108,13 @@ def test_a_drain_runs_each_due_item_once_through_a_worker(ctx) -> None:  # type:
     assert testing.drain("default", ["TEST_SCRIPTED_SYNC"]).ran == []
 
 
-def _sessions() -> int:
-    """Sessions of the test database besides the owner's own (this test's reads)."""
+def _opened_since(moment: object) -> int:
+    """Sessions of the test database opened at or after ``moment`` and still open."""
     with connections["admin"].cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND backend_start >= %s",
+            [moment],
         )
         return cursor.fetchone()[0]
 
@@ -124,9 +125,11 @@ def test_a_drain_leaves_no_session_open_behind_it(ctx) -> None:  # type: ignore[
     for _ in range(3):
         api.enqueue(ctx, CHAIN, {"then": "ok"}, lane="chain")  # a sync handler that writes
     testing.assert_enqueued(count=3)  # this thread's own sessions: the everyday and the system
-    before = _sessions()
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT clock_timestamp()")
+        started = cursor.fetchone()[0]
     assert testing.drain("chain", capacity=3).done == 6
-    assert _sessions() <= before
+    assert _opened_since(started) == 0
 
 
 def test_a_drain_runs_what_its_handlers_enqueue(ctx) -> None:  # type: ignore[no-untyped-def]

@@ -298,7 +298,7 @@ _token_attack(
 
 async def _async_complete(ctx: Any, item: api.WorkItem) -> Any:
     try:
-        return await settle.acomplete(ctx, item)
+        return await settle.complete.aio(ctx, item)
     finally:
         await aclose_async_store()
 

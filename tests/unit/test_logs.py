@@ -3,6 +3,7 @@ the running item's id, kind, tenant, attempt and trace id on every line logged m
 
 from __future__ import annotations
 
+import contextvars
 import io
 import json
 import logging
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from wqcore.logs import ItemFilter, event_name, formatter, item_fields, log_event
+from wqcore.logs import ItemFilter, bind_item, event_name, formatter, log_event
 
 TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
 ITEM = SimpleNamespace(
@@ -50,9 +51,13 @@ def test_an_event_is_one_json_object_with_its_fields() -> None:
 
 def test_every_line_while_an_item_runs_names_it() -> None:
     logger, stream = _logger("json")
-    with item_fields(ITEM):
+
+    def run() -> None:  # the item's own context, as its task's
+        bind_item(ITEM)
         log_event(logger, logging.WARNING, "item_dead_lettered", error="PermanentError: gone")
         logger.info("a handler's own line")  # not through log_event: its message is the event
+
+    contextvars.copy_context().run(run)
     log_event(logger, logging.INFO, "after")
     dead, own, after = _json_lines(stream)
     for line in (dead, own):
@@ -129,7 +134,6 @@ def test_an_item_bound_to_a_task_is_named_on_its_lines_written_out_only_when_one
 ):
     """A worker binds every item it runs (``bind_item``); the fields are written out when a line
     is logged, once, so the many items that log nothing cost none of it."""
-    import contextvars
 
     from wqcore import logs
 
@@ -170,8 +174,12 @@ def test_a_sites_own_formatter_sees_the_event_its_fields_and_the_running_item() 
     logger.handlers[:] = [handler]
     logger.propagate = False
     logger.setLevel(logging.INFO)
-    with item_fields(ITEM):
+
+    def run() -> None:  # the item's own context, as its task's
+        bind_item(ITEM)
         log_event(logger, logging.WARNING, "item_dead_lettered", error='Boom: 100% "off"')
+
+    contextvars.copy_context().run(run)
     log_event(logger, logging.INFO, "worker_stopping", in_flight=3, note=None)
     dead, stopping = stream.getvalue().splitlines()
     assert dead == (

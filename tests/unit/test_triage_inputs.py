@@ -10,7 +10,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils import timezone
 
 from workqueue import api
-from workqueue.triage import DeadFilter, _like, parse_since
+from workqueue.triage import DeadFilter, parse_since
+from workqueue.triage.matching import _like
 from wqcore.conf import load
 
 

@@ -18,7 +18,8 @@ from tests.web.conftest import Person
 from tests.web.test_admin_triage import ask, confirm
 from workqueue.admin.actions import TRIAGE_ACTIONS, TriageAction, triage_action
 from workqueue.models import Status
-from workqueue.triage import REQUEUEABLE, Drawn, Triaged, requeue_dead
+from workqueue.triage import Drawn, Triaged, requeue_dead
+from workqueue.triage.drawn import REQUEUEABLE
 
 pytestmark = pytest.mark.usefixtures("committed")
 

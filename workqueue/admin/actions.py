@@ -27,16 +27,8 @@ from tenancy.contexts import OpContext
 from workqueue.cancel import CANCELLABLE, cancel_drawn
 from workqueue.exceptions import Conflict
 from workqueue.models import WorkItem
-from workqueue.triage import (
-    DISCARDABLE,
-    MAX_DELAY_S,
-    REQUEUEABLE,
-    Drawn,
-    Triaged,
-    discard,
-    requeue_dead,
-    requeue_edited,
-)
+from workqueue.triage import Drawn, Triaged, discard, requeue_dead, requeue_edited
+from workqueue.triage.drawn import DISCARDABLE, MAX_DELAY_S, REQUEUEABLE
 
 # The longest delay the "requeue later" page offers, in minutes.
 MAX_DELAY_MINUTES = MAX_DELAY_S // 60

@@ -1,0 +1,215 @@
+"""The claim's statements: their parameters, and the locking querysets compiled into them.
+
+The card's ``select_for_update(skip_locked=True)`` picks the rows; each queryset is compiled
+once into its statement (``wqcore.statements.locking``), an ``UPDATE ... FROM (that subquery)
+... RETURNING`` around it, so a claim batch is one round trip. The transition that runs them is
+``workqueue.claim``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import NamedTuple
+
+from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models.functions import Now
+
+from tenancy.modes import claim_contexts_sql
+from workqueue import SQL_DIR
+from workqueue.lookups import AnyOf
+from workqueue.models import Status, WorkItem
+from wqcore.statements import Locking, NoParams, Statement, locking
+
+for _field in ("id", "kind", "status"):
+    WorkItem._meta.get_field(_field).register_lookup(AnyOf)
+
+
+class ClaimParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    # 'on': the claim (and the attempt it spends) is durable before any handler runs.
+    synchronous_commit: str
+    # Whether any tenant's in-flight cap is in effect (then the claim counts what each holds).
+    capped: bool
+    # The cap of a tenant without one of its own (None: no cap).
+    default_cap: int | None
+    # The lane's cap (WORKQUEUE["LANE_CAPS"]; None: none), and each capped kind's
+    # (Kind.max_running), as two arrays of the same length.
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
+
+
+class ClaimControlsParams(NamedTuple):
+    """The parameters the claim's controls read (``sql/claim_controls.sql``, included by both
+    claims)."""
+
+    lane: str
+    kinds: list[str]
+    limit: int
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
+
+
+class ClaimOldestFirstParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    limit: int
+    synchronous_commit: str
+    # Whether the lane's or a kind's cap is in effect (then the claim counts what the lane holds).
+    capped: bool
+    lane_cap: int | None
+    capped_kinds: list[str]
+    kind_caps: list[int]
+
+
+class FailOrphanedParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    error: str
+
+
+# Sentinels the locking querysets are compiled with; each becomes a named parameter (or, for
+# the candidates, the statement's own list of them).
+_LANE, _KINDS, _LIMIT = "\x00lane", ("\x00kinds",), 987_654_321
+_TAKEN = ("\x00taken",)
+_ORG = uuid.UUID(int=0x0F0F0F0F)
+# The kinds the claim may take: the statement's own (not paused, below their cap).
+_ALLOWED_KINDS = "(SELECT kinds FROM allowed)::text[]"
+# The constraint that refuses a second claimed item of a (tenant, concurrency key).
+ONE_CLAIMED_PER_KEY = "workitem_one_claimed_per_key"
+
+
+def _key_free() -> Q:
+    """An item without a concurrency key, or the first waiting item of its key (in claim
+    order: priority, then age, then id) while no item of its tenant with that key is claimed.
+    Read in the claim's snapshot; two claimers that each believed they held the first are
+    settled by the unique index on claimed keys (the second claim is refused, see ``claim``)."""
+    key = {"org_id": OuterRef("org_id"), "concurrency_key": OuterRef("concurrency_key")}
+    # Spelled with the unique index's predicate, so the planner reads that index (claimed,
+    # keyed rows only), whether it probes it per candidate or hashes it once.
+    held = WorkItem.objects.filter(status=Status.CLAIMED, concurrency_key__isnull=False, **key)
+    first = (
+        WorkItem.objects.filter(status=Status.PENDING, available_at__lte=Now(), **key)
+        .order_by("-priority", "available_at", "id")
+        .values("id")[:1]
+    )
+    # The held check first: one probe of the unique index, and when the key is held the
+    # first-item subquery is not run at all.
+    return Q(concurrency_key__isnull=True) | (~Exists(held) & Q(id=Subquery(first)))
+
+
+def _claim_locking() -> Locking:
+    """The card's claim, run once per tenant with work: its pending, due items of the lane
+    and kinds, highest priority then oldest first, locked with
+    ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
+    another claimer holds is passed over for the next one. Compiled once into the claim
+    statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
+    would cost a round trip for the ids and another for the update."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING,
+            lane=_LANE,
+            org_id=_ORG,
+            available_at__lte=Now(),
+            kind__any_of=_KINDS,
+        )
+        .filter(_key_free())
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id", "kind", "priority", "available_at")[:_LIMIT]
+    )
+    # The tenant and its share of the batch come from the statement's own offers (o).
+    return locking(
+        queryset,
+        {_LANE: "lane"},
+        "limit",
+        {_ORG: "o.org_id", _KINDS: _ALLOWED_KINDS},
+        "o.items",
+    )
+
+
+def _oldest_first_locking() -> Locking:
+    """The claim with fairness off: pending, due items of the lane and kinds, highest priority
+    then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .filter(_key_free())
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id", "kind", "priority", "available_at")[:_LIMIT]
+    )
+    return locking(
+        queryset,
+        {_LANE: "lane"},
+        "limit",
+        {_KINDS: _ALLOWED_KINDS},
+        limit_sql="LEAST(%(limit)s::integer, (SELECT room FROM allowed))",
+    )
+
+
+def _fallback_locking() -> Locking:
+    """When other claimers hold the fair order's offers (they computed the same ones), the
+    claim fills the rest of its batch in priority then age order from what nobody holds,
+    ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
+    poll. Not while caps are in effect: then the lane's claims run one at a time anyway."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .exclude(id__any_of=_TAKEN)
+        .filter(_key_free())
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(
+        queryset,
+        {_LANE: "lane"},
+        "limit",
+        {
+            _TAKEN: "(SELECT COALESCE(array_agg(id), '{}') FROM fair)::uuid[]",
+            _KINDS: _ALLOWED_KINDS,
+        },
+        limit_sql=(
+            "(CASE WHEN %(capped)s::boolean THEN 0"
+            " ELSE %(limit)s::integer - (SELECT count(*) FROM fair) END)"
+        ),
+    )
+
+
+def _claim_parts() -> dict[str, str]:
+    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
+    none), so the claim stays one round trip."""
+    return {"claim_contexts": claim_contexts_sql()}
+
+
+CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
+CLAIM = Statement(
+    "claim",
+    ClaimParams,
+    SQL_DIR,
+    includes=(CLAIM_CONTROLS,),
+    build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
+    build_parts=_claim_parts,
+    generic_plan=True,
+)
+CLAIM_OLDEST_FIRST = Statement(
+    "claim_oldest_first",
+    ClaimOldestFirstParams,
+    SQL_DIR,
+    includes=(CLAIM_CONTROLS,),
+    build_locking=lambda: {"locking": _oldest_first_locking()},
+    build_parts=_claim_parts,
+    generic_plan=True,
+)
+CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
+FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR)
