@@ -135,8 +135,8 @@ def session_problems(alias: str) -> str | None:
     fix = "; ".join(f"ALTER ROLE {user} SET {name} = '{want}'" for name, want in LOGIN_SETTINGS)
     return (
         f"the login {user!r} starts its sessions with {', '.join(wrong)}: run manage.py "
-        f"set_login_settings (or {fix}); the fair claim needs jit off (JIT compiled a claim "
-        "over a million waiting items for 30 ms of its 31)"
+        f"set_login_settings (or {fix}); the fair claim needs jit off (over many waiting "
+        "items JIT compiles a claim for far longer than the claim runs)"
     )
 
 
@@ -147,7 +147,7 @@ def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     problem = startup_problem()
     if problem:
         return [checks.Error(problem, id="workqueue.E001")]
-    warnings = []
+    warnings: list[checks.CheckMessage] = []
     for alias in dict.fromkeys((tenant_alias(), system_alias())):
         try:
             found = session_problems(alias)

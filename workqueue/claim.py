@@ -34,6 +34,7 @@ from workqueue.claim_statements import (
     FailOrphanedParams,
 )
 from workqueue.exceptions import Conflict
+from workqueue.fence import Fence
 from workqueue.inputs import check_lane, storable_text
 from workqueue.kinds import all_kinds, known_kinds
 from workqueue.metrics import ORPHANED
@@ -70,9 +71,9 @@ def running_caps(lane: str, kinds: Sequence[str]) -> tuple[int | None, list[str]
     # A kind this process does not know declares no cap here (the claim never refused one).
     known = {k.name: k for k in all_kinds()}
     capped = [
-        (name, known[name].max_running)
+        (name, cap)
         for name in kinds
-        if name in known and known[name].max_running is not None
+        if name in known and (cap := known[name].max_running) is not None
     ]
     lane_cap = wq_settings.LANE_CAPS.get(lane)
     return lane_cap, [name for name, _ in capped], [int(cap) for _, cap in capped]
@@ -134,7 +135,9 @@ def _handed_out(rctx: RequestContext, rows: Rows) -> Plan[list[tuple[OpContext, 
     is gone (another claimer may have failed one first: either way it does not run)."""
     claimed, orphans = hand_out(rctx, rows)
     for item in orphans:
-        yield System(FAIL_ORPHANED, FailOrphanedParams(item.id, item.claim_token, ORPHAN_ERROR))
+        fence = Fence.of(item)  # a claimed row: it holds its claim token
+        params = FailOrphanedParams(fence.item_id, fence.claim_token, ORPHAN_ERROR)
+        yield System(FAIL_ORPHANED, params)
         _count_orphan(item)
     return claimed
 

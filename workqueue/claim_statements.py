@@ -9,9 +9,9 @@ once into its statement (``wqcore.statements.locking``), an ``UPDATE ... FROM (t
 from __future__ import annotations
 
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
-from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models import Exists, Field, OuterRef, Q, Subquery
 from django.db.models.functions import Now
 
 from tenancy.modes import claim_contexts_sql
@@ -20,8 +20,9 @@ from workqueue.lookups import AnyOf
 from workqueue.models import Status, WorkItem
 from wqcore.statements import Locking, NoParams, Statement, locking
 
-for _field in ("id", "kind", "status"):
-    WorkItem._meta.get_field(_field).register_lookup(AnyOf)
+for _name in ("id", "kind", "status"):
+    # A cast the model keeps true: these are columns of its own, not relations.
+    cast("Field[Any, Any]", WorkItem._meta.get_field(_name)).register_lookup(AnyOf)
 
 
 class ClaimParams(NamedTuple):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from operator import itemgetter
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 from tenancy.contexts import OpContext
 from workqueue.exceptions import InvalidPayload
@@ -136,8 +136,9 @@ _CHECKS = tuple(given.check for given in GIVEN.values())
 _LANE = NewItem._fields.index("lane")
 
 
-def validated(new: NewItem, where: str = "") -> Row:
-    """The validated columns of one item, or ``InvalidPayload`` saying which field and why."""
+def validated(new: object, where: str = "") -> Row:
+    """The validated columns of one item, or ``InvalidPayload`` saying which field and why (or
+    that a caller's ``new`` is no ``NewItem``)."""
     if not isinstance(new, NewItem):
         # The item itself is what is wrong: ``items[3]: must be ...``, not a field of it.
         where = where.rstrip(".") or "item"
@@ -211,7 +212,8 @@ def _given_sql(name: str, value: str) -> str:
 def insert_columns() -> tuple[str, ...]:
     """Every column of the work item, in the model's order; each must be given, stamped by the
     author, started as, or stamped at the insert (a new one must say which, here)."""
-    names = tuple(field.column for field in WorkItem._meta.concrete_fields)
+    # A cast Django keeps true: a field is concrete when it has a column.
+    names = tuple(cast(str, field.column) for field in WorkItem._meta.concrete_fields)
     for name in names:
         if sum(name in group for group in (GIVEN, AUTHORED, STARTS_AS, AT_INSERT)) != 1:
             raise TypeError(

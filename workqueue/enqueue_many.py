@@ -161,8 +161,9 @@ def chunk_bounds(n: int) -> list[tuple[int, int]]:
     return list(pairwise([0, *range(FIRST_CHUNK, n, BATCH_CHUNK), n]))
 
 
-def _fresh(items: Sequence[NewItem]) -> bool:
-    """Whether every item leaves its id and key to us (nothing in the batch can collide)."""
+def _fresh(items: Sequence[object]) -> bool:
+    """Whether every item is a NewItem that leaves its id and key to us (nothing in the batch
+    can collide)."""
     return all(
         isinstance(new, NewItem) and new.id is None and new.idempotency_key is None for new in items
     )

@@ -82,6 +82,12 @@ class Snoozed(HandlerError):
         self.delay_s = delay_s
 
 
+class InThread(Protocol):
+    """Runs ``call()`` in the worker's handler threads and hands back what it returned."""
+
+    def __call__[T](self, call: Callable[[], T], /) -> Awaitable[T]: ...
+
+
 class Run:
     """What a running handler can tell the worker, and learn from it."""
 
@@ -97,7 +103,7 @@ class Run:
         self.cancel_reason: str | None = None
         # Set by the worker for a handler that ``uses_threads``: runs a call in its pool, and
         # the pool's turns (one per thread).
-        self.threads: Callable[..., Awaitable[Any]] | None = None
+        self.threads: InThread | None = None
         self.turns: asyncio.Semaphore | None = None
 
     def mark_side_effect(self) -> None:
@@ -158,13 +164,13 @@ class Handler(Protocol):
     def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> Awaitable[None] | None: ...
 
 
-_HANDLERS: dict[str, type] = {}
+_HANDLERS: dict[str, type[Handler]] = {}
 
 
-def handles(kind: str):  # type: ignore[no-untyped-def]
+def handles[C: type[Handler]](kind: str) -> Callable[[C], C]:
     """Class decorator: this handler runs ``kind``."""
 
-    def register(cls: type) -> type:
+    def register(cls: C) -> C:
         if _HANDLERS.get(kind, cls) is not cls:
             raise ValueError(f"kind {kind} already has the handler {_HANDLERS[kind].__name__}")
         _HANDLERS[kind] = cls

@@ -104,6 +104,11 @@ def check_max_attempts(value: Any, field: str = "max_attempts") -> int:
     return value
 
 
+def is_aware(value: object) -> bool:
+    """Whether ``value`` is a datetime with a time zone."""
+    return isinstance(value, datetime) and value.tzinfo is not None
+
+
 def check_when(value: Any, field: str = "available_at") -> datetime | None:
     """A moment, as UTC: an offset of seconds (``+00:00:00.000001``) written into the batch's
     JSON is text PostgreSQL refuses, and a moment whose UTC date leaves years 1-9999 is one
@@ -123,24 +128,22 @@ def check_traceparent(value: str | None) -> str | None:
     return value if value and _TRACEPARENT.fullmatch(value) else None
 
 
-def storable_text(text: str, limit: int = ERROR_MAX) -> str:
-    """``text`` as PostgreSQL can store it: NUL and lone surrogates replaced, at most
-    ``limit`` characters. Used for what handlers say, which must never stop a settle."""
-    if not isinstance(text, str):
-        text = repr(text)
+def storable_text(said: object, limit: int = ERROR_MAX) -> str:
+    """What a handler said (its ``repr`` if no text) as PostgreSQL can store it: NUL and lone
+    surrogates replaced, at most ``limit`` characters. It must never stop a settle."""
+    text = said if isinstance(said, str) else repr(said)
     text = text[:limit].replace("\x00", "\ufffd")
     if not text.isascii():
         text = text.encode("utf-8", "replace").decode("utf-8")
     return text
 
 
-def storable_traceback(text: str | None, limit: int = TRACEBACK_MAX) -> str:
+def storable_traceback(said: object, limit: int = TRACEBACK_MAX) -> str:
     """A traceback as ``storable_text`` makes it, keeping its last ``limit`` characters (the
     end names the error and where it was raised) behind a line saying how much was cut."""
-    if not text:
+    if not said:
         return ""
-    if not isinstance(text, str):
-        text = repr(text)
+    text = said if isinstance(said, str) else repr(said)
     if len(text) > limit:
         cut = len(text) - limit
         text = f"[{cut} characters cut]\n" + text[-limit:]

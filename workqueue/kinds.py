@@ -69,18 +69,13 @@ class Kind:
             check_lane(self.lane, "lane")
         except InvalidPayload as exc:
             raise ValueError(f"work kind {self.name!r}: {exc}") from None
-        if type(self.max_attempts) is not int or not 1 <= self.max_attempts <= 1000:
+        if not _whole_in(self.max_attempts, 1, 1000):
             raise ValueError(f"work kind {self.name!r}: max_attempts must be 1 to 1000")
-        running = self.max_running
-        if running is not None and (type(running) is not int or not 1 <= running <= 100_000):
+        if self.max_running is not None and not _whole_in(self.max_running, 1, 100_000):
             raise ValueError(f"work kind {self.name!r}: max_running must be 1 to 100000 or None")
-        if not (isinstance(self.schema, type) and issubclass(self.schema, Payload)):
+        if not _payload_class(self.schema):
             raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
-        if self.timeout is not None and (
-            isinstance(self.timeout, bool)
-            or not isinstance(self.timeout, int | float)
-            or not 0 <= self.timeout <= MAX_TIMEOUT_S
-        ):
+        if self.timeout is not None and not _number_in(self.timeout, 0, MAX_TIMEOUT_S):
             raise ValueError(
                 f"work kind {self.name!r}: timeout must be 0 (no limit) to {MAX_TIMEOUT_S} "
                 f"seconds, or None for WORKQUEUE['KIND_TIMEOUT_S'] (got {self.timeout!r})"
@@ -91,6 +86,20 @@ class Kind:
         else the site's ``KIND_TIMEOUT_S``; 0 means no limit."""
         limit = self.timeout if self.timeout is not None else wq_settings.KIND_TIMEOUT_S
         return float(limit) if limit else None
+
+
+# A kind's fields as declared, checked as values of any type: a dataclass does not check the
+# types its fields are annotated with.
+def _whole_in(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _number_in(value: object, low: float, high: float) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+def _payload_class(value: object) -> bool:
+    return isinstance(value, type) and issubclass(value, Payload)
 
 
 _KINDS: dict[str, Kind] = {}
@@ -154,12 +163,12 @@ def validate_payload(kind: Kind, payload: Any) -> str:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
-        problem = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
-        raise InvalidPayload(problem) from None
+        unstorable = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
+        raise InvalidPayload(unstorable) from None
     except RecursionError:
         # pydantic walks a value by recursion: one nested thousands deep exhausts the stack.
-        problem = too_deep(payload) or f"payload: nested more than {PAYLOAD_DEPTH_MAX} deep"
-        raise InvalidPayload(problem) from None
+        deep = too_deep(payload) or f"payload: nested more than {PAYLOAD_DEPTH_MAX} deep"
+        raise InvalidPayload(deep) from None
     if may_be_too_deep(raw) and (problem := too_deep(payload)):
         raise InvalidPayload(problem)
     # U+FFFD (UTF-8 EF BF BD): pydantic writes a lone surrogate in a typed dict's key

@@ -70,7 +70,7 @@ RESUME = Statement("resume", ResumeParams, SQL_DIR, includes=(APPEND_ENTRIES,))
 READ_PAUSES = Statement("read_pauses", NoParams, SQL_DIR)
 
 
-def parse_target(text: str) -> tuple[str, str | None]:
+def parse_target(text: object) -> tuple[str, str | None]:
     """``LANE`` or ``LANE:KIND`` as (lane, kind or None). A kind's name may hold colons too; the
     lane's cannot be empty."""
     if not isinstance(text, str) or not text:

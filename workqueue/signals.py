@@ -65,7 +65,9 @@ def log_receiver_failures(signal_name: str, results: list[tuple[Any, Any]]) -> N
             )
 
 
-async def asend_settled(item: Any, error: str, exception: BaseException | None, traceback: str):
+async def asend_settled(
+    item: Any, error: str, exception: BaseException | None, traceback: str
+) -> None:
     """Send ``work_failed``, then ``work_retried`` or ``work_dead_lettered``, for a failed
     attempt that ``item`` (as its settle returned it) now shows. An item the settle ended
     cancelled (someone asked while it ran) is no failure to report: nothing is sent."""

@@ -17,12 +17,12 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import transaction
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import resolve_url
 from django.urls import NoReverseMatch
@@ -94,8 +94,21 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
 class _CsrfCheck(CsrfViewMiddleware):
     """Django's CSRF check, returning the reason it refuses instead of a page."""
 
-    def _reject(self, request: HttpRequest, reason: str) -> str:  # type: ignore[override]
+    def _reject(self, request: HttpRequest, reason: str) -> str:
         return reason
+
+
+def _no_view(request: HttpRequest) -> HttpResponse:
+    """The response and the view the CSRF check is handed: it calls neither, and reads only the
+    view's ``csrf_exempt`` (unset here: the request is checked)."""
+    raise AssertionError("the CSRF check calls no view")
+
+
+def _csrf_refusal(request: HttpRequest) -> str | None:
+    """Why Django's CSRF check refuses ``request``, or None."""
+    refused = _CsrfCheck(_no_view).process_view(request, _no_view, (), {})
+    # A cast the override above keeps true: _reject hands back the reason, not a page.
+    return cast("str | None", refused)
 
 
 def sign_in_url() -> str:
@@ -117,7 +130,7 @@ def _member(request: HttpRequest) -> OpContext | JsonResponse:
             "",
             WWW_Authenticate="Session",
         )
-    refused = _CsrfCheck(lambda r: None).process_view(request, None, (), {})  # type: ignore[arg-type,return-value]
+    refused = _csrf_refusal(request)
     if refused:
         return json_error(403, f"CSRF: {refused}; send the csrftoken cookie's value as X-CSRFToken")
     op: OpContext | None = getattr(request, "op", None)
@@ -247,13 +260,14 @@ def work_collection(request: HttpRequest) -> JsonResponse:
         key = check_key(header, KEY_HEADER) if header is not None else None
         # A savepoint: a refused request leaves nothing, its key claim included.
         with transaction.atomic():
-            claim = None
+            claim: uuid.UUID | None = None
             if key is not None:
-                claim = claim_key(op, key, fingerprint("POST", request.path, body))
-                if isinstance(claim, Stored):
+                claimed = claim_key(op, key, fingerprint("POST", request.path, body))
+                if isinstance(claimed, Stored):
                     return JsonResponse(
-                        claim.body, status=200, headers={"Idempotent-Replayed": "true"}
+                        claimed.body, status=200, headers={"Idempotent-Replayed": "true"}
                     )
+                claim = claimed
             item, outcome = api.enqueue(
                 op,
                 body["kind"],

@@ -2,9 +2,10 @@
 
 psycopg sends a ``list`` parameter in text, element by element in Python (each value written,
 then searched for characters to quote): for the batch completion's three lists of a hundred ids
-that was the worker's largest cost per item, and a bulk enqueue's columns of a thousand values
-cost it a millisecond each. A list wrapped in one of these classes is dumped as PostgreSQL's
-binary array instead (a header, then each element's length and bytes), in a few joins:
+that was the worker's largest cost per item, and a large share of a bulk enqueue, whose every
+column is a list as long as the batch. A list wrapped in one of these classes is dumped as
+PostgreSQL's binary array instead (a header, then each element's length and bytes), in a few
+joins:
 
 - ``UUIDArray``: ``uuid[]`` (statements wrap their ``list[uuid.UUID]`` parameters in it:
   ``wqcore.statements.Statement.bind_native``);
@@ -70,11 +71,11 @@ class TimestamptzArray(list[datetime | None]):
 BinaryArray = UUIDArray | TextArray | SmallIntArray | IntArray | TimestamptzArray
 
 
-def _uuid(value: Any) -> bytes:
-    if type(value) is not uuid.UUID:
-        # Text or a UUID subclass: read as a UUID, as the server would read its text.
+def _uuid(value: object) -> bytes:
+    if not isinstance(value, uuid.UUID):
+        # Text: read as a UUID, as the server would read its text.
         try:
-            value = value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+            value = uuid.UUID(str(value))
         except ValueError:
             raise psycopg.DataError(f"invalid input syntax for type uuid: {value!r}") from None
     return _LENGTH(16) + value.bytes

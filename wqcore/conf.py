@@ -16,7 +16,7 @@ from __future__ import annotations
 import difflib
 import threading
 import uuid
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 import pydantic
 from django.conf import settings
@@ -331,7 +331,18 @@ class _Lazy:
         self._value = None
 
 
-wq_settings: Any = _Lazy()
+if TYPE_CHECKING:
+
+    class _LazySettings(Settings):
+        """What ``wq_settings`` answers: each setting, typed, and the proxy's own two methods."""
+
+        def get(self) -> Settings: ...
+        def reload(self) -> None: ...
+
+
+# A cast the proxy keeps true: every attribute but ``get`` and ``reload`` is read from the
+# loaded Settings (``_Lazy.__getattr__``).
+wq_settings = cast("_LazySettings", _Lazy())
 
 
 def _reload(*, setting: str, **kwargs: Any) -> None:

@@ -11,7 +11,7 @@ plan returns is what the transition returns.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -23,7 +23,7 @@ class Rows(NamedTuple):
     """A statement's result: its column names and rows."""
 
     names: list[str]
-    rows: list[Sequence[Any]]
+    rows: list[tuple[Any, ...]]
 
     def column(self, index: int = 0) -> list[Any]:
         return [row[index] for row in self.rows]

@@ -14,13 +14,18 @@ The two settings are spelled here and nowhere else in Python: ``SET_TENANT`` (a 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from wqcore.conf import system_alias, tenant_alias
+
+# What an execute wrapper is handed to run the statement (Django's ``execute_wrapper``): the
+# SQL, its parameters, whether it is an executemany, and the wrapper's context.
+type Execute = Callable[[str, Any, bool, dict[str, Any]], Any]
 
 TENANT_SETTING = "app.org_id"
 # is_local=true: the setting ends with the transaction that set it.
@@ -105,7 +110,9 @@ def deferred_tenant_scope(org_id: uuid.UUID | str, using: str | None = None) -> 
     outer = current_tenant(connection)
     named = False
 
-    def name_first(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def name_first(
+        execute: Execute, sql: str, params: Any, many: bool, context: dict[str, Any]
+    ) -> Any:
         nonlocal named
         if not named:
             named = True

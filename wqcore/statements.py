@@ -84,9 +84,10 @@ def locking(
     if len(pieces) != len(params) + 1:
         raise ValueError(f"cannot name the parameters of {text!r}")
     out = [pieces[0]]
+    expressions = expressions or {}
     for value, rest in zip(params, pieces[1:], strict=True):
-        if isinstance(value, Hashable) and value in (expressions or {}):
-            out.append(f"{expressions[value]}{rest}")  # type: ignore[index]
+        if isinstance(value, Hashable) and value in expressions:
+            out.append(f"{expressions[value]}{rest}")
             continue
         key = slots.get(value) if isinstance(value, Hashable) else None
         if key is None:
@@ -149,8 +150,8 @@ class Statement:
             text = text.replace("{" + name + "}", part.sql)
         for name, sql in (self.build_parts() if self.build_parts else {}).items():
             text = text.replace("{" + name + "}", sql)
-        for part in self.includes:
-            text = text.replace("{" + part.name + "}", part.sql)
+        for included in self.includes:
+            text = text.replace("{" + included.name + "}", included.sql)
         wanted = set(_PLACEHOLDER.findall(text))
         given = set(self.params._fields)
         if wanted != given:

@@ -55,7 +55,7 @@ def run(command: Any, **options: Any) -> None:
         raise CommandError("name an item id, or --kind for a bulk cancel (not both)")
     actor = options.get("actor") or _default_actor()
     try:
-        if item_id:
+        if not kind:  # so the item id is given
             if options.get("lane") or options.get("tenant") or options.get("status"):
                 raise CommandError("--lane, --tenant and --status go with --kind")
             rctx = new_request_context(AppType.CLI)

@@ -3,15 +3,14 @@ queue table's storage settings. The SQL is frozen as applied: a change is a new 
 
 Autovacuum: a queue table turns over all its rows; vacuum it after 1% of them died instead of
 PostgreSQL's default 20%, so dead entries from claims and completions do not pile up in the
-claim's index between runs (a claim over dead entries slowed by a third between autovacuum
-runs).
+claim's index between runs (every claim reads past them until autovacuum runs).
 
 Tenants are many: ``org_id`` has about one distinct value per hundred rows, whatever the last
 ANALYZE sampled. When one tenant holds nearly every waiting item (a bulk import), a sample sees
 one tenant, and the planner then takes ``org_id = <tenant>`` to match every row: the fair
 claim's per-tenant pick walked the lane's whole backlog through ``workitem_claim_idx`` to reach
-another tenant's few items (200 ms per claim at a million waiting) instead of reading them from
-``workitem_fair_claim_idx`` (0.03 ms)."""
+another tenant's few items (a read that grows with the backlog) instead of reading just them
+from ``workitem_fair_claim_idx``."""
 
 from django.db import migrations
 

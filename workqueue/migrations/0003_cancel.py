@@ -1,4 +1,4 @@
-"""Cancel (issue 20): the ``cancelled`` status, ``cancel_requested_at`` (when someone asked;
+"""Cancel: the ``cancelled`` status, ``cancel_requested_at`` (when someone asked;
 a claimed item's holder learns of it at its next lease renewal), and the triage index now
 covering cancelled items too, so the sweep purges them like discarded ones."""
 

@@ -15,6 +15,7 @@ from audit.services import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
+from workqueue.inputs import is_aware
 from workqueue.triage.matching import DEAD_MATCHING, DeadFilter, count_dead, match_values
 from wqcore.conf import wq_settings
 from wqcore.logs import log_event
@@ -121,7 +122,7 @@ def act_on_matching(
     statement = MATCHING_ACTIONS.get(action)
     if statement is None:
         raise InvalidPayload(f"action: must be one of {', '.join(MATCHING_ACTIONS)}")
-    if not isinstance(until, datetime) or until.tzinfo is None:
+    if not is_aware(until):
         raise InvalidPayload("until: must be a timestamp with a time zone")
     budget = (
         int(batch or wq_settings.TRIAGE_BATCH),

@@ -15,6 +15,7 @@ from django.utils.dateparse import parse_datetime
 
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
+from workqueue.inputs import is_aware
 from wqcore.conf import wq_settings
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, Step, System, Tenant, transition
@@ -43,20 +44,21 @@ class DeadFilter:
     org_id: uuid.UUID | None = None
 
     def checked(self) -> DeadFilter:
-        """This filter, or ``InvalidPayload`` naming the field that cannot be one."""
-        for name, value, longest in (
+        """This filter, or ``InvalidPayload`` naming the field that cannot be one. Each field is
+        checked as a value of any type: a dataclass does not check its annotations."""
+        texts: tuple[tuple[str, object, int], ...] = (
             ("kind", self.kind, 100),
             ("lane", self.lane, 50),
             ("error_contains", self.error_contains, ERROR_CONTAINS_MAX),
-        ):
+        )
+        for name, value, longest in texts:
             if value is None:
                 continue
             if not isinstance(value, str) or not value or "\x00" in value:
                 raise InvalidPayload(f"{name}: must be non-empty text")
             if len(value) > longest:
                 raise InvalidPayload(f"{name}: at most {longest} characters")
-        since = self.failed_since
-        if since is not None and (not isinstance(since, datetime) or since.tzinfo is None):
+        if self.failed_since is not None and not is_aware(self.failed_since):
             raise InvalidPayload("failed_since: must be a timestamp with a time zone")
         if self.org_id is not None and not isinstance(self.org_id, uuid.UUID):
             raise InvalidPayload("tenant: must be a tenant's id")
