@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
@@ -39,7 +40,8 @@ HISTORY_SHOWN = 200
 
 class WorkItemAdmin(TriageAdmin):
     statuses = frozenset(Status.values)
-    list_display = (
+    # Typed as any tuple: the dead-letter list shows other columns and filters.
+    list_display: tuple[str, ...] = (
         "short_id",
         "tenant",
         "kind",
@@ -51,7 +53,12 @@ class WorkItemAdmin(TriageAdmin):
         "updated",
     )
     list_display_links = ("short_id",)
-    list_filter = (TenantFilter, KindFilter, LaneFilter, "status")
+    list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
+        TenantFilter,
+        KindFilter,
+        LaneFilter,
+        "status",
+    )
     search_fields = ("id", "idempotency_key")
     search_help_text = "An item's id, or its idempotency key (exact)."
     # Time-ordered ids (UUIDv7): newest first is the primary key read backwards.
@@ -198,7 +205,7 @@ class WorkItemAdmin(TriageAdmin):
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
-                action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+                action_checkbox_name=ACTION_CHECKBOX_NAME,
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 
