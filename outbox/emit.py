@@ -80,7 +80,7 @@ def _checked(kind: Any, payload: Any) -> str:
     return text
 
 
-def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
+def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan[uuid.UUID]:
     params = EmitParams(
         id=runtime.WorkItem._meta.pk.default(),
         org_id=ctx.org_id,
@@ -91,7 +91,8 @@ def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
         traceparent=check_traceparent(ctx.rctx.traceparent or current_traceparent()),
     )
     rows = yield Tenant(ctx.org_id, EMIT, params)
-    return rows.rows[0][0]
+    emitted: uuid.UUID = rows.rows[0][0]  # the row's id column
+    return emitted
 
 
 def emit(ctx: OpContext, kind: str, payload: dict[str, Any]) -> uuid.UUID:
