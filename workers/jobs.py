@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from tenancy.contexts import OpContext
 from workers.metrics import IN_FLIGHT
@@ -194,7 +195,8 @@ class Jobs:
             forced = asyncio.create_task(force.wait())
             grace = asyncio.create_task(asyncio.sleep(grace_s))
             waiting = asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.wait({waiting, forced, grace}, return_when=asyncio.FIRST_COMPLETED)
+            first: set[asyncio.Future[Any]] = {waiting, forced, grace}
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
             forced.cancel()
             grace.cancel()
         left = [job for job in self._jobs.values() if job.task is not None]

@@ -313,7 +313,7 @@ class Runner:
                 logging.INFO,
                 "item_retried",
                 error=first_line(error),
-                available_at=failed.available_at.isoformat() if failed.available_at else None,
+                available_at=failed.available_at.isoformat(),
             )
         else:
             job.ended = Ended.DEAD_LETTERED

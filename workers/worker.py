@@ -215,7 +215,7 @@ class Worker:
             tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
         return tasks
 
-    async def _in_maintenance_thread(self, fn: Any) -> Any:
+    async def _in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._maintenance_thread, _closing_broken(fn))
 
@@ -357,7 +357,7 @@ def _lease_store() -> AsyncStore:
     return AsyncStore(tenant_size=0, system_size=LEASE_CONNECTIONS, generic_size=0)
 
 
-def _closing_broken(fn: Any) -> Any:
+def _closing_broken[T](fn: Callable[[], T]) -> Callable[[], T]:
     """Run ``fn`` on a worker thread; a connection it broke is dropped, so the next call on
     that thread reconnects instead of failing too. Before it, as Django does before each
     request, a connection is checked (CONN_HEALTH_CHECKS): one the server ended while this
@@ -365,7 +365,7 @@ def _closing_broken(fn: Any) -> Any:
     the database is back and reporting a second outage; with DEBUG on, the record of queries
     starts afresh too."""
 
-    def call() -> Any:
+    def call() -> T:
         close_old_connections()
         if django_settings.DEBUG:
             reset_queries()

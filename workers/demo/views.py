@@ -88,10 +88,14 @@ def work(request: HttpRequest, work_id: uuid.UUID) -> HttpResponse:
         return render(request, "demo/not_a_member.html", status=403)
     row = OutboxRow.objects.filter(pk=work_id).first()
     item = WorkItem.objects.filter(pk=work_id).first()
-    if row is None and item is None:
+    if item is not None:
+        payload: dict[str, Any] = item.payload or {}
+    elif row is not None:
+        payload = row.payload or {}
+    else:
         raise Http404("no such work in your org")
-    payload: dict[str, Any] = (item.payload if item else row.payload) or {}  # type: ignore[union-attr]
-    shipment = Shipment.objects.filter(pk=payload.get("shipment_id")).first()
+    shipment_id = payload.get("shipment_id")
+    shipment = Shipment.objects.filter(pk=shipment_id).first() if shipment_id else None
     notices = ShipmentNotice.objects.filter(shipment=shipment) if shipment else []
     context = {
         "work_id": work_id,

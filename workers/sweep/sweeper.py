@@ -124,7 +124,8 @@ class SweepLock:
 
 def _row_exists(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT EXISTS (SELECT FROM workqueue_mutex WHERE name = %s)", [MUTEX])
-    return bool(row.fetchone()[0])  # type: ignore[index]
+    found = row.fetchone()  # EXISTS answers one row
+    return found is not None and bool(found[0])
 
 
 _LOCKS = threading.local()
@@ -140,9 +141,10 @@ def close_lock() -> None:
 def _lock() -> SweepLock:
     """This thread's holder (a sweep runs on one thread: the worker's maintenance thread, or
     ``manage.py sweep``'s)."""
-    if not hasattr(_LOCKS, "holder"):
-        _LOCKS.holder = SweepLock()
-    return _LOCKS.holder
+    holder: SweepLock | None = getattr(_LOCKS, "holder", None)
+    if holder is None:
+        holder = _LOCKS.holder = SweepLock()
+    return holder
 
 
 def sweep_once(

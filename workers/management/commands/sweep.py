@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from json import dumps
 from typing import Any
@@ -145,7 +146,7 @@ class Command(BaseCommand):
         thread = ThreadPoolExecutor(1, thread_name_prefix="sweep")
         outage = Outage()
 
-        async def in_thread(fn: Any) -> Any:
+        async def in_thread[T](fn: Callable[[], T]) -> T:
             return await loop.run_in_executor(thread, fn)
 
         relayer = Relayer(in_thread, outage)
