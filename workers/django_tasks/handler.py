@@ -71,14 +71,15 @@ logger = logging.getLogger(__name__)
 _LOGGING_ONLY = frozenset({log_task_started, log_task_finished})
 
 
-async def asend(signal: Signal, sender: type, result: TaskResult) -> None:
+async def asend(signal: Signal, sender: type, result: TaskResult[..., Any]) -> None:
     """Send a task signal from the event loop: at once when only Django's logging receivers
     listen, else as ``asend_robust`` does (sync receivers may use the ORM: not on the loop)."""
     try:
         sync_receivers, async_receivers = signal._live_receivers(sender)
+        only_logging = not async_receivers and all(r in _LOGGING_ONLY for r in sync_receivers)
     except Exception:  # a private API: if it changes, fall back to the documented one
-        sync_receivers, async_receivers = [None], []
-    if not async_receivers and all(r in _LOGGING_ONLY for r in sync_receivers):
+        only_logging = False
+    if only_logging:
         signal.send_robust(sender, task_result=result)
     else:
         await signal.asend_robust(sender, task_result=result)
@@ -109,7 +110,7 @@ class Target:
     """What an item names: its payload, the task, and the backend its signals come from."""
 
     payload: DjangoTaskPayload
-    task: Task
+    task: Task[..., Any]
     sender: type
 
     @classmethod
@@ -134,9 +135,9 @@ class Call:
     """One attempt of one task: what it runs and the result its signals carry."""
 
     item: runtime.WorkItem
-    task: Task
+    task: Task[..., Any]
     sender: type
-    result: TaskResult
+    result: TaskResult[..., Any]
     retry: runtime.RetryPolicy | None
 
     @classmethod

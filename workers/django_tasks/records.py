@@ -89,7 +89,7 @@ def error_json(exception_class_path: str, traceback: str) -> str:
     return json.dumps({"exception_class_path": exception_class_path, "traceback": text})
 
 
-def record_start_plan(fences: list[runtime.Fence]) -> Plan:
+def record_start_plan(fences: list[runtime.Fence]) -> Plan[dict[uuid.UUID, Started]]:
     params = RecordStartParams(
         [f.org_id for f in fences], [f.item_id for f in fences], [f.claim_token for f in fences]
     )
@@ -100,7 +100,7 @@ def record_start_plan(fences: list[runtime.Fence]) -> Plan:
     }
 
 
-def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan:
+def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan[set[uuid.UUID]]:
     params = RecordEndParams(
         [f.org_id for f, _ in ends],
         [f.item_id for f, _ in ends],
@@ -119,8 +119,8 @@ class Recorder:
     on its way join the next one, so nothing waits on a timer."""
 
     def __init__(self) -> None:
-        self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Any]]] = []
-        self._ends: list[tuple[runtime.Fence, Ended, asyncio.Future[Any]]] = []
+        self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Started | None]]] = []
+        self._ends: list[tuple[runtime.Fence, Ended, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self, fence: runtime.Fence) -> Started | None:
@@ -132,8 +132,10 @@ class Recorder:
         """Store the attempt's outcome; False when the item is no longer held under the token."""
         return await self._submit(self._ends, fence, ended)
 
-    async def _submit(self, queue: list[Any], fence: runtime.Fence, data: Any) -> Any:
-        future = asyncio.get_running_loop().create_future()
+    async def _submit[D, T](
+        self, queue: list[tuple[runtime.Fence, D, asyncio.Future[T]]], fence: runtime.Fence, data: D
+    ) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         queue.append((fence, data, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="task-records")
@@ -145,17 +147,17 @@ class Recorder:
             starts, self._starts = self._starts, []
             ends, self._ends = self._ends, []
             if starts:
-                plan = record_start_plan([f for f, _, _ in starts])
-                await self._write(starts, plan, lambda written, item_id: written.get(item_id))
+                started = record_start_plan([f for f, _, _ in starts])
+                await self._write(starts, started, lambda written, item_id: written.get(item_id))
             if ends:
-                plan = record_end_plan([(f, e) for f, e, _ in ends])
-                await self._write(ends, plan, lambda written, item_id: item_id in written)
+                ended = record_end_plan([(f, e) for f, e, _ in ends])
+                await self._write(ends, ended, lambda written, item_id: item_id in written)
 
     @staticmethod
-    async def _write(
-        batch: list[tuple[runtime.Fence, Any, asyncio.Future[Any]]],
-        plan: Plan,
-        answer: Callable[[Any, uuid.UUID], Any],
+    async def _write[W, T](
+        batch: list[tuple[runtime.Fence, Any, asyncio.Future[T]]],
+        plan: Plan[W],
+        answer: Callable[[W, uuid.UUID], T],
     ) -> None:
         """Run ``plan`` and settle each waiting task with ``answer(what it wrote, its id)``;
         a failed statement fails every waiting task (the worker's failure path takes it)."""
@@ -205,7 +207,7 @@ class Stored:
     errors: list[dict[str, str]]
 
 
-def read_plan(ctx: OpContext, item_id: uuid.UUID) -> Plan:
+def read_plan(ctx: OpContext, item_id: uuid.UUID) -> Plan[Stored | None]:
     rows = yield Tenant(ctx.org_id, READ_RESULT, ReadResultParams(item_id, DJANGO_TASK.name))
     if not rows.rows:
         return None
