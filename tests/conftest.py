@@ -8,6 +8,7 @@ does. Tests that need commits (other connections, SKIP LOCKED, NOTIFY, other log
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -27,7 +28,7 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
     from django.test.utils import setup_databases, teardown_databases
 
     with django_db_blocker.unblock():
-        call_command("create_logins", verbosity=0, stdout=open("/dev/null", "w"))
+        call_command("create_logins", verbosity=0, stdout=io.StringIO())
         old = setup_databases(
             verbosity=0, interactive=False, aliases=["admin"], serialized_aliases=[]
         )

@@ -28,6 +28,7 @@ import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -97,7 +98,7 @@ class Worker:
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
         )
-        self.http: Any = None
+        self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None
         # Set by run(): the watchdog on this worker's loop, and the keeper's thread.
         self.watchdog: LoopWatchdog | None = None
@@ -183,7 +184,7 @@ class Worker:
             capacity=s.capacity,
             threads=s.threads if self._handler_pool else 0,
             sweep="on" if s.sweep else "off",
-            metrics_port=self.http.server_port if self.http else None,
+            metrics_port=self.http.server_port if self.http is not None else None,
         )
         loop = asyncio.get_running_loop()
         self.runner.jobs.loop = loop
@@ -198,8 +199,9 @@ class Worker:
         if self._publishing is not None:  # let a beat still in flight land first
             await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
         await self._publish()
-        if self.http:
+        if self.http is not None:
             self.http.shutdown()
+            self.http.server_close()  # shutdown() stops the loop; this closes its socket
         await aclose_async_store()
         await self._close_thread(self._liveness_thread)
         await self._close_thread(self._maintenance_thread, close_lock)
