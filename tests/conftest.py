@@ -36,7 +36,10 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
             connections[alias].close()
             connections[alias].creation.set_as_test_mirror(connections["admin"].settings_dict)
     yield
+    from workers.sweep.sweeper import close_lock
+
     with django_db_blocker.unblock():
+        close_lock()  # the sweeps the tests ran on this thread kept their lock's connection
         connections.close_all()
         # Threads and subprocesses of the runtime tests may still hold a session; end them so
         # the test database can be dropped.

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import ThreadingHTTPServer
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.db import close_old_connections, connections, reset_queries
 
@@ -205,6 +206,9 @@ class Worker:
         await aclose_async_store()
         await self._close_thread(self._liveness_thread)
         await self._close_thread(self._maintenance_thread, close_lock)
+        # The signals' sync receivers ran on Django's sync thread (asend_robust): the
+        # connections they opened there end with the worker too.
+        await sync_to_async(connections.close_all)()
         if self._handler_pool:
             await self.runner.calls.close_connections()
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
