@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from asgiref.sync import sync_to_async
 from django.db import connections, transaction
 from django.test import override_settings
 
@@ -116,10 +115,7 @@ def test_queue_priority_and_run_after_become_the_items(member: OpContext) -> Non
 def test_aenqueue_and_aget_result(member: OpContext) -> None:
     async def go() -> tuple[Any, Any]:
         result = await tasks.async_add.aenqueue(1, 2)
-        read = await tasks.async_add.aget_result(result.id)
-        # Both ran on Django's sync thread: the connection they opened there ends with them.
-        await sync_to_async(connections.close_all)()
-        return result, read
+        return result, await tasks.async_add.aget_result(result.id)
 
     result, read = asyncio.run(go())
     assert read.id == result.id and read.status == TaskResultStatus.READY

@@ -65,7 +65,7 @@ def test_a_killed_workers_items_are_finished_by_another_runworker(ctx) -> None:
         _wait(lambda: len(_items(status=Status.CLAIMED)) == 3)
     finally:
         first.kill()
-        first.wait()
+        first.communicate()  # reaps it and closes its output pipe
     assert {i.attempts for i in _items()} == {1}
     second = _runworker(
         SLOW_ONCE.name, "--metrics-port", "-1", WORKER_LEASE_S="2", SWEEP_INTERVAL_S="0.5"
