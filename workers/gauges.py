@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from outbox.relay import READ_LAG
+from outbox.api import READ_LAG
 from workers.liveness import READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
