@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The product's apps and the reference site, bottom up: each imports only those below it.
 BOTTOM_UP = ("wqcore", "tenancy", "audit", "workqueue", "outbox", "workers", "project")
 OUTSIDE_THE_QUEUE = tuple(app for app in BOTTOM_UP if app != "workqueue")
-# The modules of each app that another app may import; the site on top offers none.
+# The modules of each app that another app (or a site) may import; the site on top offers none.
 FACES: dict[str, tuple[str, ...]] = {
     "wqcore": (
         "actor",
@@ -63,7 +63,8 @@ FACES: dict[str, tuple[str, ...]] = {
     "audit": ("api",),
     "workqueue": ("api", "runtime"),
     "outbox": ("api",),
-    "workers": ("testing",),
+    # What a site's own code and tests use (the runtime itself is run by its commands).
+    "workers": ("testing", "schedules", "django_tasks.policy", "django_tasks.schedules"),
     "project": (),
 }
 
