@@ -228,7 +228,7 @@ def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     due = runtime.read_due_lanes(org_id)
     if not due:
         return []
-    live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
+    live = read_live_lanes(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     return [lane for lane in due if lane.lane not in live]
 
 
