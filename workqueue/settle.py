@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import Conflict

@@ -178,10 +178,10 @@ def test_a_statement_refuses_parameters_of_another_shape() -> None:
 
 
 def test_no_login_compiles_statements_just_in_time() -> None:
-    """JIT compiled the fair claim on every run once its estimates passed jit_above_cost (a
-    million waiting items): 30 ms of a 31 ms claim. The everyday and system logins start
-    every session with it off (set on the logins by create_logins, not sent at connect: a
-    pooler refuses startup options), the store's async pools included."""
+    """JIT compiled the fair claim on every run once its estimates passed jit_above_cost (at a
+    million waiting items), costing more than the claim's own work. The everyday and system
+    logins start every session with it off (set on the logins by create_logins, not sent at
+    connect: a pooler refuses startup options), the store's async pools included."""
 
     async def async_setting() -> str:
         try:

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.models.functions import Now
 
-from outbox.relay import relay_all
+from outbox.api import relay_all
 from tenancy.contexts import AppType, OpContext, new_request_context
 from tenancy.scope import system_scope
 from workers.config import WorkerSettings

@@ -20,8 +20,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
-from audit.models import AuditEntry
-from audit.names import actor_names
+from audit.api import AuditEntry, actor_names
 from tenancy.admin_fence import admin_alias, is_operator
 from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
