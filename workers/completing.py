@@ -6,7 +6,8 @@ that fails (the database is away) is kept and retried; an item the statement ref
 its claim to another holder (the store counts it). The claim loop takes no more work while more
 finished items than the worker's capacity wait here (``backlog``): claims never run far ahead
 of completions, so a worker that dies leaves at most about that many finished items to run
-again. A full batch (``flush_at`` items) is written at once, without the wait.
+again. A full batch (``flush_at`` items) is written at once, without the wait. Each batch's
+last progress reports (``run.progress``) are written just before it (``reporting.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from workers.metrics import for_kind
 from workers.outage import Outage
+from workers.reporting import Reporter
 from workqueue import runtime
 from wqcore.logs import log_event
 
@@ -26,9 +28,17 @@ logger = logging.getLogger(__name__)
 
 class Completer:
     def __init__(
-        self, outage: Outage, *, flush_ms: int, flush_at: int = 100, retry_s: float = 0.5
+        self,
+        outage: Outage,
+        *,
+        flush_ms: int,
+        flush_at: int = 100,
+        retry_s: float = 0.5,
+        reporter: Reporter | None = None,
     ) -> None:
         self.outage = outage
+        # Writes each item's last progress report before its completion (reporting.py).
+        self.reporter = reporter
         self.flush_s = flush_ms / 1000
         self.flush_at = flush_at
         self.retry_s = retry_s
@@ -64,6 +74,8 @@ class Completer:
             started = self.outage.now()
             self.writing = len(batch)
             try:
+                if self.reporter is not None:
+                    await self.reporter.flush_final(fence for fence, _ in batch)
                 done = await runtime.acomplete_many([fence for fence, _ in batch])
             except Exception as exc:
                 if not self.outage.failed("complete", exc):
@@ -81,6 +93,8 @@ class Completer:
             self.outage.ok(started)
             completed: Counter[str] = Counter()
             for fence, kind in batch:
+                if self.reporter is not None:
+                    self.reporter.forget(fence.item_id)
                 if fence.item_id in done:
                     completed[kind] += 1
                 else:

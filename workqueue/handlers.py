@@ -15,6 +15,10 @@ Once it calls ``run.mark_side_effect()`` (an e-mail went out, a card was charged
 never retried automatically: the item is dead-lettered for a human, who knows whether repeating
 the effect is safe: a retry would repeat it.
 
+``run.progress(done, total, note=...)`` and ``run.set_meta({...})`` say how far it got and
+what it found: recorded in memory at once, written to the item by the worker, throttled
+(``workqueue/progress.py``).
+
 ``run.snooze(seconds)`` is not a failure: the item goes back for later without spending an
 attempt (for "not yet" answers, a rate-limited service's "retry after").
 
@@ -44,12 +48,13 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
 from workqueue.kinds import get_kind
 from workqueue.models import WorkItem
+from workqueue.progress import Report
 from workqueue.settle import MAX_RETRY_DELAY_S
 
 
@@ -105,6 +110,8 @@ class Run:
         # the pool's turns (one per thread).
         self.threads: InThread | None = None
         self.turns: asyncio.Semaphore | None = None
+        # What it reported (``progress``, ``set_meta``), until the worker writes it.
+        self.report = Report()
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -122,6 +129,23 @@ class Run:
             raise ValueError(f"seconds: must be 0 to {MAX_RETRY_DELAY_S:g} (got {seconds})")
         self.snoozed_s = delay
         raise Snoozed(delay)
+
+    def progress(self, done: float, total: float | None = None, *, note: str = "") -> None:
+        """Say how far the run got: ``done`` of ``total`` (None: not known), with a short
+        ``note``; each call replaces the last. Cheap enough for every row of a loop: it only
+        records the value (no I/O), which the worker writes to the item at most every
+        ``WORKQUEUE["WORKER_PROGRESS_FLUSH_S"]`` and once more before its outcome. A count
+        that is negative, not finite or past 2**53, a ``total`` below ``done``, a note that is
+        not text or longer than 200 characters raises ``ValueError`` naming it; nothing is
+        recorded (``workqueue/progress.py``)."""
+        self.report.progress(done, total, note)
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        """Merge ``meta`` (text keys, JSON values) into the item's metadata, key by key,
+        written as ``progress`` is. What one run sets, merged, is at most 16 KiB as JSON; a
+        value that is not JSON or a larger total raises ``ValueError`` naming ``meta``, and
+        nothing is recorded."""
+        self.report.merge_meta(meta)
 
     @property
     def cancelled(self) -> bool:

@@ -8,12 +8,19 @@ from functools import cache
 from operator import itemgetter
 from typing import Any
 
+from django.db import models
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
 from workqueue.models import WorkItem
 from wqcore.conf import tenant_alias
 from wqcore.store import Rows
+
+# The item's JSON columns: Django's psycopg set-up loads text-format jsonb as text for
+# JSONField to parse, and these rows skip JSONField.
+_JSON_FIELDS = tuple(
+    f.attname for f in WorkItem._meta.concrete_fields if isinstance(f, models.JSONField)
+)
 
 
 @cache
@@ -43,9 +50,10 @@ def items_from_rows(
             state.adding, state.db = False, alias
         else:
             item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
-        # Django's psycopg set-up loads text-format jsonb as text for JSONField to parse.
-        if isinstance(item.payload, str):
-            item.payload = json.loads(item.payload)
+        values = item.__dict__
+        for name in _JSON_FIELDS:
+            if isinstance(values[name], str):
+                values[name] = json.loads(values[name])
         items.append(item)
     return items
 

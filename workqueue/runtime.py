@@ -60,6 +60,7 @@ from workqueue.maintenance import (
 )
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.progress import Report, Reported, awrite_progress
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete_many,
@@ -86,6 +87,8 @@ __all__ = [
     "Holder",
     "Paused",
     "Relayed",
+    "Report",
+    "Reported",
     "Requeued",
     "TenantShare",
     "acancel_held",
@@ -97,6 +100,7 @@ __all__ = [
     "arelease",
     "asend_settled",
     "autovacuum_on",
+    "awrite_progress",
     "check_lane",
     "check_max_attempts",
     "check_name",
