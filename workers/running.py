@@ -123,7 +123,9 @@ class Runner:
         )
         # Writes what the handlers report (run.progress, run.set_meta), throttled; the
         # completer writes a finished item's last report, the runner any other's.
-        self.reporter = reporter or Reporter(outage, interval_s=settings.progress_flush_s)
+        if reporter is None:
+            reporter = Reporter(outage, interval_s=settings.progress_flush_s)
+        self.reporter = reporter
         self.calls = HandlerCalls(
             handler_pool,
             settings.threads,

@@ -115,7 +115,9 @@ def test_an_ended_item_takes_no_more_reports_and_keeps_its_last(write, face, ctx
     assert (stored.status, stored.progress["done"], stored.meta) == (Status.DONE, 10, {"ok": True})
 
 
-def test_an_id_given_twice_takes_the_values_of_the_fence_that_holds_it(write, face, ctx, worker_rctx):  # type: ignore[no-untyped-def]
+def test_an_id_given_twice_takes_the_values_of_the_fence_that_holds_it(
+    write, face, ctx, worker_rctx
+):  # type: ignore[no-untyped-def]
     face.enqueue(ctx, "NOOP", {})
     [(_, held)] = face.claim(worker_rctx, "default", None, "w1", 30, 1)
     stale = Fence(held.org_id, held.id, uuid.uuid4())
