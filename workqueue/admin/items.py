@@ -24,10 +24,11 @@ from audit.api import AuditEntry, actor_names
 from tenancy.admin_fence import admin_alias, is_operator
 from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
-from workqueue.admin.display import age, first_line, trace_link
+from workqueue.admin.display import age, first_line, progress_text, share, trace_link
 from workqueue.admin.filters import KindFilter, LaneFilter, TenantFilter
 from workqueue.admin.scope import tenants_have_names
 from workqueue.models import Attempt, Status, WorkItem
+from workqueue.progress import NOTE_MAX
 
 # The most attempts an item's page lists (the first ones: an item runs out of attempts long
 # before; one an operator requeued many times shows its first this many).
@@ -44,6 +45,7 @@ class WorkItemAdmin(TriageAdmin):
         "kind",
         "lane",
         "status",
+        "progress_shown",
         "tries",
         "error",
         "created",
@@ -144,6 +146,10 @@ class WorkItemAdmin(TriageAdmin):
     def tenant(self, item: WorkItem) -> str:
         return getattr(item, "tenant_name", None) or str(item.org_id)
 
+    @admin.display(description="progress")
+    def progress_shown(self, item: WorkItem) -> str:
+        return progress_text(item.progress)
+
     @admin.display(description="attempts")
     def tries(self, item: WorkItem) -> str:
         return f"{item.attempts}/{item.max_attempts}"
@@ -195,6 +201,10 @@ class WorkItemAdmin(TriageAdmin):
                 item=obj,
                 attempts=list(attempts),
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
+                progress_line=progress_text(obj.progress, NOTE_MAX),
+                progress_share=share(obj.progress),
+                progress_at=(obj.progress or {}).get("at"),
+                meta_json=json.dumps(obj.meta, indent=2, sort_keys=True, ensure_ascii=False),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
                 action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
