@@ -60,7 +60,7 @@ from workqueue.maintenance import (
 )
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
-from workqueue.progress import Report, Reported, awrite_progress
+from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete_many,
@@ -103,7 +103,9 @@ __all__ = [
     "awrite_progress",
     "check_lane",
     "check_max_attempts",
+    "check_meta",
     "check_name",
+    "check_progress",
     "check_traceparent",
     "declare_lanes",
     "declared_lanes",

@@ -64,7 +64,13 @@ FACES: dict[str, tuple[str, ...]] = {
     "workqueue": ("api", "runtime"),
     "outbox": ("api",),
     # What a site's own code and tests use (the runtime itself is run by its commands).
-    "workers": ("testing", "schedules", "django_tasks.policy", "django_tasks.schedules"),
+    "workers": (
+        "testing",
+        "schedules",
+        "django_tasks.policy",
+        "django_tasks.progress",
+        "django_tasks.schedules",
+    ),
     "project": (),
 }
 

@@ -56,6 +56,7 @@ from workers.django_tasks.exceptions import (
 )
 from workers.django_tasks.kind import DJANGO_TASK, DjangoTaskPayload
 from workers.django_tasks.loading import queue_backend, runnable_task
+from workers.django_tasks.progress import reporting_to
 from workers.django_tasks.records import Ended, Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
 from workqueue import runtime
@@ -270,10 +271,11 @@ class DjangoTaskHandler:
                 await notes.end(fence, Ended(error=error))
                 raise unrunnable
             call = Call.of(item, target, started)
-            if sync:
-                outcome = await run.in_thread(call.run_sync, ctx)
-            else:
-                outcome = await call.run_async(ctx)
+            with reporting_to(run):  # the task's progress() and set_meta()
+                if sync:
+                    outcome = await run.in_thread(call.run_sync, ctx)
+                else:
+                    outcome = await call.run_async(ctx)
         if not await notes.end(fence, outcome.ended):
             log_event(logger, logging.WARNING, "task_outcome_refused", **fields_of_item(item))
         if outcome.failure is not None:
