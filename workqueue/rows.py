@@ -52,8 +52,10 @@ def items_from_rows(
             item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
         values = item.__dict__
         for name in _JSON_FIELDS:
-            if isinstance(values[name], str):
-                values[name] = json.loads(values[name])
+            value = values[name]
+            if isinstance(value, str):
+                # Most items' metadata is empty: a new dict costs far less than parsing "{}".
+                values[name] = {} if value == "{}" else json.loads(value)
         items.append(item)
     return items
 
