@@ -75,6 +75,10 @@ class WorkItem(models.Model):
     # When someone asked to cancel it (workqueue/cancel.py). A claimed item stays claimed until
     # its holder learns of the request at its next lease renewal and ends it cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # What the handler returned (JSON), written by the statement that marks the item done,
+    # under its claim token; NULL until then, and when the handler returned None. Bounded like
+    # the payload (WORKQUEUE["MAX_PAYLOAD_BYTES"]); kept as long as the item.
+    result = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 

@@ -36,6 +36,13 @@ ATTEMPTS_SHOWN = 200
 HISTORY_SHOWN = 200
 
 
+def _pretty(value: Any) -> str | None:
+    """A stored JSON value, indented for reading (None: nothing stored)."""
+    if value is None:
+        return None
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
 class WorkItemAdmin(TriageAdmin):
     statuses = frozenset(Status.values)
     list_display = (
@@ -183,8 +190,8 @@ class WorkItemAdmin(TriageAdmin):
         form_url: str = "",
         obj: WorkItem | None = None,
     ) -> HttpResponse:
-        """The detail page: payload, full error, every attempt (worker, host, start, end,
-        outcome, traceback), history from the audit trail, triage."""
+        """The detail page: payload, result, full error, every attempt (worker, host, start,
+        end, outcome, traceback), history from the audit trail, triage."""
         if obj is not None:
             attempts = (
                 Attempt.objects.using(admin_alias(request))
@@ -195,6 +202,7 @@ class WorkItemAdmin(TriageAdmin):
                 item=obj,
                 attempts=list(attempts),
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
+                result_json=_pretty(obj.result),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
                 action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
