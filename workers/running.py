@@ -4,7 +4,9 @@ The item's route through a worker: the claim loop (``claiming.py``) hands each c
 ``Runner.start``, which makes its job (``jobs.py``), holds its lease (``lease.py``) and runs it
 as a task of its own: the handler (``calling.py``) under the context the claim returned, inside
 a span linked (never parented) to the enqueuing request's trace. It returns: the runner hands
-the item to the completer (``completing.py``), which writes completions in batches. It raises:
+the item and its result (JSON text, made by ``calling.py``) to the completer
+(``completing.py``), which writes completions in batches; a result that cannot be stored fails
+the item for good, as a ``PermanentError`` would, with a message saying what to return. It raises:
 the failure is classified (``handlers.failure_of``: a ``PermanentError``, or any error after
 ``run.mark_side_effect()``, dead-letters at once; anything else retries, ``SystemExit`` and
 ``KeyboardInterrupt`` included: ``handlers.is_failure``) and settled here. It is cancelled: on
@@ -185,7 +187,8 @@ class Runner:
                 started = time.perf_counter()
                 try:
                     job.in_handler = True
-                    await self.calls.call_within(handler, job, runtime.time_limit(handler, item))
+                    limit_s = runtime.time_limit(handler, item)
+                    result = await self.calls.call_within(handler, job, limit_s)
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
@@ -200,7 +203,7 @@ class Runner:
                 finally:
                     job.in_handler = False
                     for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
-            await self._returned(job)
+            await self._returned(job, result)
         except asyncio.CancelledError:
             await self._cancelled(job)
         except Exception as exc:
@@ -236,15 +239,16 @@ class Runner:
         span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
         await self._fail(job, exc)
 
-    async def _returned(self, job: Job) -> None:
-        """The handler returned: its completion is queued, unless it snoozed."""
+    async def _returned(self, job: Job, result: str | None) -> None:
+        """The handler returned: its completion (with its result, JSON text) is queued, unless
+        it snoozed."""
         if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
             self.leases.drop(job.item.id)
             await self.reporter.flush_final([job.fence])
             await self._snooze(job)
             return
         # No lease to keep from here (``_run`` drops it before anything else runs).
-        self.completer.add(job.fence, job.item.kind)
+        self.completer.add(job.fence, job.item.kind, result)
         job.ended = Ended.DONE
 
     async def _cancelled(self, job: Job) -> None:

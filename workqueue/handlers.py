@@ -1,7 +1,9 @@
 """What a handler is, what it may raise, and which handler runs which kind.
 
 A handler gets the ``OpContext`` the claim returned and the claimed item; it never builds a
-context. It returns to complete the item, or raises:
+context. It returns to complete the item (what it returns, JSON, is the item's result, stored by
+the statement that completes it: ``workqueue/results.py``; a result that cannot be stored
+dead-letters the item, naming what to change), or raises:
 
 - ``RetryableError`` (or any other exception): the item is retried after a growing delay, and
   dead-lettered once its attempts are spent;
@@ -52,6 +54,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
+from workqueue.exceptions import UnstorableResult
 from workqueue.kinds import get_kind
 from workqueue.models import WorkItem
 from workqueue.progress import Report
@@ -183,9 +186,10 @@ class Run:
 
 
 class Handler(Protocol):
-    """Runs one kind of work. ``handle`` may be sync or async."""
+    """Runs one kind of work. ``handle`` may be sync or async; what it returns (or its
+    coroutine does) is the item's result: JSON, or None for none."""
 
-    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> Awaitable[None] | None: ...
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> Awaitable[object] | object: ...
 
 
 _HANDLERS: dict[str, type[Handler]] = {}
@@ -263,8 +267,11 @@ def time_limit(handler: Handler, item: WorkItem) -> float | None:
 
 
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
-    """The error to store and whether it is permanent: a ``PermanentError``, or any failure
-    after the handler marked a side effect (a human decides whether repeating it is safe)."""
+    """The error to store and whether it is permanent: a ``PermanentError``, a result that
+    cannot be stored (its message as it is: what to return instead), or any failure after the
+    handler marked a side effect (a human decides whether repeating it is safe)."""
+    if isinstance(exc, UnstorableResult):
+        return str(exc), True
     error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if run.side_effect and not isinstance(exc, PermanentError):
         return f"failed after a side effect, not retried automatically: {error}", True

@@ -61,6 +61,7 @@ from workqueue.maintenance import (
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
+from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete_many,
@@ -135,6 +136,7 @@ __all__ = [
     "read_top_tenants",
     "refuse_unsafe_start",
     "requeue_stale",
+    "result_json",
     "retry_delay",
     "send_settled",
     "set_unreachable_hint",

@@ -91,6 +91,8 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
         "updated_at": when(item.updated_at),
         "traceparent": item.traceparent,
         "cancel_requested_at": when(item.cancel_requested_at),
+        # What its handler returned (JSON; null until it is done, or when it returned None).
+        "result": item.result,
     }
 
 

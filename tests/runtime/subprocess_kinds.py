@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
+from typing import Any
 
 import pydantic
 
@@ -25,6 +27,7 @@ from workqueue.api import (
     handles,
     register,
 )
+from workqueue.kinds import max_payload_bytes
 from workqueue.settle import complete
 
 
@@ -156,6 +159,44 @@ class LoggedHandler:
         _handler_logger.info("handler_says_hello")
         if item.payload.get("fail"):
             raise PermanentError("no such shipment\nsecond line of the message")
+
+
+# -- results (tests/runtime/test_results.py) ------------------------------------------------------
+
+
+class ReturnsPayload(Payload):
+    # What the handler returns (any JSON); or, with ``make``, what cannot be stored: "set" (not
+    # JSON), "nan", "big" (a string one byte over the payload's bound, as JSON).
+    value: Any = None
+    make: str = ""
+
+
+RETURNS = register(Kind("TEST_RETURNS", ReturnsPayload, max_attempts=3))
+RETURNS_SYNC = register(Kind("TEST_RETURNS_SYNC", ReturnsPayload, max_attempts=3))
+
+
+def _returned(item: WorkItem) -> object:
+    make = item.payload.get("make", "")
+    if make == "set":
+        return {"tags": {"a", "b"}}
+    if make == "nan":
+        return {"ratio": math.nan}
+    if make == "big":
+        return "x" * (max_payload_bytes() - 1)  # two quotes more as JSON
+    return item.payload.get("value")
+
+
+@handles(RETURNS.name)
+class ReturnsHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> object:
+        await asyncio.sleep(0)
+        return _returned(item)
+
+
+@handles(RETURNS_SYNC.name)
+class ReturnsSyncHandler:
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> object:
+        return _returned(item)
 
 
 # -- the claim's controls (tests/runtime/test_controls.py) ---------------------------------------

@@ -38,6 +38,11 @@ class Ran:
     exception: BaseException | None = None
 
     @property
+    def result(self) -> Any:
+        """What its handler returned, as its item stores it (None: nothing, or not done)."""
+        return self.item.result
+
+    @property
     def failed(self) -> bool:
         return self.exception is not None and self.ended in (Ended.RETRIED, Ended.DEAD_LETTERED)
 
@@ -218,7 +223,8 @@ def perform(
     """Enqueue one item of ``kind`` in a lane of its own and run just it, through a worker as
     ``drain`` does (its handler, its claim, its settle); returns its run. ``ctx``: the context
     to enqueue with (default ``context()``: the single tenant); ``options`` go to
-    ``enqueue`` (``max_attempts``, ``idempotency_key``, ...)."""
+    ``enqueue`` (``max_attempts``, ``idempotency_key``, ...). What the handler returned is
+    the run's ``result``."""
     _refuse_in_transaction("perform()")
     lane = f"test-{uuid.uuid4().hex[:12]}"
     item, _ = runtime.enqueue(ctx or context(), kind, dict(payload), lane=lane, **options)

@@ -37,6 +37,13 @@ ATTEMPTS_SHOWN = 200
 HISTORY_SHOWN = 200
 
 
+def _pretty(value: Any) -> str | None:
+    """A stored JSON value, indented for reading (None: nothing stored)."""
+    if value is None:
+        return None
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
 class WorkItemAdmin(TriageAdmin):
     statuses = frozenset(Status.values)
     list_display = (
@@ -189,8 +196,8 @@ class WorkItemAdmin(TriageAdmin):
         form_url: str = "",
         obj: WorkItem | None = None,
     ) -> HttpResponse:
-        """The detail page: payload, full error, every attempt (worker, host, start, end,
-        outcome, traceback), history from the audit trail, triage."""
+        """The detail page: payload, result, full error, every attempt (worker, host, start,
+        end, outcome, traceback), history from the audit trail, triage."""
         if obj is not None:
             attempts = (
                 Attempt.objects.using(admin_alias(request))
@@ -205,6 +212,7 @@ class WorkItemAdmin(TriageAdmin):
                 progress_share=share(obj.progress),
                 progress_at=(obj.progress or {}).get("at"),
                 meta_json=json.dumps(obj.meta, indent=2, sort_keys=True, ensure_ascii=False),
+                result_json=_pretty(obj.result),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
                 action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
