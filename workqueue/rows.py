@@ -8,7 +8,6 @@ from functools import cache
 from operator import itemgetter
 from typing import Any
 
-from django.db import models
 from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
@@ -16,11 +15,10 @@ from workqueue.models import WorkItem
 from wqcore.conf import tenant_alias
 from wqcore.store import Rows
 
-# The item's JSON columns: Django's psycopg set-up loads text-format jsonb as text for
-# JSONField to parse, and these rows skip JSONField.
-_JSON_FIELDS = tuple(
-    f.attname for f in WorkItem._meta.concrete_fields if isinstance(f, models.JSONField)
-)
+# The item's JSON columns that always hold an object (or NULL): Django's psycopg set-up loads
+# text-format jsonb as text for JSONField to parse, and these rows skip JSONField, so a string
+# here is that text. (Not the result: a JSON string is a result too.)
+_JSON_OBJECTS = ("payload", "progress", "meta")
 
 
 @cache
@@ -51,7 +49,7 @@ def items_from_rows(
         else:
             item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
         values = item.__dict__
-        for name in _JSON_FIELDS:
+        for name in _JSON_OBJECTS:
             value = values[name]
             if isinstance(value, str):
                 # Most items' metadata is empty: a new dict costs far less than parsing "{}".
