@@ -96,6 +96,7 @@ class WorkerSettings(View):
     stale_after_beats: int = setting("WORKER_STALE_AFTER_BEATS")
     shutdown_grace_s: float = setting("WORKER_SHUTDOWN_GRACE_S")
     complete_flush_ms: int = setting("WORKER_COMPLETE_FLUSH_MS")
+    progress_flush_s: float = setting("WORKER_PROGRESS_FLUSH_S")
     metrics_host: str = setting("WORKER_METRICS_HOST")
     # None in WORKQUEUE: DEFAULT_METRICS_PORT, or the next free port when it is taken (several
     # workers per host); a port named (the setting, --metrics-port) and taken stops the worker.

@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from outbox.relay import READ_LAG, Lag
+from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
 from workers import schedule_state
@@ -228,7 +228,7 @@ def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     due = runtime.read_due_lanes(org_id)
     if not due:
         return []
-    live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
+    live = read_live_lanes(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     return [lane for lane in due if lane.lane not in live]
 
 

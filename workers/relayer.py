@@ -12,7 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from outbox.relay import RelayResult, relay_all
+from outbox.api import RelayResult, relay_all
 from tenancy.contexts import AppType, new_request_context
 from workers.outage import Outage
 from wqcore.logs import log_event

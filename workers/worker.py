@@ -3,7 +3,8 @@
 One asyncio loop per process. The item's route: the claim loop (``claiming.py``) claims and
 hands each item to the runner (``running.py``), which runs it as a task of its own and hands
 what finished to the completer (``completing.py``), which completes in batches; the runner's
-lease keeper (``lease.py``) renews what is held. Around it: the listener (``listen.py``) wakes
+lease keeper (``lease.py``) renews what is held, and the reporter (``reporting.py``) writes
+what the handlers report of their progress. Around it: the listener (``listen.py``) wakes
 the claim loop on a notice; the heartbeat (``liveness.py``) beats in memory for ``/healthz``
 (``http.py``) and publishes best effort; the outbox relayer and the sweep (``sweep/``) run on
 a thread of their own. The claim, the completions and the failures run on the store's async
@@ -47,6 +48,7 @@ from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
+from workers.reporting import Reporter
 from workers.running import Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock, sweep_once
@@ -81,12 +83,23 @@ class Worker:
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
         self._handler_pool = _handler_pool(settings)
         self.liveness = _liveness(self.worker_id, settings)
+        # What running handlers report, written throttled (and before each outcome).
+        self.reporter = Reporter(self.outage, interval_s=settings.progress_flush_s)
         # The item's route: claim loop -> runner -> completer.
         self.completer = Completer(
-            self.outage, flush_ms=settings.complete_flush_ms, flush_at=settings.claim_batch
+            self.outage,
+            flush_ms=settings.complete_flush_ms,
+            flush_at=settings.claim_batch,
+            reporter=self.reporter,
         )
         self.runner = Runner(
-            self.worker_id, settings, self.completer, self.outage, self._handler_pool, on_ended
+            self.worker_id,
+            settings,
+            self.completer,
+            self.outage,
+            self._handler_pool,
+            on_ended,
+            reporter=self.reporter,
         )
         self.claim_loop = ClaimLoop(
             settings, self.worker_id, self.outage, self.runner, self.completer
@@ -145,6 +158,7 @@ class Worker:
             asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
             asyncio.create_task(self.listener.run(self.stopped), name="listen"),
+            asyncio.create_task(self._progress_task().run(), name="progress"),
             *self._extra_tasks(),
         ]
         try:
@@ -238,6 +252,21 @@ class Worker:
             timeout_s=None,
             stop=self.stopped,
             on_error="continue",
+        )
+
+    def _progress_task(self) -> PeriodicTask:
+        """Writes what running handlers reported, each item at most once per interval."""
+        reporter = self.reporter
+        return PeriodicTask(
+            name="progress",
+            operation=reporter.flush_due,
+            interval_s=reporter.tick_s,
+            mode="fixed_rate",
+            # A write hung on a database that does not answer gives way to the next.
+            timeout_s=max(reporter.interval_s, self.settings.renew_timeout_s or 5.0),
+            stop=self.stopped,
+            on_error="continue",
+            report=lambda exc: self.outage.failed("progress", exc),
         )
 
     def _off_loop_tasks(self, stop: asyncio.Event) -> list[PeriodicTask]:

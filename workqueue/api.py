@@ -1,4 +1,5 @@
-"""What a site's code calls: enqueue work, declare kinds and their handlers, cancel, hear outcomes.
+"""What a site's code calls: enqueue work, declare kinds and their handlers, cancel, hear outcomes,
+read results.
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -15,6 +16,7 @@ from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueEr
 from workqueue.handlers import PermanentError, RetryableError, Run, handles
 from workqueue.kinds import Kind, Payload, register
 from workqueue.models import Status, WorkItem
+from workqueue.results import aresult_of, aresults_of, result_of, results_of
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
 
@@ -37,12 +39,16 @@ __all__ = [
     "acancel_matching",
     "aenqueue",
     "aenqueue_many",
+    "aresult_of",
+    "aresults_of",
     "cancel",
     "cancel_matching",
     "enqueue",
     "enqueue_many",
     "handles",
     "register",
+    "result_of",
+    "results_of",
     "work_dead_lettered",
     "work_done",
     "work_failed",

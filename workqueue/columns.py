@@ -175,7 +175,9 @@ class Author(NamedTuple):
 
 # The author's columns: Author's fields, and ``updated_by`` (nobody else has changed it yet).
 AUTHORED = {name: name for name in Author._fields} | {"updated_by": "created_by"}
-# What every item starts as: pending, no attempt spent, no error, no claim, no cancel request.
+# What every item starts as: pending, no attempt spent, no error, no claim, no cancel request,
+# no result (written by the statement that completes it: workqueue/results.py), no progress
+# and no metadata (an empty object, as JSON text: each item read back gets a dict of its own).
 STARTS_AS: dict[str, Any] = {
     "status": Status.PENDING.value,
     "attempts": 0,
@@ -185,6 +187,9 @@ STARTS_AS: dict[str, Any] = {
     "claim_token": None,
     "lease_expires_at": None,
     "cancel_requested_at": None,
+    "result": None,
+    "progress": None,
+    "meta": "{}",
 }
 # Stamped with the insert's own moment (the server's now()).
 AT_INSERT = ("created_at", "updated_at")

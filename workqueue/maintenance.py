@@ -11,7 +11,7 @@ from typing import NamedTuple
 from django.db.models import DateTimeField, Value
 from django.db.models.functions import Coalesce, Now
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
 from workqueue import SQL_DIR
 from workqueue.lanes import declared_lanes

@@ -75,6 +75,19 @@ class WorkItem(models.Model):
     # When someone asked to cancel it (workqueue/cancel.py). A claimed item stays claimed until
     # its holder learns of the request at its next lease renewal and ends it cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # What the handler returned (JSON), written by the statement that marks the item done,
+    # under its claim token; NULL until then, and when the handler returned None. Bounded like
+    # the payload (WORKQUEUE["MAX_PAYLOAD_BYTES"]); kept as long as the item.
+    result = models.JSONField(null=True, blank=True)
+    # How far its handler got (run.progress: workqueue/progress.py): {"done", "total", "note",
+    # "at"}, "at" the database's clock when it was written. Written by the worker under the
+    # claim token, at most every WORKER_PROGRESS_FLUSH_S and once more before the outcome;
+    # NULL until the first report; kept after the item ends.
+    progress = models.JSONField(null=True, blank=True)
+    # What its handlers said about it (run.set_meta), each report merged key by key into what
+    # is there (jsonb ||), under the same fence and throttle. Never NULL: merging needs an
+    # object.
+    meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 

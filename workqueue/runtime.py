@@ -60,6 +60,8 @@ from workqueue.maintenance import (
 )
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
+from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete_many,
@@ -86,6 +88,8 @@ __all__ = [
     "Holder",
     "Paused",
     "Relayed",
+    "Report",
+    "Reported",
     "Requeued",
     "TenantShare",
     "acancel_held",
@@ -97,9 +101,12 @@ __all__ = [
     "arelease",
     "asend_settled",
     "autovacuum_on",
+    "awrite_progress",
     "check_lane",
     "check_max_attempts",
+    "check_meta",
     "check_name",
+    "check_progress",
     "check_traceparent",
     "declare_lanes",
     "declared_lanes",
@@ -129,6 +136,7 @@ __all__ = [
     "read_top_tenants",
     "refuse_unsafe_start",
     "requeue_stale",
+    "result_json",
     "retry_delay",
     "send_settled",
     "set_unreachable_hint",

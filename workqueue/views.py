@@ -84,10 +84,15 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "last_error": item.last_error,
+        # What its handler last reported (run.progress, run.set_meta): null / {} until then.
+        "progress": item.progress,
+        "meta": item.meta,
         "created_at": when(item.created_at),
         "updated_at": when(item.updated_at),
         "traceparent": item.traceparent,
         "cancel_requested_at": when(item.cancel_requested_at),
+        # What its handler returned (JSON; null until it is done, or when it returned None).
+        "result": item.result,
     }
 
 

@@ -188,6 +188,13 @@ class Settings(pydantic.BaseModel):
     WORKER_COMPLETE_FLUSH_MS: int = Field(
         2, ge=0, description="completions wait at most this long to share one statement"
     )
+    WORKER_PROGRESS_FLUSH_S: float = Field(
+        1.0,
+        ge=0.05,
+        le=3600,
+        description="a running item's progress and metadata (run.progress, run.set_meta) are "
+        "written at most this often (its last report also before its outcome)",
+    )
     WORKER_METRICS_HOST: str = Field(
         "127.0.0.1",
         description="where /healthz and /metrics listen: this host only by default (they answer "

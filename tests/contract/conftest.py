@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workqueue import claim, enqueue, enqueue_many, maintenance, settle
+from workqueue import claim, enqueue, enqueue_many, maintenance, results, settle
 from wqcore.store import aclose_async_store
 
 # The transitions a contract test runs on both faces (calling one runs it on Django's
@@ -25,6 +25,8 @@ PAIRED = {
     "fail": settle,
     "release": settle,
     "requeue_stale": maintenance,
+    "result_of": results,
+    "results_of": results,
 }
 
 

@@ -56,10 +56,10 @@ def test_claims_wait_while_more_finished_items_than_the_capacity_are_unwritten(
     stalled = {"on": True}
     complete_many = runtime.acomplete_many
 
-    async def slow_complete_many(fences):  # type: ignore[no-untyped-def]
+    async def slow_complete_many(fences, results=None):  # type: ignore[no-untyped-def]
         while stalled["on"]:
             await asyncio.sleep(0.01)
-        return await complete_many(fences)
+        return await complete_many(fences, results)
 
     class Api:
         def __getattr__(self, name: str):  # type: ignore[no-untyped-def]

@@ -18,8 +18,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from outbox.emit import emit
-from outbox.models import OutboxRow
+from outbox.api import OutboxRow, emit
 from tenancy.contexts import OpContext
 from workers.demo.models import Channel, Shipment, ShipmentNotice
 from workqueue.api import Status, WorkItem

@@ -1,11 +1,13 @@
 """Each task's record: written by the worker in shared statements, read back with its item.
 
-The worker notes each attempt's start and outcome (``record_start``, ``record_end``); many
-tasks run at once, so the notes of the tasks that reach the same point in one pass of the
-event loop share one statement (as completions do), on the system login across tenants. The
-claim token is the fence there, as in ``complete_many``: each row is written only while the
-item is still held under the token of the claim that ran it, and no token matches another
-tenant's row. ``read_result`` reads an item and its record under the reader's tenant.
+The worker notes each attempt's start, and the error of each that failed (``record_start``,
+``record_end``); many tasks run at once, so the notes of the tasks that reach the same point in
+one pass of the event loop share one statement (as completions do), on the system login across
+tenants. The claim token is the fence there, as in ``complete_many``: each row is written only
+while the item is still held under the token of the claim that ran it, and no token matches
+another tenant's row. What a task returned is not noted here: it is its item's result, written
+by the statement that completes the item (``workqueue.api.result_of``). ``read_result`` reads
+an item, its result and its record under the reader's tenant.
 """
 
 from __future__ import annotations
@@ -47,10 +49,8 @@ class RecordEndParams(NamedTuple):
     org_ids: list[uuid.UUID]
     ids: list[uuid.UUID]
     tokens: list[uuid.UUID]
-    # JSON text of each return value (None: the attempt raised).
-    return_values: list[str | None]
-    # JSON text of each error ({"exception_class_path", "traceback"}; None: it returned).
-    errors: list[str | None]
+    # JSON text of each attempt's error ({"exception_class_path", "traceback"}).
+    errors: list[str]
     keep: int
 
 
@@ -74,14 +74,6 @@ class Started:
     errors: list[dict[str, str]]
 
 
-@dataclass(frozen=True)
-class Ended:
-    """An attempt's outcome, as the record stores it."""
-
-    return_value: str | None = None  # JSON text
-    error: str | None = None  # JSON text of {"exception_class_path", "traceback"}
-
-
 def error_json(exception_class_path: str, traceback: str) -> str:
     if len(traceback) > TRACEBACK_CHARS:
         traceback = "...\n" + traceback[-TRACEBACK_CHARS:]
@@ -100,13 +92,13 @@ def record_start_plan(fences: list[runtime.Fence]) -> Plan[dict[uuid.UUID, Start
     }
 
 
-def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan[set[uuid.UUID]]:
+def record_end_plan(ends: list[tuple[runtime.Fence, str]]) -> Plan[set[uuid.UUID]]:
+    """Append each failed attempt's error (``error_json``) to its record."""
     params = RecordEndParams(
         [f.org_id for f, _ in ends],
         [f.item_id for f, _ in ends],
         [f.claim_token for f, _ in ends],
-        [e.return_value for _, e in ends],
-        [e.error for _, e in ends],
+        [error for _, error in ends],
         ERRORS_KEPT,
     )
     rows = yield System(RECORD_END, params)
@@ -114,13 +106,13 @@ def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan[set[uuid.UU
 
 
 class Recorder:
-    """Writes the starts and the outcomes of the tasks running on one event loop, each kind of
+    """Writes the starts and the errors of the tasks running on one event loop, each kind of
     note in one statement per pass: the tasks that reach the same point while a statement is
     on its way join the next one, so nothing waits on a timer."""
 
     def __init__(self) -> None:
         self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Started | None]]] = []
-        self._ends: list[tuple[runtime.Fence, Ended, asyncio.Future[bool]]] = []
+        self._ends: list[tuple[runtime.Fence, str, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self, fence: runtime.Fence) -> Started | None:
@@ -128,9 +120,10 @@ class Recorder:
         None when the item is no longer held under that token."""
         return await self._submit(self._starts, fence, None)
 
-    async def end(self, fence: runtime.Fence, ended: Ended) -> bool:
-        """Store the attempt's outcome; False when the item is no longer held under the token."""
-        return await self._submit(self._ends, fence, ended)
+    async def failed(self, fence: runtime.Fence, error: str) -> bool:
+        """Store the failed attempt's error (``error_json``); False when the item is no longer
+        held under the token."""
+        return await self._submit(self._ends, fence, error)
 
     async def _submit[D, T](
         self, queue: list[tuple[runtime.Fence, D, asyncio.Future[T]]], fence: runtime.Fence, data: D
@@ -202,7 +195,7 @@ class Stored:
     worker_ids: list[str]
     started_at: datetime | None
     last_attempted_at: datetime | None
-    # JSON text of the return value (None: none stored).
+    # JSON text of the return value: the item's result (None: none stored).
     return_value: str | None
     errors: list[dict[str, str]]
 
