@@ -36,6 +36,7 @@ FACES: dict[str, tuple[str, ...]] = {
         "arrays",
         "conf",
         "confview",
+        "generics",
         "logs",
         "scope",
         "sqlfiles",
