@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Collection
 
 from django.db import models
+from django.db.models import JSONField, Value
 from django.db.models.functions import Now
 from uuid_utils.compat import uuid7
 
@@ -86,8 +87,8 @@ class WorkItem(models.Model):
     progress = models.JSONField(null=True, blank=True)
     # What its handlers said about it (run.set_meta), each report merged key by key into what
     # is there (jsonb ||), under the same fence and throttle. Never NULL: merging needs an
-    # object.
-    meta = models.JSONField(default=dict, blank=True)
+    # object; the database's own default too, so a row any statement inserts has one.
+    meta = models.JSONField(default=dict, db_default=Value({}, JSONField()), blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 

@@ -19,6 +19,10 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="workitem",
             name="meta",
-            field=models.JSONField(blank=True, default=dict),
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value({}, models.JSONField()),
+                default=dict,
+            ),
         ),
     ]
