@@ -43,6 +43,7 @@ from workers.http import serve
 from workers.jobs import Job
 from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
+from workers.liveness_lock import fencing_lock, liveness_task
 from workers.offloop import OffLoop
 from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
@@ -51,7 +52,7 @@ from workers.relayer import Relayer
 from workers.reporting import Reporter
 from workers.running import Runner
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import close_lock, sweep_once
+from workers.sweep.sweeper import close_lock, rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
@@ -101,8 +102,11 @@ class Worker:
             on_ended,
             reporter=self.reporter,
         )
+        self.liveness_lock = fencing_lock(
+            self.worker_id, settings, self.outage, self.runner, lambda: self.claim_loop.held
+        )
         self.claim_loop = ClaimLoop(
-            settings, self.worker_id, self.outage, self.runner, self.completer
+            settings, self.worker_id, self.outage, self.runner, self.completer, self.liveness_lock
         )
         self.relayer = Relayer(self._in_maintenance_thread, self.outage)
         self.listener = Listener(
@@ -152,7 +156,10 @@ class Worker:
     async def _run(self) -> None:
         self._start()
         # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
-        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
+        lock = self.liveness_lock
+        off_loop = self._off_loop = OffLoop(
+            "worker-lease", self._off_loop_tasks, _lease_store, lock.close if lock else None
+        )
         off_loop.start()
         background = [
             asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
@@ -233,6 +240,9 @@ class Worker:
         tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
         if self.settings.sweep:
             tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
+            if self.sweep_settings.rescue_interval_s > 0:
+                rescue = self._sweep_task(rescue=True)
+                tasks.append(asyncio.create_task(rescue.run(), name="rescue"))
         return tasks
 
     async def _in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
@@ -274,6 +284,8 @@ class Worker:
         tasks = [self._lease_task(stop)]
         if self.watchdog is not None:
             tasks.append(self._watchdog_task(self.watchdog, stop))
+        if self.liveness_lock is not None:
+            tasks.append(liveness_task(self.liveness_lock, stop, self.outage))
         return tasks
 
     def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
@@ -303,14 +315,14 @@ class Worker:
             on_error="continue",
         )
 
-    def _sweep_task(self) -> PeriodicTask:
+    def _sweep_task(self, rescue: bool = False) -> PeriodicTask:
+        """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
         sweep = self.sweep_settings
+        once = rescue_once if rescue else sweep_once
         return PeriodicTask(
-            name="sweep",
-            operation=lambda: self._in_maintenance_thread(
-                lambda: sweep_once(sweep, outage=self.outage)
-            ),
-            interval_s=sweep.interval_s,
+            name="rescue" if rescue else "sweep",
+            operation=lambda: self._in_maintenance_thread(lambda: once(sweep, outage=self.outage)),
+            interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
             mode="fixed_delay",
             timeout_s=sweep.timeout_s,
             stop=self.stopped,
