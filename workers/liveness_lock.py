@@ -119,7 +119,6 @@ class LivenessLock:
         self._clock = clock
         self._params: dict[str, Any] | None = None
         self._conn: psycopg.AsyncConnection[Any] | None = None
-        self.key: int | None = None
         # Which lock the worker holds now (None: none, it must not claim). Read by the claim
         # loop on the worker's loop: a claim sent under one number and returned under another
         # (or none) is handed back unrun.
@@ -229,7 +228,7 @@ class LivenessLock:
             return False  # another session holds that key: a new one next time
         self._outage.ok(started)
         self._take_failing = False
-        self._conn, self.key = conn, key
+        self._conn = conn
         self._epochs += 1
         self.held_epoch = self._epochs
         self._on_held()

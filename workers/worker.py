@@ -10,14 +10,16 @@ the claim loop on a notice; the heartbeat (``liveness.py``) beats in memory for 
 a thread of their own. The claim, the completions and the failures run on the store's async
 connections on this loop; sync handlers run in a thread pool sized to the capacity (or, for
 async handlers that use threads for some items, to what the connection budget leaves); async
-handlers run on the loop. The lease renewals and the loop watchdog (``watchdog.py``) run on a
-second loop in a thread of their own (``offloop.py``), so an async handler that blocks this
-loop neither loses the leases of what the process holds nor goes unnoticed.
+handlers run on the loop. The lease renewals, the loop watchdog (``watchdog.py``) and the
+liveness lock's checks (``liveness_lock.py``: the session whose advisory lock tells the sweep
+this process lives; the claim loop claims only while it is held) run on a second loop in a
+thread of their own (``offloop.py``), so an async handler that blocks this loop neither loses
+the leases of what the process holds nor goes unnoticed.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
 rest and release each with a note, flush completions, stop the lease keeper's thread (only
-now: it keeps the leases of what is still draining), stop the heartbeat, mark the worker
-offline.
+now: it keeps the leases of what is still draining, and the liveness lock ends with it), stop
+the heartbeat, mark the worker offline.
 """
 
 from __future__ import annotations
