@@ -17,6 +17,7 @@ from tests.helpers import row
 from workers.liveness_lock import TAKE_LIVENESS_LOCK, TakeParams, new_key, session_params
 from workers.models import Worker
 from workers.sweep import rescue
+from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings
 from workqueue import api, runtime
 from workqueue.claim import claim
@@ -66,13 +67,7 @@ def _claimed(ctx: OpContext, rctx, worker_id: str, n: int) -> list[WorkItem]:  #
 
 def _seen_free_long_ago(worker_id: str) -> None:
     """Back-date the rescue's first look (the database's clock decides the grace)."""
-    Worker.objects.using("admin").filter(pk=worker_id).update(lock_lost_at=api_now_minus(5.0))
-
-
-def api_now_minus(seconds: float) -> Any:
-    from workers.sweep.clock import db_now_minus
-
-    return db_now_minus(seconds)
+    Worker.objects.using("admin").filter(pk=worker_id).update(lock_lost_at=db_now_minus(5.0))
 
 
 def test_a_gone_holders_items_go_back_after_the_grace_and_nothing_else_moves(
@@ -131,11 +126,11 @@ def test_a_worker_that_took_a_new_lock_keeps_what_it_claimed_under_it(
 
 
 def test_only_what_the_holder_claimed_before_the_look_goes_back(face, ctx, worker_rctx) -> None:
-    before = api_now_minus(0)
+    before = db_now_minus(0)
     items = _claimed(ctx, worker_rctx, "host:5:gone", 2)
     held_ctx = service_context(worker_rctx, ctx.org_id)
     assert face.requeue_held(held_ctx, ["host:5:gone"], before).requeued == 0
     assert {row(i.id).status for i in items} == {Status.CLAIMED}
-    moved = face.requeue_held(held_ctx, ["host:5:gone", "x"], api_now_minus(-1))
+    moved = face.requeue_held(held_ctx, ["host:5:gone", "x"], db_now_minus(-1))
     assert moved.requeued == 2
     assert {row(i.id).status for i in items} == {Status.PENDING}
