@@ -104,10 +104,12 @@ class LivenessLock:
         outage: Outage,
         on_lost: Callable[[], int],
         on_held: Callable[[], None],
+        params: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``on_lost`` fences the worker and returns how many items it held; ``on_held`` tells
-        its claim loop it may claim. Both are called on the keeper's thread."""
+        its claim loop it may claim. Both are called on the keeper's thread. ``params``: how
+        the session connects (default ``session_params()``)."""
         self.worker_id = worker_id
         self.kind = kind
         self.lane = lane
@@ -117,7 +119,7 @@ class LivenessLock:
         self._on_lost = on_lost
         self._on_held = on_held
         self._clock = clock
-        self._params: dict[str, Any] | None = None
+        self._params = params
         self._conn: psycopg.AsyncConnection[Any] | None = None
         # Which lock the worker holds now (None: none, it must not claim). Read by the claim
         # loop on the worker's loop: a claim sent under one number and returned under another
