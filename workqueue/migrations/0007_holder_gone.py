@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workqueue", "0005_pauses_and_keys"),
+        ("workqueue", "0006_results"),
     ]
 
     operations = [
