@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import secrets
 import socket
@@ -53,6 +54,8 @@ _SQL = Path(__file__).with_name("sql")
 
 # How long making the session and taking the lock may take (each attempt).
 TAKE_TIMEOUT_S = 5.0
+# A check's timeout is counted in steps of this (``LivenessLock._answered``).
+CHECK_STEP_S = 0.05
 # Between attempts to take a lock again while the database does not answer.
 RETAKE_S = 0.5
 # The session's TCP keepalives: a server that vanished (its host, the network) is noticed by the
@@ -156,13 +159,10 @@ class LivenessLock:
                 )
                 self._lost_at = None
             return held
-        # Waited on, never cancelled by the timeout: psycopg then cancels the query on the
-        # server and waits for that, up to seconds, and the fence must not wait behind it.
         check = asyncio.ensure_future(conn.execute(CHECK_LIVENESS.sql))
-        done, _ = await asyncio.wait({check}, timeout=self.check_timeout_s)
-        if check in done and check.exception() is None:
+        if await self._answered(check):
             return True
-        failure = check.exception() if check in done else None
+        failure = check.exception() if check.done() else None
         fenced = self._fence()
         self._dispose(check, conn)
         held = await self._take()
@@ -180,6 +180,18 @@ class LivenessLock:
             held_again=held,
         )
         return held
+
+    async def _answered(self, check: asyncio.Future[Any]) -> bool:
+        """Whether ``check`` answered within ``check_timeout_s``, counted in steps of this
+        loop's own time: a process that stood still (SIGSTOP) with a check on its way finds the
+        answer that came meanwhile, instead of a timeout that passed while nothing ran. The
+        check is waited on, never cancelled by the timeout: psycopg would then cancel the query
+        on the server and wait for that, up to seconds, and the fence must not wait behind it."""
+        for _ in range(max(1, math.ceil(self.check_timeout_s / CHECK_STEP_S))):
+            done, _ = await asyncio.wait({check}, timeout=CHECK_STEP_S)
+            if done:
+                return check.exception() is None
+        return False
 
     async def close(self) -> None:
         """End the session (the lock with it): the worker has settled everything it held."""
