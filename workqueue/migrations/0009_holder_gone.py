@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workqueue", "0006_results"),
+        ("workqueue", "0008_progress"),
     ]
 
     operations = [
