@@ -30,6 +30,8 @@ class Relay:
         self.target = params
         self.cut_off = asyncio.Event()
         self.server: asyncio.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+        self.carrying: list[asyncio.Task[Any]] = []
 
     async def start(self) -> dict[str, Any]:
         self.server = await asyncio.start_server(self._carry, "127.0.0.1", 0)
@@ -40,8 +42,18 @@ class Relay:
         self.cut_off.set()
 
     async def close(self) -> None:
+        """Stop listening and end every connection it carries (the server then ends the
+        silent session, and its lock with it)."""
         assert self.server is not None
         self.server.close()
+        for task in self.carrying:
+            task.cancel()
+        await asyncio.gather(*self.carrying, return_exceptions=True)
+        for writer in self.writers:
+            writer.close()
+            with contextlib.suppress(OSError, ConnectionError):
+                await writer.wait_closed()
+        await self.server.wait_closed()
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         host = str(self.target.get("host") or "localhost")
@@ -53,6 +65,10 @@ class Relay:
     async def _carry(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         cut_when_opened = self.cut_off.is_set()
         up_reader, up_writer = await self._open()
+        self.writers += [writer, up_writer]
+        task = asyncio.current_task()
+        assert task is not None
+        self.carrying.append(task)
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             with contextlib.suppress(OSError, ConnectionError):
