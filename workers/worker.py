@@ -10,14 +10,16 @@ the claim loop on a notice; the heartbeat (``liveness.py``) beats in memory for 
 a thread of their own. The claim, the completions and the failures run on the store's async
 connections on this loop; sync handlers run in a thread pool sized to the capacity (or, for
 async handlers that use threads for some items, to what the connection budget leaves); async
-handlers run on the loop. The lease renewals and the loop watchdog (``watchdog.py``) run on a
-second loop in a thread of their own (``offloop.py``), so an async handler that blocks this
-loop neither loses the leases of what the process holds nor goes unnoticed.
+handlers run on the loop. The lease renewals, the loop watchdog (``watchdog.py``) and the
+liveness lock's checks (``liveness_lock.py``: the session whose advisory lock tells the sweep
+this process lives; the claim loop claims only while it is held) run on a second loop in a
+thread of their own (``offloop.py``), so an async handler that blocks this loop neither loses
+the leases of what the process holds nor goes unnoticed.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
 rest and release each with a note, flush completions, stop the lease keeper's thread (only
-now: it keeps the leases of what is still draining), stop the heartbeat, mark the worker
-offline.
+now: it keeps the leases of what is still draining, and the liveness lock ends with it), stop
+the heartbeat, mark the worker offline.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from workers.http import serve
 from workers.jobs import Job
 from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
+from workers.liveness_lock import fencing_lock, liveness_task
 from workers.offloop import OffLoop
 from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
@@ -51,7 +54,7 @@ from workers.relayer import Relayer
 from workers.reporting import Reporter
 from workers.running import Runner
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import close_lock, sweep_once
+from workers.sweep.sweeper import close_lock, rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
@@ -101,8 +104,11 @@ class Worker:
             on_ended,
             reporter=self.reporter,
         )
+        self.liveness_lock = fencing_lock(
+            self.worker_id, settings, self.outage, self.runner, lambda: self.claim_loop.held
+        )
         self.claim_loop = ClaimLoop(
-            settings, self.worker_id, self.outage, self.runner, self.completer
+            settings, self.worker_id, self.outage, self.runner, self.completer, self.liveness_lock
         )
         self.relayer = Relayer(self._in_maintenance_thread, self.outage)
         self.listener = Listener(
@@ -152,7 +158,10 @@ class Worker:
     async def _run(self) -> None:
         self._start()
         # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
-        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
+        lock = self.liveness_lock
+        off_loop = self._off_loop = OffLoop(
+            "worker-lease", self._off_loop_tasks, _lease_store, lock.close if lock else None
+        )
         off_loop.start()
         background = [
             asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
@@ -233,6 +242,9 @@ class Worker:
         tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
         if self.settings.sweep:
             tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
+            if self.sweep_settings.rescue_interval_s > 0:
+                rescue = self._sweep_task(rescue=True)
+                tasks.append(asyncio.create_task(rescue.run(), name="rescue"))
         return tasks
 
     async def _in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
@@ -274,6 +286,8 @@ class Worker:
         tasks = [self._lease_task(stop)]
         if self.watchdog is not None:
             tasks.append(self._watchdog_task(self.watchdog, stop))
+        if self.liveness_lock is not None:
+            tasks.append(liveness_task(self.liveness_lock, stop, self.outage))
         return tasks
 
     def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
@@ -303,14 +317,14 @@ class Worker:
             on_error="continue",
         )
 
-    def _sweep_task(self) -> PeriodicTask:
+    def _sweep_task(self, rescue: bool = False) -> PeriodicTask:
+        """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
         sweep = self.sweep_settings
+        once = rescue_once if rescue else sweep_once
         return PeriodicTask(
-            name="sweep",
-            operation=lambda: self._in_maintenance_thread(
-                lambda: sweep_once(sweep, outage=self.outage)
-            ),
-            interval_s=sweep.interval_s,
+            name="rescue" if rescue else "sweep",
+            operation=lambda: self._in_maintenance_thread(lambda: once(sweep, outage=self.outage)),
+            interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
             mode="fixed_delay",
             timeout_s=sweep.timeout_s,
             stop=self.stopped,

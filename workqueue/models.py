@@ -198,6 +198,9 @@ class AttemptOutcome(models.TextChoices):
     # Its holder went silent: the lease ran out and the sweep handed the item back (or, with its
     # attempts spent, dead-lettered it).
     LEASE_EXPIRED = "lease_expired", "Lease expired"
+    # Its holder's process (or its liveness connection) was gone: the sweep's rescue handed the
+    # item back before its lease ran out (or, with its attempts spent, dead-lettered it).
+    HOLDER_GONE = "holder_gone", "Holder gone"
 
 
 class Attempt(models.Model):

@@ -55,6 +55,7 @@ from workqueue.maintenance import (
     autovacuum_on,
     purge_items,
     read_top_tenants,
+    requeue_held,
     requeue_stale,
     stale_tenants,
 )
@@ -135,6 +136,7 @@ __all__ = [
     "read_throughput",
     "read_top_tenants",
     "refuse_unsafe_start",
+    "requeue_held",
     "requeue_stale",
     "result_json",
     "retry_delay",

@@ -24,6 +24,7 @@ PAIRED = {
     "extend_leases": settle,
     "fail": settle,
     "release": settle,
+    "requeue_held": maintenance,
     "requeue_stale": maintenance,
     "result_of": results,
     "results_of": results,

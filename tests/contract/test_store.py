@@ -147,7 +147,8 @@ def test_every_statement_names_exactly_its_parameters() -> None:
 
     import workqueue
     from outbox import emit, relay
-    from workers import gauges, liveness
+    from workers import gauges, liveness, liveness_lock
+    from workers.sweep import rescue
 
     # Every module of the queue (its statements live where their transitions do).
     modules = [
@@ -157,7 +158,7 @@ def test_every_statement_names_exactly_its_parameters() -> None:
     ]
     declared: list[Statement] = [
         value
-        for module in (*modules, emit, relay, gauges, liveness)
+        for module in (*modules, emit, relay, gauges, liveness, liveness_lock, rescue)
         for value in vars(module).values()
         if isinstance(value, Statement)
     ]

@@ -315,3 +315,49 @@ class ProgressSyncHandler:
             if done % PROGRESS_STEP == 0:
                 time.sleep(pause)
         _reported(item, run, started)
+
+
+# -- fast rescue (tests/runtime/test_rescue.py) ---------------------------------------------------
+# Each run appends ``<item id> <attempt> <pid> <what> <wall clock>`` to the file its payload names:
+# start, end, cancelled (the handler saw its cancellation). Runs in several processes on one
+# host share the wall clock, so two runs of one item can be told apart, and seen to overlap.
+
+
+class MarkedPayload(Payload):
+    # Seconds each run sleeps; the first attempt sleeps ``first_seconds`` instead, when given.
+    seconds: float = pydantic.Field(default=0.0, ge=0, le=600)
+    first_seconds: float | None = pydantic.Field(default=None, ge=0, le=600)
+    log: str = ""
+
+
+MARKED = register(Kind("TEST_MARKED", MarkedPayload, max_attempts=5))
+
+
+def mark(item: WorkItem, what: str) -> None:
+    with open(str(item.payload.get("log", "")), "a") as log:
+        log.write(f"{item.id} {item.attempts} {os.getpid()} {what} {time.time():.6f}\n")
+
+
+def marks(path: str) -> list[tuple[str, int, int, str, float]]:
+    """The lines the runs wrote: (item id, attempt, pid, what, wall clock)."""
+    try:
+        with open(path) as log:
+            lines = log.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(i, int(a), int(p), w, float(t)) for i, a, p, w, t in (ln.split() for ln in lines)]
+
+
+@handles(MARKED.name)
+class MarkedHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        mark(item, "start")
+        seconds = item.payload.get("seconds", 0.0)
+        if item.attempts == 1 and item.payload.get("first_seconds") is not None:
+            seconds = item.payload["first_seconds"]
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            mark(item, "cancelled")
+            raise
+        mark(item, "end")

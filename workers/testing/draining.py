@@ -192,8 +192,16 @@ def drain(
     if kinds is None:
         kinds = [kind for kind in runtime.handled_kinds() if kind in runtime.known_kinds()]
     relay_all(new_request_context(AppType.WORKER))
+    # No sweep, so no rescue to tell: no liveness lock either (its session would cost each
+    # round a connection).
     settings = WorkerSettings.from_settings(
-        tuple(kinds), lane=lane, capacity=capacity, once=True, metrics_port=-1, sweep=False
+        tuple(kinds),
+        lane=lane,
+        capacity=capacity,
+        once=True,
+        metrics_port=-1,
+        sweep=False,
+        liveness_lock=False,
     )
     jobs: list[Job] = []
     while True:
