@@ -55,7 +55,7 @@ class Rate(NamedTuple):
     period_s: int
 
 
-class Limit(NamedTuple):
+class LimitState(NamedTuple):
     id: int
     scope: str
     target: str
@@ -150,8 +150,8 @@ def check_target(scope: object, target: object) -> tuple[str, str]:
     return str(scope), target
 
 
-def _limit(row: Sequence[Any]) -> Limit:
-    return Limit(*row)
+def _limit(row: Sequence[Any]) -> LimitState:
+    return LimitState(*row)
 
 
 @transition
@@ -163,7 +163,7 @@ def set_rate_limit(
     burst: int | None = None,
     *,
     request_id: uuid.UUID | None = None,
-) -> Plan[Limit]:
+) -> Plan[LimitState]:
     """Set (or change) the rate limit of ``scope`` (kind, lane, tenant, key) and ``target``
     (its name, id or key; ``*``: each its own bucket): at most ``rate`` (``"10/s"``) items
     claimed, ``burst`` at once (default: the rate's N). A changed limit starts its buckets
@@ -184,7 +184,7 @@ def set_rate_limit(
 @transition
 def clear_rate_limit(
     actor: str, scope: str, target: str, *, request_id: uuid.UUID | None = None
-) -> Plan[Limit | None]:
+) -> Plan[LimitState | None]:
     """Remove the rate limit of ``scope`` and ``target``: returns it, or None when none was set
     (nothing changes, nothing is audited). ``actor`` signs the audit entry
     (``queue.rate_limit_cleared``). Takes no tenant, as ``set_rate_limit``."""
@@ -198,7 +198,7 @@ def clear_rate_limit(
 
 
 @transition
-def read_rate_limits() -> Plan[list[Limit]]:
+def read_rate_limits() -> Plan[list[LimitState]]:
     """Every rate limit, by scope then target, with what its busiest bucket has spent of its
     burst now and how many of its buckets allow nothing now. Takes no tenant: limits are the
     site's."""

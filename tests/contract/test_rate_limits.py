@@ -244,3 +244,19 @@ def test_an_outbox_row_carries_its_rate_key_to_its_item(ctx, worker_rctx) -> Non
     assert relay_pending(worker_rctx).enqueued == 1
     item = WorkItem.objects.using("admin").get(id=row_id)
     assert item.rate_key == "acct-9" and "rate_key" not in item.payload
+
+
+def test_the_queue_command_sets_lists_and_clears_a_limit(committed, capsys) -> None:
+    from django.core.management import CommandError, call_command
+
+    call_command("queue", "limit", "set", "key", "acct-1", "600/m", "--burst", "20")
+    assert "limited key acct-1 to 600/m (burst 20)" in capsys.readouterr().out
+    call_command("queue", "limit", "list")
+    assert "key\tacct-1\t600/m\tburst 20" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="rate: give N/s"):
+        call_command("queue", "limit", "set", "key", "acct-1", "600 a minute")
+    assert RateLimit.objects.using("admin").get().count == 600
+    call_command("queue", "limit", "clear", "key", "acct-1")
+    assert "cleared the limit on key acct-1" in capsys.readouterr().out
+    call_command("queue", "limit", "list")
+    assert "no rate limit is set" in capsys.readouterr().out
