@@ -108,6 +108,7 @@ class Panel:
     # The paused lanes and kinds (the site's: every page shows them; who paused them, the
     # operator's only).
     pauses: list[runtime.Paused] = field(default_factory=list)
+    rate_limits: list[runtime.LimitState] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -247,6 +248,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
         pauses=runtime.read_pauses(),
+        rate_limits=runtime.read_rate_limits(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

@@ -117,6 +117,8 @@ class NewItem(NamedTuple):
     max_attempts: Annotated[int | None, Given("integer", IntArray, _attempts_or_kinds)] = None
     # At most one item of the tenant with this key runs at once; the others wait in order.
     concurrency_key: Annotated[str | None, Given("text", TextArray, _key("concurrency_key"))] = None
+    # The key a rate limit of scope "key" counts it under (e.g. the remote account it calls).
+    rate_key: Annotated[str | None, Given("text", TextArray, _key("rate_key"))] = None
 
 
 GIVEN: dict[str, Given] = {

@@ -54,6 +54,9 @@ class WorkItem(models.Model):
     # first in claim order (priority, then age) next. Enforced by the database: the unique
     # index on claimed items and the claim statement (workqueue/sql/claim.sql).
     concurrency_key = models.CharField(max_length=200, null=True, blank=True)
+    # The key a rate limit of scope "key" counts the item under (e.g. the remote account it
+    # calls): workqueue/rate_limits.py.
+    rate_key = models.CharField(max_length=200, null=True, blank=True)
     # Higher runs first; equal priorities run oldest first.
     priority = models.SmallIntegerField(default=0)
     available_at = models.DateTimeField(db_default=Now())
@@ -263,6 +266,64 @@ class Pause(models.Model):
         """Not checked by a query here (the admin's form runs this on the everyday login,
         which may not read the table): one pause per lane and kind is the pause statement's
         own ``ON CONFLICT``, on the system login."""
+
+
+class RateLimit(models.Model):
+    """At most ``count`` items per ``period_s`` claimed of a kind, a lane, a tenant or a rate
+    key (``target``; ``*``: each kind, lane, tenant or key its own bucket), with ``burst`` at
+    once after a quiet spell. Global, the operator's (system login only, like ``Pause``); the
+    claim statement reads it and keeps each bucket's state in ``RateBucket``."""
+
+    class Scope(models.TextChoices):
+        # What the limit counts items by.
+        KIND = "kind"
+        LANE = "lane"
+        TENANT = "tenant"
+        KEY = "key"
+
+    id = models.BigAutoField(primary_key=True)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    # The kind's or lane's name, the tenant's id, the rate key; "*": every one, each apart.
+    target = models.CharField(max_length=200)
+    count = models.PositiveIntegerField()
+    period_s = models.PositiveIntegerField()
+    # How many may go at once when the bucket is full (GCRA's burst).
+    burst = models.PositiveIntegerField()
+    set_by = models.CharField(max_length=255)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "target"], name="ratelimit_one_per_target"),
+            models.CheckConstraint(
+                condition=models.Q(count__gte=1, period_s__gte=1, burst__gte=1),
+                name="ratelimit_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.target}: {self.count} per {self.period_s}s"
+
+    def validate_constraints(self, exclude: Collection[str] | None = None) -> None:
+        """Not checked by a query here (the everyday login may not read the table): the
+        statement that sets a limit keeps one per scope and target (``ON CONFLICT``)."""
+
+
+class RateBucket(models.Model):
+    """One bucket of a rate limit: its theoretical arrival time (GCRA), written by the claim
+    statement that spends from it. No foreign key: a limit cleared while a claim runs leaves at
+    most a stray bucket that no limit reads (``clear_rate_limit`` deletes a limit's buckets)."""
+
+    pk = models.CompositePrimaryKey("limit_id", "key")
+    limit_id = models.BigIntegerField()
+    # The kind, lane, tenant id or rate key the bucket counts.
+    key = models.CharField(max_length=200)
+    # The bucket allows n more now where now + burst * interval - greatest(tat, now) >= n *
+    # interval (interval = period_s / count).
+    tat = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tat"], name="ratebucket_tat_idx")]
 
 
 class DeadLetter(WorkItem):

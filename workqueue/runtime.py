@@ -62,6 +62,7 @@ from workqueue.maintenance import (
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
+from workqueue.rate_limits import LimitState, read_rate_limits
 from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
@@ -87,6 +88,7 @@ __all__ = [
     "Gauges",
     "Handler",
     "Holder",
+    "LimitState",
     "Paused",
     "Relayed",
     "Report",
@@ -133,6 +135,7 @@ __all__ = [
     "read_gauges_of",
     "read_holders",
     "read_pauses",
+    "read_rate_limits",
     "read_throughput",
     "read_top_tenants",
     "refuse_unsafe_start",

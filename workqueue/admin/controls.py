@@ -108,7 +108,7 @@ class PauseForm(ModelForm[Pause]):
         pass
 
 
-def _request_id(request: HttpRequest) -> uuid.UUID | None:
+def request_id_of(request: HttpRequest) -> uuid.UUID | None:
     """The request's id for the audit entry (none outside the tenancy middleware)."""
     rctx = getattr(request, "rctx", None)
     return None if rctx is None else rctx.request_id
@@ -155,7 +155,7 @@ class PauseAdmin(ModelAdmin[Pause]):
             obj.lane,
             obj.kind or None,
             reason=obj.reason,
-            request_id=_request_id(request),
+            request_id=request_id_of(request),
         )
         # The admin's own message and redirect name the pause as it stands.
         found = Pause.objects.using(system_alias()).get(lane=paused.lane, kind=paused.kind)
@@ -167,7 +167,7 @@ class PauseAdmin(ModelAdmin[Pause]):
     def resume_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         if not is_operator(request):
             return
-        actor, request_id = actor_of(request.user), _request_id(request)
+        actor, request_id = actor_of(request.user), request_id_of(request)
         resumed = [
             ended.target
             for pause in queryset

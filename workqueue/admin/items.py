@@ -86,6 +86,7 @@ class WorkItemAdmin(TriageAdmin):
                     "available_at",
                     "idempotency_key",
                     "concurrency_key",
+                    "rate_key",
                 )
             },
         ),
