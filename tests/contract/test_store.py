@@ -21,12 +21,16 @@ from wqcore.store import System, aclose_async_store, execute
 pytestmark = pytest.mark.usefixtures("committed")
 
 
-def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset() -> None:
-    locking = claim_statements._claim_locking()
+@pytest.mark.parametrize("limited", [False, True], ids=["without rate limits", "with them"])
+def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset(
+    limited: bool,
+) -> None:
+    locking = claim_statements._claim_locking(limited)
+    statement = claim_statements.CLAIM_LIMITED if limited else claim.CLAIM
     assert "FOR UPDATE SKIP LOCKED" in locking.sql
     assert 'FROM "workqueue_workitem"' in locking.sql
-    assert locking.sql in claim.CLAIM.sql  # embedded as is in the one claim statement
-    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", claim.CLAIM.sql)
+    assert locking.sql in statement.sql  # embedded as is in the one claim statement
+    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", statement.sql)
 
 
 def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
