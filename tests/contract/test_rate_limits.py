@@ -260,3 +260,39 @@ def test_the_queue_command_sets_lists_and_clears_a_limit(committed, capsys) -> N
     assert "cleared the limit on key acct-1" in capsys.readouterr().out
     call_command("queue", "limit", "list")
     assert "no rate limit is set" in capsys.readouterr().out
+
+
+def test_the_sweep_deletes_idle_buckets_in_batches_and_keeps_the_rest(ctx, worker_rctx) -> None:
+    from workqueue.rate_limits import purge_rate_buckets
+
+    set_rate_limit(OPERATOR, "key", "*", "2/h")
+    for key in ("a", "b", "c", "d"):
+        _enqueue(ctx, 1, rate_key=key)
+    assert len(_claimed(_Sync, worker_rctx)) == 4
+    buckets = RateBucket.objects.using("admin")
+    with connections["admin"].cursor() as cursor:
+        # a, b, c idle a whole burst (2 per hour: an hour) and more; d spent a moment ago.
+        cursor.execute(
+            "UPDATE workqueue_ratebucket SET tat = now() - interval '61 minutes' WHERE key <> 'd'"
+        )
+        # A bucket of a limit no longer set, however recent.
+        cursor.execute("INSERT INTO workqueue_ratebucket VALUES (-1, 'stray', now())")
+    assert purge_rate_buckets(batch=2, max_batches=1) == 2
+    assert purge_rate_buckets(batch=2) == 2
+    assert sorted(buckets.values_list("key", flat=True)) == ["d"]
+    # A bucket deleted is full again: its key's allowance is the whole burst.
+    _enqueue(ctx, 3, rate_key="a")
+    assert len(_claimed(_Sync, worker_rctx)) == 2
+
+
+def test_the_sweep_keeps_a_bucket_spent_within_its_burst(ctx, worker_rctx) -> None:
+    from workqueue.rate_limits import purge_rate_buckets
+
+    set_rate_limit(OPERATOR, "key", "acct-1", "2/h")
+    _enqueue(ctx, 2, rate_key="acct-1")
+    assert len(_claimed(_Sync, worker_rctx)) == 2
+    # An hour later the bucket has room again, but was not idle for a whole burst.
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("UPDATE workqueue_ratebucket SET tat = tat - interval '90 minutes'")
+    assert purge_rate_buckets() == 0
+    assert RateBucket.objects.using("admin").count() == 1
