@@ -140,6 +140,17 @@ def test_an_item_under_two_limits_is_held_by_the_tighter(ctx, worker_rctx) -> No
     assert _claimed(_Sync, worker_rctx) == []
 
 
+def test_a_key_named_and_every_key_in_one_scope_both_hold(ctx, worker_rctx) -> None:
+    set_rate_limit(OPERATOR, "key", "*", "3/h")
+    set_rate_limit(OPERATOR, "key", "acct-1", "1/h")
+    named = _enqueue(ctx, 3, rate_key="acct-1")
+    other = _enqueue(ctx, 4, rate_key="acct-2")
+    claimed = _claimed(_Sync, worker_rctx)
+    # acct-1 is held by its own limit (1) within the '*' one (3); acct-2 by the '*' one alone.
+    assert _ids(claimed) == _ids(named[:1] + other[:3])
+    assert RateBucket.objects.using("admin").count() == 3
+
+
 def test_claimers_racing_never_exceed_the_limit_together(ctx) -> None:
     set_rate_limit(OPERATOR, "key", "hot", "7/h")
     _enqueue(ctx, 40, rate_key="hot")

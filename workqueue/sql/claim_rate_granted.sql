@@ -4,28 +4,41 @@
 -- Limits and buckets are found by their keys (a limit by its scope and target, the picked items' own or '*', through
 -- its unique index; a bucket by its primary key), and each bucket carries its items in claim order, so the claim's
 -- cost grows with the items it picked, not with the limits or buckets set.
-rate_keys AS MATERIALIZED (
-    -- each scope and key the picked items have, with its items in claim order
+rate_scopes AS MATERIALIZED (
+    -- each scope with a limit: whether any names a target, and its '*' limit if set (one index
+    -- probe each), so a scope without limits costs the items nothing
+    SELECT s.scope, t.targeted, e.id, e.burst, e.period_s::float8 / e.count AS interval_s
+      FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
+     CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM workqueue_ratelimit r
+                                         WHERE r.scope = s.scope AND r.target <> '*') AS targeted) AS t
+      LEFT JOIN workqueue_ratelimit e ON e.scope = s.scope AND e.target = '*'
+     WHERE t.targeted OR e.id IS NOT NULL
+), rate_keys AS MATERIALIZED (
+    -- each key the picked items have in a scope with a limit, with its items in claim order
     SELECT v.scope, v.key, array_agg(p.id ORDER BY p.n) AS ids
       FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
      CROSS JOIN LATERAL (SELECT w.kind, w.lane, w.org_id, w.rate_key
                            FROM workqueue_workitem w WHERE w.id = p.id LIMIT 1) AS w
      CROSS JOIN LATERAL (VALUES ('kind', w.kind), ('lane', w.lane), ('tenant', w.org_id::text),
                                 ('key', w.rate_key)) AS v(scope, key)
-     WHERE v.key IS NOT NULL
+     WHERE v.key IS NOT NULL AND v.scope IN (SELECT scope FROM rate_scopes)
      GROUP BY v.scope, v.key
 ), rate_buckets AS MATERIALIZED (
-    -- each bucket the items fall in: the limit of their scope whose target is their key, and
-    -- the one whose target is '*' (each one probe of the limits' unique index on scope and target)
-    SELECT l.id AS limit_id, k.key, l.burst, l.period_s::float8 / l.count AS interval_s, k.ids
+    -- each bucket the items fall in: their scope's '*' limit, and the limit whose target is
+    -- their key (one probe of the limits' unique index on scope and target, in a scope that
+    -- names targets)
+    SELECT s.id AS limit_id, k.key, s.burst, s.interval_s, k.ids
       FROM rate_keys k
+      JOIN rate_scopes s ON s.scope = k.scope
+     WHERE s.id IS NOT NULL
+     UNION ALL
+    SELECT l.id, k.key, l.burst, l.period_s::float8 / l.count, k.ids
+      FROM rate_keys k
+      JOIN rate_scopes s ON s.scope = k.scope
      CROSS JOIN LATERAL (SELECT r.id, r.burst, r.period_s, r.count
                            FROM workqueue_ratelimit r
-                          WHERE r.scope = k.scope AND r.target = k.key AND k.key <> '*'
-                          UNION ALL
-                         SELECT r.id, r.burst, r.period_s, r.count
-                           FROM workqueue_ratelimit r
-                          WHERE r.scope = k.scope AND r.target = '*') AS l
+                          WHERE r.scope = k.scope AND r.target = k.key) AS l
+     WHERE s.targeted AND k.key <> '*'
 ), rate_room AS MATERIALIZED (
     -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval),
     -- its row (when it has one) locked in key order
