@@ -65,7 +65,10 @@ def _enqueue(ctx, n, kind="NOOP", **fields):  # type: ignore[no-untyped-def]
 def _an_hour_passes() -> None:
     """Every bucket's theoretical arrival time an hour earlier: as if an hour went by."""
     with connections["admin"].cursor() as cursor:
-        cursor.execute("UPDATE workqueue_ratebucket SET tat = tat - interval '1 hour'")
+        cursor.execute(
+            "UPDATE workqueue_ratebucket"
+            " SET tat = tat - interval '1 hour', free_at = free_at - interval '1 hour'"
+        )
 
 
 def _ids(items):  # type: ignore[no-untyped-def]
@@ -95,6 +98,21 @@ def test_a_batch_within_the_limit_takes_only_the_allowance(face, ctx, worker_rct
     assert len(_claimed(face, worker_rctx, limit=1)) == 1
     assert len(_claimed(face, worker_rctx, limit=5)) == 1
     assert _claimed(face, worker_rctx) == []
+
+
+def test_a_claim_passes_over_an_empty_bucket_for_the_next_item(
+    face, claim_mode, ctx, worker_rctx
+) -> None:
+    set_rate_limit(OPERATOR, "key", "acct-1", "3/h", burst=2)
+    first, second, blocked = _enqueue(ctx, 3, rate_key="acct-1")
+    behind = _enqueue(ctx, 1, rate_key="acct-2")
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == {first.id}
+    # One of two spent: the bucket still allows one, so its next item comes first.
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == {second.id}
+    # Empty now: the claim of one passes over its items to the item behind them.
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == _ids(behind)
+    assert _claimed(face, worker_rctx) == []
+    assert WorkItem.objects.using("admin").get(id=blocked.id).status == Status.PENDING
 
 
 def test_a_kind_limit_leaves_other_kinds_alone(face, claim_mode, ctx, worker_rctx) -> None:
@@ -284,10 +302,11 @@ def test_the_sweep_deletes_idle_buckets_in_batches_and_keeps_the_rest(ctx, worke
     with connections["admin"].cursor() as cursor:
         # a, b, c idle a whole burst (2 per hour: an hour) and more; d spent a moment ago.
         cursor.execute(
-            "UPDATE workqueue_ratebucket SET tat = now() - interval '61 minutes' WHERE key <> 'd'"
+            "UPDATE workqueue_ratebucket SET tat = now() - interval '61 minutes',"
+            " free_at = now() - interval '91 minutes' WHERE key <> 'd'"
         )
         # A bucket of a limit no longer set, however recent.
-        cursor.execute("INSERT INTO workqueue_ratebucket VALUES (-1, 'stray', now())")
+        cursor.execute("INSERT INTO workqueue_ratebucket VALUES (-1, 'stray', now(), now())")
     assert purge_rate_buckets(batch=2, max_batches=1) == 2
     assert purge_rate_buckets(batch=2) == 2
     assert sorted(buckets.values_list("key", flat=True)) == ["d"]
@@ -304,6 +323,9 @@ def test_the_sweep_keeps_a_bucket_spent_within_its_burst(ctx, worker_rctx) -> No
     assert len(_claimed(_Sync, worker_rctx)) == 2
     # An hour later the bucket has room again, but was not idle for a whole burst.
     with connections["admin"].cursor() as cursor:
-        cursor.execute("UPDATE workqueue_ratebucket SET tat = tat - interval '90 minutes'")
+        cursor.execute(
+            "UPDATE workqueue_ratebucket"
+            " SET tat = tat - interval '90 minutes', free_at = free_at - interval '90 minutes'"
+        )
     assert purge_rate_buckets() == 0
     assert RateBucket.objects.using("admin").count() == 1

@@ -42,7 +42,7 @@ rate_scopes AS MATERIALIZED (
 ), rate_room AS MATERIALIZED (
     -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval),
     -- its row (when it has one) locked in key order
-    SELECT b.limit_id, b.key, b.interval_s, b.ids, h.tat IS NULL AS new,
+    SELECT b.limit_id, b.key, b.burst, b.interval_s, b.ids, h.tat IS NULL AS new,
            GREATEST(h.tat, now()) AS start,
            GREATEST(floor(b.burst - extract(epoch FROM GREATEST(h.tat, now()) - now()) / b.interval_s),
                     0)::integer AS room
@@ -55,8 +55,10 @@ rate_scopes AS MATERIALIZED (
     -- the items past a bucket's allowance
     SELECT unnest(r.ids[r.room + 1:]) AS id FROM rate_room r
 ), rate_made AS (
-    INSERT INTO workqueue_ratebucket (limit_id, key, tat)
-    SELECT r.limit_id, r.key, now() + make_interval(secs => s.items * r.interval_s)
+    -- free_at: when the bucket allows one more, tat - (burst - 1) * interval
+    INSERT INTO workqueue_ratebucket (limit_id, key, tat, free_at)
+    SELECT r.limit_id, r.key, now() + make_interval(secs => s.items * r.interval_s),
+           now() + make_interval(secs => (s.items - r.burst + 1) * r.interval_s)
       FROM rate_room r
      CROSS JOIN LATERAL (SELECT count(*) AS items FROM unnest(r.ids) AS u(id)
                           WHERE u.id NOT IN (SELECT id FROM rate_trimmed)) AS s
@@ -72,8 +74,9 @@ rate_scopes AS MATERIALIZED (
      WHERE r.new AND (r.limit_id, r.key) NOT IN (SELECT limit_id, key FROM rate_made)
 ), rate_spent AS (
     UPDATE workqueue_ratebucket AS b
-       SET tat = s.start + make_interval(secs => s.items * s.interval_s)
-      FROM (SELECT r.limit_id, r.key, r.start, r.interval_s,
+       SET tat = s.start + make_interval(secs => s.items * s.interval_s),
+           free_at = s.start + make_interval(secs => (s.items - s.burst + 1) * s.interval_s)
+      FROM (SELECT r.limit_id, r.key, r.start, r.burst, r.interval_s,
                    (SELECT count(*) FROM unnest(r.ids) AS u(id)
                      WHERE u.id NOT IN (SELECT id FROM rate_refused)) AS items
               FROM rate_room r
