@@ -5,14 +5,21 @@
 -- its unique index; a bucket by its primary key), and each bucket carries its items in claim order, so the claim's
 -- cost grows with the items it picked, not with the limits or buckets set.
 rate_scopes AS MATERIALIZED (
-    -- each scope with a limit: whether any names a target, and its '*' limit if set (one index
-    -- probe each), so a scope without limits costs the items nothing
-    SELECT s.scope, t.targeted, e.id, e.burst, e.period_s::float8 / e.count AS interval_s
-      FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
-     CROSS JOIN LATERAL (SELECT EXISTS (SELECT FROM workqueue_ratelimit r
-                                         WHERE r.scope = s.scope AND r.target <> '*') AS targeted) AS t
-      LEFT JOIN workqueue_ratelimit e ON e.scope = s.scope AND e.target = '*'
-     WHERE t.targeted OR e.id IS NOT NULL
+    -- each scope with a limit: whether any names a target, and its '*' limit if set (index
+    -- probes, each one row at most: LIMIT keeps them probes whatever the planner guesses of
+    -- the table), so a scope without limits costs the items nothing
+    SELECT * FROM (
+        SELECT s.scope,
+               (SELECT r.target FROM workqueue_ratelimit r
+                 WHERE r.scope = s.scope AND r.target <> '*'
+                 ORDER BY r.target LIMIT 1) IS NOT NULL AS targeted,
+               e.id, e.burst, e.interval_s
+          FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
+          LEFT JOIN LATERAL (SELECT r.id, r.burst, r.period_s::float8 / r.count AS interval_s
+                               FROM workqueue_ratelimit r
+                              WHERE r.scope = s.scope AND r.target = '*'
+                              LIMIT 1) AS e ON true) AS s
+     WHERE s.targeted OR s.id IS NOT NULL
 ), rate_keys AS MATERIALIZED (
     -- each key the picked items have in a scope with a limit, with its items in claim order
     SELECT v.scope, v.key, array_agg(p.id ORDER BY p.n) AS ids
@@ -37,7 +44,8 @@ rate_scopes AS MATERIALIZED (
       JOIN rate_scopes s ON s.scope = k.scope
      CROSS JOIN LATERAL (SELECT r.id, r.burst, r.period_s, r.count
                            FROM workqueue_ratelimit r
-                          WHERE r.scope = k.scope AND r.target = k.key) AS l
+                          WHERE r.scope = k.scope AND r.target = k.key
+                          LIMIT 1) AS l
      WHERE s.targeted AND k.key <> '*'
 ), rate_room AS MATERIALIZED (
     -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval),
