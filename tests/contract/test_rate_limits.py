@@ -329,3 +329,20 @@ def test_the_sweep_keeps_a_bucket_spent_within_its_burst(ctx, worker_rctx) -> No
         )
     assert purge_rate_buckets() == 0
     assert RateBucket.objects.using("admin").count() == 1
+
+
+def test_metrics_carry_what_each_limit_has_spent_and_name_no_tenant(ctx, worker_rctx) -> None:
+    from workers.gauges import CachedGauges, QueueCollector
+
+    set_rate_limit(OPERATOR, "key", "acct-1", "4/h")
+    mine = set_rate_limit(OPERATOR, "tenant", str(ctx.org_id), "1/h")
+    _enqueue(ctx, 3, rate_key="acct-1")
+    assert len(_claimed(_Sync, worker_rctx)) == 1  # the tenant's limit holds the rest
+    families = {f.name: f for f in QueueCollector(CachedGauges(cache_s=0)).collect()}
+
+    def samples(name: str) -> dict[tuple[str, str], float]:
+        return {(s.labels["scope"], s.labels["target"]): s.value for s in families[name].samples}
+
+    tenant = ("tenant", f"limit {mine.id}")
+    assert samples("workqueue_rate_limit_spent") == {("key", "acct-1"): 1, tenant: 1}
+    assert samples("workqueue_rate_limit_blocked_buckets") == {("key", "acct-1"): 0, tenant: 1}
