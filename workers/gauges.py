@@ -32,7 +32,7 @@ from workers.liveness import READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
 from workqueue import runtime
-from workqueue.runtime import READ_GAUGES, READ_PAUSES, READ_TOP_TENANTS
+from workqueue.runtime import READ_GAUGES, READ_PAUSES, READ_RATE_LIMITS, READ_TOP_TENANTS
 from wqcore.conf import wq_settings
 from wqcore.logs import log_event
 from wqcore.statements import Statement
@@ -60,6 +60,7 @@ QUEUE_GAUGES = Statement(
         READ_SCHEDULE_GAUGES,
         READ_LIVE_LANES,
         READ_PAUSES,
+        READ_RATE_LIMITS,
     ),
 )
 
@@ -95,6 +96,9 @@ class QueueGauges:
 
     # The paused lanes and kinds: (lane, kind), kind '' for a whole lane.
     pauses: list[tuple[str, str]] = field(default_factory=list)
+    # One row per rate limit: id, scope, target, used (of its burst, by the busiest bucket
+    # now), blocked (buckets that allow nothing now).
+    rate_limits: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def oldest_age_s(self) -> float:
@@ -123,7 +127,9 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = wq_settings.GAUGES_WORKER_STALE_AFTER_S
     params = QueueGaugesParams(runtime.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers, schedules, lanes, pauses = (json.loads(text) for text in rows.rows[0])
+    items, top, lag, workers, schedules, lanes, pauses, limits = (
+        json.loads(text) for text in rows.rows[0]
+    )
     declared = set(params.lanes)
     return QueueGauges(
         items=items,
@@ -134,6 +140,7 @@ def read_queue_gauges() -> QueueGauges:
         schedules=schedules,
         served_lanes={lane if lane in declared else runtime.UNDECLARED for lane in lanes},
         pauses=[(p["lane"], p["kind"]) for p in pauses],
+        rate_limits=limits,
     )
 
 
@@ -207,6 +214,7 @@ class QueueCollector(Collector):
         yield from _tenant_families(g)
         yield from _worker_families(g)
         yield _paused_family(g.pauses)
+        yield from _rate_limit_families(g.rate_limits)
         yield from _schedule_families(g)
 
 
@@ -291,6 +299,30 @@ def _schedule_families(g: QueueGauges) -> Iterator[Metric]:
             now = datetime.fromtimestamp(row["now_s"], UTC)
             upcoming.add_metric(labels, schedule.next_tick(now).timestamp())
     yield from (last, upcoming, skipped, enqueued, paused)
+
+
+def _rate_limit_families(limits: list[dict[str, Any]]) -> Iterator[Metric]:
+    """Per rate limit, how much of its burst its busiest bucket has spent now and how many of
+    its buckets allow nothing now. A tenant's limit is labelled by the limit's id, never the
+    tenant's (which tenant: the admin's gauges page)."""
+    labels = ["scope", "target"]
+    spent = GaugeMetricFamily(
+        "workqueue_rate_limit_spent",
+        "How much of the limit's burst its busiest bucket has spent now.",
+        labels=labels,
+    )
+    blocked = GaugeMetricFamily(
+        "workqueue_rate_limit_blocked_buckets",
+        "The limit's buckets that allow nothing now (their items wait).",
+        labels=labels,
+    )
+    for row in limits:
+        named_tenant = row["scope"] == "tenant" and row["target"] != "*"
+        label = [row["scope"], f"limit {row['id']}" if named_tenant else row["target"]]
+        spent.add_metric(label, row["used"])
+        blocked.add_metric(label, row["blocked"])
+    yield spent
+    yield blocked
 
 
 def _paused_family(pauses: list[tuple[str, str]]) -> GaugeMetricFamily:

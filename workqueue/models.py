@@ -321,9 +321,12 @@ class RateBucket(models.Model):
     # The bucket allows n more now where now + burst * interval - greatest(tat, now) >= n *
     # interval (interval = period_s / count).
     tat = models.DateTimeField()
+    # When it allows one more: tat - (burst - 1) * interval, written with tat. Indexed, so the
+    # claim reads the buckets that allow nothing now (free_at > now()) and no other.
+    free_at = models.DateTimeField(db_default=Now())
 
     class Meta:
-        indexes = [models.Index(fields=["tat"], name="ratebucket_tat_idx")]
+        indexes = [models.Index(fields=["free_at"], name="ratebucket_free_at_idx")]
 
 
 class DeadLetter(WorkItem):

@@ -88,6 +88,10 @@ class SetRateLimitParams(NamedTuple):
     request_id: uuid.UUID | None
 
 
+class PurgeBucketsParams(NamedTuple):
+    batch: int
+
+
 class ClearRateLimitParams(NamedTuple):
     scope: str
     target: str
@@ -103,6 +107,7 @@ CLEAR_RATE_LIMIT = Statement(
     "clear_rate_limit", ClearRateLimitParams, SQL_DIR, includes=(APPEND_ENTRIES,)
 )
 READ_RATE_LIMITS = Statement("read_rate_limits", NoParams, SQL_DIR)
+PURGE_RATE_BUCKETS = Statement("purge_rate_buckets", PurgeBucketsParams, SQL_DIR)
 
 
 def parse_rate(text: object) -> Rate:
@@ -204,3 +209,20 @@ def read_rate_limits() -> Plan[list[LimitState]]:
     site's."""
     rows: Rows = yield System(READ_RATE_LIMITS, NoParams())
     return [_limit(row) for row in rows.rows]
+
+
+@transition
+def purge_rate_buckets(batch: int = 1000, max_batches: int = 100) -> Plan[int]:
+    """Delete the buckets idle for a whole burst (full again: the claim makes a missing bucket
+    full, so nothing it allows changes) and those of a limit no longer set, in batches of
+    ``batch`` (at most ``max_batches`` per call); returns how many. Keeps the table as large as
+    the keys active lately, not every key ever limited. Takes no tenant: the limits are the
+    site's."""
+    total = 0
+    for _ in range(max_batches):
+        rows: Rows = yield System(PURGE_RATE_BUCKETS, PurgeBucketsParams(int(batch)))
+        deleted = int(rows.rows[0][0])
+        total += deleted
+        if deleted < batch:
+            break  # a short batch: nothing more is idle
+    return total

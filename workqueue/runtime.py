@@ -62,7 +62,12 @@ from workqueue.maintenance import (
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
-from workqueue.rate_limits import LimitState, read_rate_limits
+from workqueue.rate_limits import (
+    READ_RATE_LIMITS,
+    LimitState,
+    purge_rate_buckets,
+    read_rate_limits,
+)
 from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
@@ -80,6 +85,7 @@ __all__ = [
     "PAYLOAD_DEPTH_MAX",
     "READ_GAUGES",
     "READ_PAUSES",
+    "READ_RATE_LIMITS",
     "READ_TOP_TENANTS",
     "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
@@ -130,6 +136,7 @@ __all__ = [
     "needs_threads",
     "new_item_id",
     "purge_items",
+    "purge_rate_buckets",
     "purge_request_keys",
     "read_due_lanes",
     "read_gauges_of",

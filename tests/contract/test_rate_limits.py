@@ -65,7 +65,10 @@ def _enqueue(ctx, n, kind="NOOP", **fields):  # type: ignore[no-untyped-def]
 def _an_hour_passes() -> None:
     """Every bucket's theoretical arrival time an hour earlier: as if an hour went by."""
     with connections["admin"].cursor() as cursor:
-        cursor.execute("UPDATE workqueue_ratebucket SET tat = tat - interval '1 hour'")
+        cursor.execute(
+            "UPDATE workqueue_ratebucket"
+            " SET tat = tat - interval '1 hour', free_at = free_at - interval '1 hour'"
+        )
 
 
 def _ids(items):  # type: ignore[no-untyped-def]
@@ -95,6 +98,21 @@ def test_a_batch_within_the_limit_takes_only_the_allowance(face, ctx, worker_rct
     assert len(_claimed(face, worker_rctx, limit=1)) == 1
     assert len(_claimed(face, worker_rctx, limit=5)) == 1
     assert _claimed(face, worker_rctx) == []
+
+
+def test_a_claim_passes_over_an_empty_bucket_for_the_next_item(
+    face, claim_mode, ctx, worker_rctx
+) -> None:
+    set_rate_limit(OPERATOR, "key", "acct-1", "3/h", burst=2)
+    first, second, blocked = _enqueue(ctx, 3, rate_key="acct-1")
+    behind = _enqueue(ctx, 1, rate_key="acct-2")
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == {first.id}
+    # One of two spent: the bucket still allows one, so its next item comes first.
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == {second.id}
+    # Empty now: the claim of one passes over its items to the item behind them.
+    assert _ids(_claimed(face, worker_rctx, limit=1)) == _ids(behind)
+    assert _claimed(face, worker_rctx) == []
+    assert WorkItem.objects.using("admin").get(id=blocked.id).status == Status.PENDING
 
 
 def test_a_kind_limit_leaves_other_kinds_alone(face, claim_mode, ctx, worker_rctx) -> None:
@@ -138,6 +156,17 @@ def test_an_item_under_two_limits_is_held_by_the_tighter(ctx, worker_rctx) -> No
     # (the key's bucket is empty).
     assert _ids(_claimed(_Sync, worker_rctx)) == _ids(plain[1:3])
     assert _claimed(_Sync, worker_rctx) == []
+
+
+def test_a_key_named_and_every_key_in_one_scope_both_hold(ctx, worker_rctx) -> None:
+    set_rate_limit(OPERATOR, "key", "*", "3/h")
+    set_rate_limit(OPERATOR, "key", "acct-1", "1/h")
+    named = _enqueue(ctx, 3, rate_key="acct-1")
+    other = _enqueue(ctx, 4, rate_key="acct-2")
+    claimed = _claimed(_Sync, worker_rctx)
+    # acct-1 is held by its own limit (1) within the '*' one (3); acct-2 by the '*' one alone.
+    assert _ids(claimed) == _ids(named[:1] + other[:3])
+    assert RateBucket.objects.using("admin").count() == 3
 
 
 def test_claimers_racing_never_exceed_the_limit_together(ctx) -> None:
@@ -260,3 +289,60 @@ def test_the_queue_command_sets_lists_and_clears_a_limit(committed, capsys) -> N
     assert "cleared the limit on key acct-1" in capsys.readouterr().out
     call_command("queue", "limit", "list")
     assert "no rate limit is set" in capsys.readouterr().out
+
+
+def test_the_sweep_deletes_idle_buckets_in_batches_and_keeps_the_rest(ctx, worker_rctx) -> None:
+    from workqueue.rate_limits import purge_rate_buckets
+
+    set_rate_limit(OPERATOR, "key", "*", "2/h")
+    for key in ("a", "b", "c", "d"):
+        _enqueue(ctx, 1, rate_key=key)
+    assert len(_claimed(_Sync, worker_rctx)) == 4
+    buckets = RateBucket.objects.using("admin")
+    with connections["admin"].cursor() as cursor:
+        # a, b, c idle a whole burst (2 per hour: an hour) and more; d spent a moment ago.
+        cursor.execute(
+            "UPDATE workqueue_ratebucket SET tat = now() - interval '61 minutes',"
+            " free_at = now() - interval '91 minutes' WHERE key <> 'd'"
+        )
+        # A bucket of a limit no longer set, however recent.
+        cursor.execute("INSERT INTO workqueue_ratebucket VALUES (-1, 'stray', now(), now())")
+    assert purge_rate_buckets(batch=2, max_batches=1) == 2
+    assert purge_rate_buckets(batch=2) == 2
+    assert sorted(buckets.values_list("key", flat=True)) == ["d"]
+    # A bucket deleted is full again: its key's allowance is the whole burst.
+    _enqueue(ctx, 3, rate_key="a")
+    assert len(_claimed(_Sync, worker_rctx)) == 2
+
+
+def test_the_sweep_keeps_a_bucket_spent_within_its_burst(ctx, worker_rctx) -> None:
+    from workqueue.rate_limits import purge_rate_buckets
+
+    set_rate_limit(OPERATOR, "key", "acct-1", "2/h")
+    _enqueue(ctx, 2, rate_key="acct-1")
+    assert len(_claimed(_Sync, worker_rctx)) == 2
+    # An hour later the bucket has room again, but was not idle for a whole burst.
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "UPDATE workqueue_ratebucket"
+            " SET tat = tat - interval '90 minutes', free_at = free_at - interval '90 minutes'"
+        )
+    assert purge_rate_buckets() == 0
+    assert RateBucket.objects.using("admin").count() == 1
+
+
+def test_metrics_carry_what_each_limit_has_spent_and_name_no_tenant(ctx, worker_rctx) -> None:
+    from workers.gauges import CachedGauges, QueueCollector
+
+    set_rate_limit(OPERATOR, "key", "acct-1", "4/h")
+    mine = set_rate_limit(OPERATOR, "tenant", str(ctx.org_id), "1/h")
+    _enqueue(ctx, 3, rate_key="acct-1")
+    assert len(_claimed(_Sync, worker_rctx)) == 1  # the tenant's limit holds the rest
+    families = {f.name: f for f in QueueCollector(CachedGauges(cache_s=0)).collect()}
+
+    def samples(name: str) -> dict[tuple[str, str], float]:
+        return {(s.labels["scope"], s.labels["target"]): s.value for s in families[name].samples}
+
+    tenant = ("tenant", f"limit {mine.id}")
+    assert samples("workqueue_rate_limit_spent") == {("key", "acct-1"): 1, tenant: 1}
+    assert samples("workqueue_rate_limit_blocked_buckets") == {("key", "acct-1"): 0, tenant: 1}

@@ -272,6 +272,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "purge_items",
         "purge_sessions",
         "purge_request_keys",
+        "purge_rate_buckets",
     ]
     from django.db import transaction
 

@@ -18,6 +18,7 @@ from workers.sweep import (
     enqueue_schedules,
     purge_items,
     purge_outbox,
+    purge_rate_buckets,
     purge_request_keys,
     purge_sessions,
     relay_outbox,
@@ -48,6 +49,7 @@ STEPS: list[tuple[str, Step]] = [
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),
+    ("purge_rate_buckets", purge_rate_buckets.run_once),
 ]
 
 # The rescue alone, on its own short timer (SWEEP_RESCUE_INTERVAL_S), without the mutex: it is

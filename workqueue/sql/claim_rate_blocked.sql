@@ -1,11 +1,12 @@
--- claim_rate_blocked: the rate limits in effect and the buckets with no allowance now (GCRA: a bucket allows one more while its tat is at most now() + (burst - 1) * interval), read once per claim in its snapshot (the claim with rate limits, after its controls; the locking subqueries pass over every item a blocked bucket counts)
-rate_limits AS MATERIALIZED (
-    SELECT l.id, l.scope, l.target, l.burst, l.period_s::float8 / l.count AS interval_s
-      FROM workqueue_ratelimit l
-), rate_blocked AS MATERIALIZED (
+-- claim_rate_blocked: the buckets with no allowance now (free_at > now(): GCRA's tat past now() + (burst - 1) * interval) and their limits' scopes, read once per claim in its snapshot (the claim with rate limits, after its controls; the locking subqueries pass over every item a blocked bucket counts)
+-- Read through the index on free_at, so only the blocked buckets are read (none while no limit binds); each finds
+-- its limit by its key.
+rate_blocked AS MATERIALIZED (
     SELECT l.scope, b.key
       FROM workqueue_ratebucket b
-      JOIN rate_limits l ON l.id = b.limit_id
-     WHERE b.tat > now()
-       AND b.tat > now() + make_interval(secs => (l.burst - 1) * l.interval_s)
+     CROSS JOIN LATERAL (SELECT r.scope, r.target
+                           FROM workqueue_ratelimit r
+                          WHERE r.id = b.limit_id
+                          LIMIT 1) AS l
+     WHERE b.free_at > now()
        AND (l.target = '*' OR l.target = b.key)

@@ -1,68 +1,96 @@
 -- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order; spends them from each bucket (GCRA: tat = greatest(tat, now()) + kept * interval, interval = period_s / count), the buckets locked FOR UPDATE in key order after the items (a claimer waits for another's commit and reads its fresh tat); an item trimmed is left pending, no attempt spent
 -- A bucket seen for the first time is made full (its burst); if another claimer made it first (after this claim's
 -- snapshot), this claim takes none of its items this time.
-rate_wanted AS MATERIALIZED (
-    -- each picked item under each limit it falls under, ranked within the bucket in claim order
-    SELECT p.id, l.id AS limit_id, v.key, l.burst, l.interval_s,
-           row_number() OVER (PARTITION BY l.id, v.key ORDER BY p.n) AS rank
+-- Limits and buckets are found by their keys (a limit by its scope and target, the picked items' own or '*', through
+-- its unique index; a bucket by its primary key), and each bucket carries its items in claim order, so the claim's
+-- cost grows with the items it picked, not with the limits or buckets set.
+rate_scopes AS MATERIALIZED (
+    -- each scope with a limit: whether any names a target, and its '*' limit if set (index
+    -- probes, each one row at most: LIMIT keeps them probes whatever the planner guesses of
+    -- the table), so a scope without limits costs the items nothing
+    SELECT * FROM (
+        SELECT s.scope,
+               (SELECT r.target FROM workqueue_ratelimit r
+                 WHERE r.scope = s.scope AND r.target <> '*'
+                 ORDER BY r.target LIMIT 1) IS NOT NULL AS targeted,
+               e.id, e.burst, e.interval_s
+          FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
+          LEFT JOIN LATERAL (SELECT r.id, r.burst, r.period_s::float8 / r.count AS interval_s
+                               FROM workqueue_ratelimit r
+                              WHERE r.scope = s.scope AND r.target = '*'
+                              LIMIT 1) AS e ON true) AS s
+     WHERE s.targeted OR s.id IS NOT NULL
+), rate_keys AS MATERIALIZED (
+    -- each key the picked items have in a scope with a limit, with its items in claim order
+    SELECT v.scope, v.key, array_agg(p.id ORDER BY p.n) AS ids
       FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
-      JOIN workqueue_workitem w ON w.id = p.id
-      CROSS JOIN rate_limits l
-      CROSS JOIN LATERAL (SELECT CASE l.scope WHEN 'kind' THEN w.kind WHEN 'lane' THEN w.lane
-                                              WHEN 'tenant' THEN w.org_id::text
-                                              ELSE w.rate_key END AS key) AS v
-     WHERE v.key IS NOT NULL AND (l.target = '*' OR l.target = v.key)
-), rate_held AS MATERIALIZED (
-    SELECT b.limit_id, b.key, b.tat
-      FROM workqueue_ratebucket b
-     WHERE (b.limit_id, b.key) IN (SELECT limit_id, key FROM rate_wanted)
-     ORDER BY b.limit_id, b.key
-       FOR UPDATE OF b
+     CROSS JOIN LATERAL (SELECT w.kind, w.lane, w.org_id, w.rate_key
+                           FROM workqueue_workitem w WHERE w.id = p.id LIMIT 1) AS w
+     CROSS JOIN LATERAL (VALUES ('kind', w.kind), ('lane', w.lane), ('tenant', w.org_id::text),
+                                ('key', w.rate_key)) AS v(scope, key)
+     WHERE v.key IS NOT NULL AND v.scope IN (SELECT scope FROM rate_scopes)
+     GROUP BY v.scope, v.key
+), rate_buckets AS MATERIALIZED (
+    -- each bucket the items fall in: their scope's '*' limit, and the limit whose target is
+    -- their key (one probe of the limits' unique index on scope and target, in a scope that
+    -- names targets)
+    SELECT s.id AS limit_id, k.key, s.burst, s.interval_s, k.ids
+      FROM rate_keys k
+      JOIN rate_scopes s ON s.scope = k.scope
+     WHERE s.id IS NOT NULL
+     UNION ALL
+    SELECT l.id, k.key, l.burst, l.period_s::float8 / l.count, k.ids
+      FROM rate_keys k
+      JOIN rate_scopes s ON s.scope = k.scope
+     CROSS JOIN LATERAL (SELECT r.id, r.burst, r.period_s, r.count
+                           FROM workqueue_ratelimit r
+                          WHERE r.scope = k.scope AND r.target = k.key
+                          LIMIT 1) AS l
+     WHERE s.targeted AND k.key <> '*'
 ), rate_room AS MATERIALIZED (
-    -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval)
-    SELECT k.limit_id, k.key, k.interval_s, h.tat IS NULL AS new,
+    -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval),
+    -- its row (when it has one) locked in key order
+    SELECT b.limit_id, b.key, b.burst, b.interval_s, b.ids, h.tat IS NULL AS new,
            GREATEST(h.tat, now()) AS start,
-           floor(k.burst - extract(epoch FROM GREATEST(h.tat, now()) - now()) / k.interval_s)
-               AS room
-      FROM (SELECT DISTINCT limit_id, key, burst, interval_s FROM rate_wanted) AS k
-      LEFT JOIN rate_held h ON h.limit_id = k.limit_id AND h.key = k.key
-), rate_kept AS MATERIALIZED (
-    SELECT w.id
-      FROM rate_wanted w
-      JOIN rate_room r ON r.limit_id = w.limit_id AND r.key = w.key
-     GROUP BY w.id
-    HAVING bool_and(w.rank <= r.room)
+           GREATEST(floor(b.burst - extract(epoch FROM GREATEST(h.tat, now()) - now()) / b.interval_s),
+                    0)::integer AS room
+      FROM (SELECT * FROM rate_buckets ORDER BY limit_id, key) AS b
+      LEFT JOIN LATERAL (SELECT t.tat
+                           FROM workqueue_ratebucket t
+                          WHERE t.limit_id = b.limit_id AND t.key = b.key
+                            FOR UPDATE) AS h ON true
+), rate_trimmed AS MATERIALIZED (
+    -- the items past a bucket's allowance
+    SELECT unnest(r.ids[r.room + 1:]) AS id FROM rate_room r
 ), rate_made AS (
-    INSERT INTO workqueue_ratebucket (limit_id, key, tat)
-    SELECT r.limit_id, r.key, now() + make_interval(secs => count(*) * r.interval_s)
+    -- free_at: when the bucket allows one more, tat - (burst - 1) * interval
+    INSERT INTO workqueue_ratebucket (limit_id, key, tat, free_at)
+    SELECT r.limit_id, r.key, now() + make_interval(secs => s.items * r.interval_s),
+           now() + make_interval(secs => (s.items - r.burst + 1) * r.interval_s)
       FROM rate_room r
-      JOIN rate_wanted w ON w.limit_id = r.limit_id AND w.key = r.key
-     WHERE r.new AND w.id IN (SELECT id FROM rate_kept)
-     GROUP BY r.limit_id, r.key, r.interval_s
+     CROSS JOIN LATERAL (SELECT count(*) AS items FROM unnest(r.ids) AS u(id)
+                          WHERE u.id NOT IN (SELECT id FROM rate_trimmed)) AS s
+     WHERE r.new AND s.items > 0
      ORDER BY r.limit_id, r.key
         ON CONFLICT (limit_id, key) DO NOTHING
     RETURNING limit_id, key
-), rate_granted AS MATERIALIZED (
-    -- kept, and not under a new bucket another claimer made first
-    SELECT k.id
-      FROM rate_kept k
-     WHERE NOT EXISTS (
-           SELECT FROM rate_wanted w
-             JOIN rate_room r ON r.limit_id = w.limit_id AND r.key = w.key
-            WHERE w.id = k.id AND r.new
-              AND NOT EXISTS (SELECT FROM rate_made m
-                               WHERE m.limit_id = r.limit_id AND m.key = r.key))
+), rate_refused AS MATERIALIZED (
+    -- trimmed, or under a new bucket another claimer made first
+    SELECT id FROM rate_trimmed
+     UNION
+    SELECT unnest(r.ids) FROM rate_room r
+     WHERE r.new AND (r.limit_id, r.key) NOT IN (SELECT limit_id, key FROM rate_made)
 ), rate_spent AS (
     UPDATE workqueue_ratebucket AS b
-       SET tat = r.start + make_interval(secs => s.items * r.interval_s)
-      FROM rate_room r,
-           (SELECT w.limit_id, w.key, count(*) AS items
-              FROM rate_wanted w
-             WHERE w.id IN (SELECT id FROM rate_granted)
-             GROUP BY w.limit_id, w.key) AS s
-     WHERE NOT r.new AND s.limit_id = r.limit_id AND s.key = r.key
-       AND b.limit_id = r.limit_id AND b.key = r.key
+       SET tat = s.start + make_interval(secs => s.items * s.interval_s),
+           free_at = s.start + make_interval(secs => (s.items - s.burst + 1) * s.interval_s)
+      FROM (SELECT r.limit_id, r.key, r.start, r.burst, r.interval_s,
+                   (SELECT count(*) FROM unnest(r.ids) AS u(id)
+                     WHERE u.id NOT IN (SELECT id FROM rate_refused)) AS items
+              FROM rate_room r
+             WHERE NOT r.new) AS s
+     WHERE s.items > 0 AND b.limit_id = s.limit_id AND b.key = s.key
 ), granted AS (
     SELECT array_agg(p.id ORDER BY p.n) AS ids
       FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
-     WHERE p.id NOT IN (SELECT id FROM rate_wanted) OR p.id IN (SELECT id FROM rate_granted)
+     WHERE p.id NOT IN (SELECT id FROM rate_refused)
