@@ -26,6 +26,9 @@ from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
+# A finished item: its fence, kind, result (JSON text or None) and run's report (or None).
+Finished = tuple[runtime.Fence, str, str | None, runtime.Report | None]
+
 
 class Completer:
     def __init__(
@@ -43,8 +46,9 @@ class Completer:
         self.flush_s = flush_ms / 1000
         self.flush_at = flush_at
         self.retry_s = retry_s
-        # (fence, kind, result as JSON text or None) of each finished item.
-        self.pending: list[tuple[runtime.Fence, str, str | None]] = []
+        # (fence, kind, result as JSON text or None, its run's report or None) of each
+        # finished item.
+        self.pending: list[Finished] = []
         self.waiting = asyncio.Event()
         # Items in the batch being written now, and an event set after each write: the claim
         # loop waits on it while ``backlog`` is full.
@@ -56,8 +60,14 @@ class Completer:
         """Finished items whose completion is not written yet."""
         return len(self.pending) + self.writing
 
-    def add(self, fence: runtime.Fence, kind: str, result: str | None = None) -> None:
-        self.pending.append((fence, kind, result))
+    def add(
+        self,
+        fence: runtime.Fence,
+        kind: str,
+        result: str | None = None,
+        report: runtime.Report | None = None,
+    ) -> None:
+        self.pending.append((fence, kind, result, report))
         self.waiting.set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -77,9 +87,11 @@ class Completer:
             self.writing = len(batch)
             try:
                 if self.reporter is not None:
-                    await self.reporter.flush_final(fence for fence, _, _ in batch)
+                    await self.reporter.flush_final(
+                        (fence, report, kind) for fence, kind, _, report in batch
+                    )
                 done = await runtime.acomplete_many(
-                    [fence for fence, _, _ in batch], [result for _, _, result in batch]
+                    [fence for fence, _, _, _ in batch], [result for _, _, result, _ in batch]
                 )
             except Exception as exc:
                 if not self.outage.failed("complete", exc):
@@ -96,9 +108,7 @@ class Completer:
                 self.written.set()
             self.outage.ok(started)
             completed: Counter[str] = Counter()
-            for fence, kind, _ in batch:
-                if self.reporter is not None:
-                    self.reporter.forget(fence.item_id)
+            for fence, kind, _, _ in batch:
                 if fence.item_id in done:
                     completed[kind] += 1
                 else:
@@ -115,12 +125,12 @@ class Completer:
             await _send_done(batch, done)
 
 
-async def _send_done(batch: list[tuple[runtime.Fence, str, str | None]], done: set[Any]) -> None:
+async def _send_done(batch: list[Finished], done: set[Any]) -> None:
     """``work_done`` for each completed item of ``batch``, when someone listens for its kind
     (workqueue/signals.py)."""
     if not runtime.work_done.has_listeners(runtime.WorkItem):
         return
-    for fence, kind, _ in batch:
+    for fence, kind, _, _ in batch:
         if fence.item_id in done:
             results = await runtime.work_done.asend_robust(
                 runtime.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind

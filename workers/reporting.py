@@ -22,12 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
-import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 
+from workers.jobs import Jobs
 from workers.metrics import PROGRESS_WRITES
 from workers.outage import Outage
 from workqueue import runtime
@@ -36,16 +34,8 @@ from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
-
-@dataclass
-class _Watched:
-    fence: Fence
-    report: Report
-    kind: str
-    # When its report was last written (the reporter's clock).
-    written_at: float = -math.inf
-    # Its outcome is due: only ``flush_final`` writes it now.
-    ending: bool = False
+# An item whose outcome is due: its fence, its run's report (None: it reported nothing), its kind.
+Ending = tuple[Fence, Report | None, str]
 
 
 class Reporter:
@@ -57,7 +47,9 @@ class Reporter:
         self.outage = outage
         self.interval_s = interval_s
         self._clock = clock
-        self._watched: dict[uuid.UUID, _Watched] = {}
+        # The items held, with their runs: the runner's jobs (set by the runner). Only a run
+        # that reported has a report: the others cost the reporter nothing.
+        self.jobs: Jobs | None = None
         self._turn = asyncio.Lock()
 
     @property
@@ -66,47 +58,38 @@ class Reporter:
         is written within about an interval of the last, not two when a tick runs late."""
         return max(self.interval_s / 4, 0.05)
 
-    def __len__(self) -> int:
-        return len(self._watched)
-
-    def watch(self, fence: Fence, report: Report, kind: str) -> None:
-        """Write what ``report`` gets to ``fence``'s item, from now until its outcome."""
-        self._watched[fence.item_id] = _Watched(fence, report, kind)
-
-    def forget(self, item_id: uuid.UUID) -> None:
-        """Stop watching the item: its outcome is written (or it was lost to another holder).
-        Called by whoever wrote the outcome: the runner, or the completer for a batch."""
-        self._watched.pop(item_id, None)
-
     async def flush_due(self) -> int:
         """Write every report that changed and whose item was not written for an interval;
         returns how many items were written. A failure is raised (the periodic task reports
         it) with the reports kept for the next write."""
+        if self.jobs is None:
+            return 0
         async with self._turn:
             now = self._clock()
             due = [
-                watched
-                for watched in self._watched.values()
-                if watched.report.changed
-                and not watched.ending
-                and now - watched.written_at >= self.interval_s
+                (job.fence, report, job.item.kind)
+                for job in self.jobs.running()
+                if (report := job.run.report) is not None
+                and report.changed
+                and not report.final
+                and now - report.written_at >= self.interval_s
             ]
             return await self._write(due, now)
 
-    async def flush_final(self, fences: Iterable[Fence]) -> None:
+    async def flush_final(self, ending: Iterable[Ending]) -> None:
         """Write the last reports of these items, whatever the throttle, just before their
-        outcome is written; from here on only this writes them, until ``forget``. Never raises
-        but a cancellation: an outcome is never held back by its report. A failure is logged
-        (once per outage) and the reports kept for the outcome's retry."""
-        async with self._turn:
-            ending = []
-            for fence in fences:
-                watched = self._watched.get(fence.item_id)
-                if watched is not None and watched.fence == fence:
-                    watched.ending = True
-                    ending.append(watched)
+        outcome is written; from here on only this writes them. Never raises but a
+        cancellation: an outcome is never held back by its report. A failure is logged (once
+        per outage) and the reports kept for the outcome's retry. Items whose run reported
+        nothing pass at once."""
+        reported = [(fence, report, kind) for fence, report, kind in ending if report is not None]
+        if not reported:
+            return
+        for _, report, _ in reported:
+            report.final = True
+        async with self._turn:  # a periodic write on its way lands first
             try:
-                await self._write(ending, self._clock())
+                await self._write(reported, self._clock())
             except Exception as exc:
                 if not self.outage.failed("progress", exc):
                     log_event(
@@ -114,33 +97,33 @@ class Reporter:
                         logging.ERROR,
                         "progress_write_failed",
                         exc_info=True,
-                        items=len(ending),
+                        items=len(reported),
                     )
 
-    async def _write(self, watched: list[_Watched], now: float) -> int:
+    async def _write(self, reports: Sequence[Ending], now: float) -> int:
         """One statement for every report that has something to write."""
-        taken = [(w, t) for w in watched if (t := w.report.take()) is not None]
+        taken = [(f, r, k, t) for f, r, k in reports if r is not None and (t := r.take())]
         if not taken:
             return 0
         started = self.outage.now()
         try:
-            written = await runtime.awrite_progress([Reported.of(w.fence, t) for w, t in taken])
+            written = await runtime.awrite_progress([Reported.of(f, t) for f, _, _, t in taken])
         except BaseException:  # a cancellation too: what was taken is written next time
-            for w, t in taken:
-                w.report.put_back(t)
+            for _, report, _, t in taken:
+                report.put_back(t)
             raise
         self.outage.ok(started)
-        for w, _ in taken:
-            w.written_at = now
-            if w.fence.item_id not in written:
-                self.forget(w.fence.item_id)
+        for fence, report, kind, _ in taken:
+            report.written_at = now
+            if fence.item_id not in written:
+                report.final = True  # lost to another holder: never written again
                 log_event(
                     logger,
                     logging.WARNING,
                     "stale_progress_refused",
-                    item=str(w.fence.item_id),
-                    kind=w.kind,
-                    tenant=str(w.fence.org_id),
+                    item=str(fence.item_id),
+                    kind=kind,
+                    tenant=str(fence.org_id),
                 )
         PROGRESS_WRITES.inc(len(written))
         return len(written)

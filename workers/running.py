@@ -128,6 +128,7 @@ class Runner:
         if reporter is None:
             reporter = Reporter(outage, interval_s=settings.progress_flush_s)
         self.reporter = reporter
+        reporter.jobs = self.jobs
         self.calls = HandlerCalls(
             handler_pool,
             settings.threads,
@@ -165,7 +166,6 @@ class Runner:
         """Run a claimed item: hold its lease, and start its task."""
         job = self.jobs.add(ctx, item)
         self.leases.hold(job.fence)
-        self.reporter.watch(job.fence, job.run.report, item.kind)
         self.calls.lend_threads(job)
         job.task = asyncio.create_task(self._run(job), context=None)
 
@@ -214,8 +214,6 @@ class Runner:
                 log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
             self.leases.drop(item.id)
-            if job.ended is not Ended.DONE:  # a completion forgets it once written (completing.py)
-                self.reporter.forget(item.id)
             self.jobs.end(job)
 
     async def _not_run(self, job: Job, handler: Handler | None) -> None:
@@ -230,7 +228,7 @@ class Runner:
     async def _raised(self, job: Job, exc: BaseException, span: Any) -> None:
         """The handler raised: a snooze defers the item, anything else fails it."""
         self.leases.drop(job.item.id)
-        await self.reporter.flush_final([job.fence])
+        await self._flush_final(job)
         if job.run.snoozed_s is not None:
             await self._snooze(job)
             return
@@ -244,12 +242,16 @@ class Runner:
         it snoozed."""
         if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
             self.leases.drop(job.item.id)
-            await self.reporter.flush_final([job.fence])
+            await self._flush_final(job)
             await self._snooze(job)
             return
         # No lease to keep from here (``_run`` drops it before anything else runs).
-        self.completer.add(job.fence, job.item.kind, result)
+        self.completer.add(job.fence, job.item.kind, result, job.run.report)
         job.ended = Ended.DONE
+
+    async def _flush_final(self, job: Job) -> None:
+        """The item's last report, before an outcome the runner writes."""
+        await self.reporter.flush_final([(job.fence, job.run.report, job.item.kind)])
 
     async def _cancelled(self, job: Job) -> None:
         """Its task was cancelled: hand it back on shutdown, end it as a cancel request asks,
@@ -257,7 +259,7 @@ class Runner:
         reason = job.cancel_reason or SHUTDOWN
         CANCELLED.labels(job.item.kind, reason).inc()
         if reason in (SHUTDOWN, CANCEL_REQUESTED):  # still held: its last report first
-            await self.reporter.flush_final([job.fence])
+            await self._flush_final(job)
         if reason == SHUTDOWN:
             await self._release(job, f"worker {self.worker_id} shut down before it finished")
             RELEASED.labels(job.item.kind, SHUTDOWN).inc()

@@ -50,6 +50,7 @@ import contextlib
 import contextvars
 import functools
 import inspect
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
@@ -96,6 +97,10 @@ class InThread(Protocol):
     def __call__[T](self, call: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+# Taken only by a run's first report (``Run._report``).
+_FIRST_REPORT = threading.Lock()
+
+
 class Run:
     """What a running handler can tell the worker, and learn from it."""
 
@@ -113,8 +118,9 @@ class Run:
         # the pool's turns (one per thread).
         self.threads: InThread | None = None
         self.turns: asyncio.Semaphore | None = None
-        # What it reported (``progress``, ``set_meta``), until the worker writes it.
-        self.report = Report()
+        # What it reported (``progress``, ``set_meta``), until the worker writes it: made by
+        # the first report, so a run that reports nothing costs its worker nothing for it.
+        self.report: Report | None = None
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -141,14 +147,23 @@ class Run:
         that is negative, not finite or past 2**53, a ``total`` below ``done``, a note that is
         not text or longer than 200 characters raises ``ValueError`` naming it; nothing is
         recorded (``workqueue/progress.py``)."""
-        self.report.progress(done, total, note)
+        self._report().progress(done, total, note)
 
     def set_meta(self, meta: Mapping[str, Any]) -> None:
         """Merge ``meta`` (text keys, JSON values) into the item's metadata, key by key,
         written as ``progress`` is. What one run sets, merged, is at most 16 KiB as JSON; a
         value that is not JSON or a larger total raises ``ValueError`` naming ``meta``, and
         nothing is recorded."""
-        self.report.merge_meta(meta)
+        self._report().merge_meta(meta)
+
+    def _report(self) -> Report:
+        report = self.report
+        if report is None:
+            with _FIRST_REPORT:  # a handler's threads may report at once: one report
+                if self.report is None:
+                    self.report = Report()
+                report = self.report
+        return report
 
     @property
     def cancelled(self) -> bool:

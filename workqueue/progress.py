@@ -16,6 +16,7 @@ replaced, a key not named is kept, across attempts too). Both are kept after the
 from __future__ import annotations
 
 import json
+import math
 import threading
 import uuid
 from collections.abc import Iterable, Mapping
@@ -108,6 +109,11 @@ class Report:
         # Everything this run set, merged: what bounds its size (META_MAX_BYTES).
         self._run_meta: dict[str, Any] = {}
         self._changed = False
+        # The worker's bookkeeping (workers/reporting.py), on its loop: when this was last
+        # written (its clock), and whether only its outcome's write may write it now (the
+        # outcome is due, or the item was lost to another holder).
+        self.written_at = -math.inf
+        self.final = False
 
     def progress(self, done: object, total: object = None, note: object = "") -> None:
         """Record the latest progress (``check_progress``); the previous one is replaced."""
