@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce, Now
 from audit.services import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_ENDED
 from workqueue.lanes import declared_lanes
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import Status, WorkItem
@@ -79,7 +80,7 @@ REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS),
+    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED),
     build_locking=lambda: {"locking": _stale_locking()},
 )
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)

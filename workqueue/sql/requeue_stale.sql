@@ -1,4 +1,4 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry, and each expired attempt is recorded, in the same statement
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before` (the locking subquery is the queryset workqueue/maintenance.py compiles); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry (and the edges it ends met: those a waiting item needs finished), and each expired attempt is recorded, in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
 -- `stale` names each row's holder as it was (the update clears it for a requeued item; a dead letter keeps it).
 WITH stale AS (
@@ -37,5 +37,7 @@ RETURNING w.*
       FROM moved m JOIN stale s ON s.id = m.id
 ), attempts AS (
 {record_attempts}
-)
-SELECT * FROM moved
+), ended_items AS (
+    SELECT m.id, m.has_dependents FROM moved m WHERE m.status IN ('failed', 'cancelled')
+), {release_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM released) AS r
