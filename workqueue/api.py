@@ -1,4 +1,5 @@
-"""What a site's code calls: enqueue work, declare kinds and their handlers, cancel, hear outcomes.
+"""What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
+cancel, hear outcomes.
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -17,6 +18,17 @@ from workqueue.kinds import Kind, Payload, register
 from workqueue.models import Status, WorkItem
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
+from workqueue.workflows import (
+    Workflow,
+    acancel_workflow,
+    acount_parents,
+    aenqueue_workflow,
+    aread_parents,
+    cancel_workflow,
+    count_parents,
+    enqueue_workflow,
+    read_parents,
+)
 
 __all__ = [
     "Conflict",
@@ -33,15 +45,24 @@ __all__ = [
     "Status",
     "WorkItem",
     "WorkQueueError",
+    "Workflow",
     "acancel",
     "acancel_matching",
+    "acancel_workflow",
+    "acount_parents",
     "aenqueue",
     "aenqueue_many",
+    "aenqueue_workflow",
+    "aread_parents",
     "cancel",
     "cancel_matching",
+    "cancel_workflow",
+    "count_parents",
     "enqueue",
     "enqueue_many",
+    "enqueue_workflow",
     "handles",
+    "read_parents",
     "register",
     "work_dead_lettered",
     "work_done",
