@@ -76,6 +76,9 @@ def _purge_locking() -> Locking:
     return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
 
 
+# The statuses of ended items: the only ones the purge deletes.
+PURGEABLE = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED})
+
 REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
@@ -181,9 +184,15 @@ def purge_items(
     ``before``, in every tenant; returns how many. Bounded: batches of ``batch``, at most
     ``max_batches`` per call; it stops early when a batch comes back smaller than ``batch``.
 
+    Only ended items are purged (``PURGEABLE``): an item still to run (a step waiting for its
+    parents, above all) never is, whatever ``statuses`` says.
+
     Takes no tenant: retention is the operator's rule for the whole table, and one statement
     per batch across tenants is what keeps the purge cheap; runs on the system login.
     """
+    unended = sorted(set(statuses) - PURGEABLE)
+    if unended:
+        raise ValueError(f"statuses: only ended items are purged, not {', '.join(unended)}")
     params = PurgeItemsParams([str(s) for s in statuses], before, int(batch))
     total = 0
     for _ in range(max_batches):
