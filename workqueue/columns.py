@@ -192,10 +192,9 @@ STARTS_AS: dict[str, Any] = {
     "has_dependents": False,
 }
 # What a workflow's insert gives each of its steps instead (workqueue/workflows), each sent as
-# an array beside NewItem's columns: its status (waiting for its parents, or pending), how many
-# of its edges are unmet, whether it is a parent, and its workflow.
+# an array beside NewItem's columns: its edges (its status and unmet edges follow from them and
+# its parents: the insert says how), whether it is a parent, and its workflow.
 STEP_PLACED: dict[str, type[BinaryArray]] = {
-    "status": TextArray,
     "waiting_on": IntArray,
     "has_dependents": BoolArray,
     "workflow_id": UUIDArray,
@@ -269,30 +268,30 @@ def _element(name: str) -> str:
     return _given_sql(name, value)
 
 
-def _row_value(name: str, placed: dict[str, type[BinaryArray]]) -> str:
+def _row_value(name: str, placed: dict[str, type[BinaryArray]], values: dict[str, str]) -> str:
+    if name in values:
+        return values[name]
     if name in GIVEN:
         return _element(name)
     return f"i.{name}" if name in placed else _stamped_sql(name)
 
 
-def many_insert_parts(placed: dict[str, type[BinaryArray]] | None = None) -> dict[str, str]:
+def many_insert_parts(
+    placed: dict[str, type[BinaryArray]] | None = None, values: dict[str, str] | None = None
+) -> dict[str, str]:
     """``sql/enqueue_many_rows.sql``'s column list, values (a row per element of the given
     columns' arrays, unnested side by side as ``i``), the arrays and their names; with
-    ``placed``, those columns too come from arrays of their own, not from ``STARTS_AS``."""
-    placed = placed or {}
+    ``placed``, those columns too come from arrays of their own, not from ``STARTS_AS``; with
+    ``values``, those columns take that SQL (the including statement's own)."""
+    placed, values = placed or {}, values or {}
     arrays = [f"%({name})s::{given.array.sql_type}" for name, given in GIVEN.items()]
     arrays += [f"%({name})s::{array.sql_type}" for name, array in placed.items()]
     return {
         "item_columns": ", ".join(insert_columns()),
-        "item_values": ", ".join(_row_value(name, placed) for name in insert_columns()),
+        "item_values": ", ".join(_row_value(name, placed, values) for name in insert_columns()),
         "item_arrays": ", ".join(arrays),
         "given_columns": ", ".join([*GIVEN, *placed]),
     }
-
-
-def step_insert_parts() -> dict[str, str]:
-    """``many_insert_parts`` for a workflow's steps (``STEP_PLACED``)."""
-    return many_insert_parts(STEP_PLACED)
 
 
 # -- the parameters the statements take -------------------------------------------------------

@@ -82,7 +82,7 @@ class WorkItem(models.Model):
     # it. None for a plain item.
     workflow_id = models.UUIDField(null=True, blank=True)
     # How many of its edges (``Dependency``) are not met yet; a waiting item becomes pending
-    # when this reaches 0, in the statement that meets its last edge.
+    # when this reaches 0, in the statement that ends its last parent.
     waiting_on = models.IntegerField(db_default=0)
     # Whether some item waits for this one (it is a parent of an edge): the statements that end
     # an item meet edges only for these, so ending a plain item costs nothing more.
@@ -101,7 +101,7 @@ class WorkItem(models.Model):
             models.CheckConstraint(
                 condition=models.Q(attempts__gte=0), name="workitem_attempts_not_negative"
             ),
-            # An edge is counted once (``Dependency.met``): below 0 would be a count gone wrong.
+            # Each edge is counted once: below 0 would be a count gone wrong.
             models.CheckConstraint(
                 condition=models.Q(waiting_on__gte=0), name="workitem_waiting_on_not_negative"
             ),
@@ -178,11 +178,11 @@ class Needs(models.TextChoices):
 
 class Dependency(models.Model):
     """An edge of a workflow: ``child_id`` waits for ``parent_id`` (as ``needs`` says). Written
-    with the child, in the declaration's statement; ``met`` is set once, by the statement that
-    ends the parent as needed, which takes one off the child's ``waiting_on`` in the same
-    statement (so each edge counts once, whatever happens to the parent twice). No foreign
-    keys: the statements that end an item do not check one, and the purge deletes an item's
-    edges with it."""
+    with the child, in the declaration's statement, and never changed: whether it is met follows
+    from the parent's status (done meets it; failed for good, cancelled or discarded meet it when
+    it needs ``finished``), and the statement that changes that status moves the child's
+    ``waiting_on`` (``workqueue/dependents.py``). No foreign keys: the statements that end an
+    item do not check one, and the purge deletes an item's edges with it."""
 
     # One edge per pair; its first column finds a parent's edges when the parent ends.
     pk = models.CompositePrimaryKey("parent_id", "child_id")
@@ -190,7 +190,6 @@ class Dependency(models.Model):
     parent_id = models.UUIDField()
     child_id = models.UUIDField()
     needs = models.CharField(max_length=10, choices=Needs.choices, default=Needs.DONE)
-    met = models.BooleanField(default=False)
 
     class Meta:
         indexes = [

@@ -1,8 +1,8 @@
 """Workflows: the ``waiting`` status (an item waiting for its parents, which no claim sees), the
 item's workflow, its count of unmet edges and whether it is a parent, the edges table
 (``workqueue_dependency``, one row per (parent, child), under row-level security like the
-items), and the function every statement that ends an item calls to meet its edges
-(``sql/schema/release_dependents_v1.sql``). The SQL is frozen as applied: a change is a new migration
+items), and the function every statement that ends or requeues an item calls to move the
+items waiting for it (``sql/schema/move_dependents_v1.sql``). The SQL is frozen as applied: a change is a new migration
 (and a new version of the function)."""
 
 from django.db import migrations, models
@@ -45,7 +45,6 @@ class Migration(migrations.Migration):
                         max_length=10,
                     ),
                 ),
-                ("met", models.BooleanField(default=False)),
             ],
             options={
                 "indexes": [
@@ -102,6 +101,6 @@ class Migration(migrations.Migration):
         ),
         apply_tenant_policy("workqueue_dependency"),
         run_sql_file(
-            SQL_DIR / "schema", "release_dependents_v1", system_actor=sql_literal(SYSTEM_ACTOR)
+            SQL_DIR / "schema", "move_dependents_v1", system_actor=sql_literal(SYSTEM_ACTOR)
         ),
     ]

@@ -13,7 +13,7 @@ WITH moved AS (
       FROM moved m
 ), audited AS (
 {append_entries}
-), ended_items AS (
+), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m
-), {release_dependents}
-SELECT m.* FROM moved m, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r

@@ -27,9 +27,9 @@ WITH seen AS (
       FROM moved m
 ), audited AS (
 {append_entries}
-), ended_items AS (
+), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status = 'cancelled'
-), {release_dependents}
+), {move_dependents}
 SELECT count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
        count(*) FILTER (WHERE status = 'claimed') AS requested
-  FROM moved, (SELECT count(*) FROM released) AS r
+  FROM moved, (SELECT count(*) FROM dependents) AS r

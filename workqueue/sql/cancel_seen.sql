@@ -18,7 +18,7 @@ moved AS (
            || CASE WHEN m.reason IS NULL THEN '{}'::jsonb
                    ELSE jsonb_build_object('reason', m.reason) END AS data
       FROM moved m
-), ended_items AS (
+), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status = 'cancelled'
-), {release_dependents}, audited AS (
+), {move_dependents}, audited AS (
 {append_entries}

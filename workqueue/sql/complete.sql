@@ -11,7 +11,7 @@ RETURNING *
       FROM done d
 ), attempts AS (
 {record_attempts}
-), ended_items AS (
+), parent_items AS (
     SELECT d.id, d.has_dependents FROM done d
-), {release_dependents}
-SELECT d.* FROM done d, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT d.* FROM done d, (SELECT count(*) FROM dependents) AS r

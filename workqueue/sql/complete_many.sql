@@ -19,7 +19,7 @@ RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at, w.has_dependen
       FROM done d
 ), attempts AS (
 {record_attempts}
-), ended_items AS (
+), parent_items AS (
     SELECT d.id, d.has_dependents FROM done d
-), {release_dependents}
-SELECT d.id FROM done d, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT d.id FROM done d, (SELECT count(*) FROM dependents) AS r

@@ -22,7 +22,7 @@ WITH failed AS (
       FROM failed f
 ), attempts AS (
 {record_attempts}
-), ended_items AS (
+), parent_items AS (
     SELECT f.id, f.has_dependents FROM failed f
-), {release_dependents}
-SELECT f.* FROM failed f, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT f.* FROM failed f, (SELECT count(*) FROM dependents) AS r

@@ -6,7 +6,7 @@ UPDATE workqueue_workitem
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *
-), ended_items AS (
+), parent_items AS (
     SELECT f.id, f.has_dependents FROM failed f
-), {release_dependents}
-SELECT f.* FROM failed f, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT f.* FROM failed f, (SELECT count(*) FROM dependents) AS r

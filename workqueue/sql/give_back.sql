@@ -9,7 +9,7 @@ UPDATE workqueue_workitem
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *
-), ended_items AS (
+), parent_items AS (
     SELECT g.id, g.has_dependents FROM given g WHERE g.status = 'cancelled'
-), {release_dependents}
-SELECT g.* FROM given g, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT g.* FROM given g, (SELECT count(*) FROM dependents) AS r

@@ -18,7 +18,6 @@ GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};
 -- DELETE: the purge, on the system login, deletes it with its item).
 GRANT SELECT, INSERT ON workqueue_attempt TO {app};
 -- Workflow edges: a declaration inserts them with its steps (and marks an existing parent as one:
--- has_dependents, above); the statements that end an item, under its tenant, meet them (met).
--- An edge never changes otherwise (the purge, on the system login, deletes it with its item).
+-- has_dependents, above); the statements that end an item read them. An edge never changes (the
+-- purge, on the system login, deletes it with its item).
 GRANT SELECT, INSERT ON workqueue_dependency TO {app};
-GRANT UPDATE (met) ON workqueue_dependency TO {app};

@@ -37,7 +37,7 @@ RETURNING w.*
       FROM moved m JOIN stale s ON s.id = m.id
 ), attempts AS (
 {record_attempts}
-), ended_items AS (
+), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status IN ('failed', 'cancelled')
-), {release_dependents}
-SELECT m.* FROM moved m, (SELECT count(*) FROM released) AS r
+), {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r

@@ -18,7 +18,7 @@ RETURNING *
       FROM retried r JOIN held h ON h.id = r.id
 ), attempts AS (
 {record_attempts}
-), ended_items AS (
+), parent_items AS (
     SELECT r.id, r.has_dependents FROM retried r WHERE r.status = 'cancelled'
-), {release_dependents}
-SELECT r.* FROM retried r, (SELECT count(*) FROM released) AS rel
+), {move_dependents}
+SELECT r.* FROM retried r, (SELECT count(*) FROM dependents) AS rel

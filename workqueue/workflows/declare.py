@@ -1,9 +1,10 @@
 """enqueue_workflow: put a whole workflow on the queue, in the caller's transaction.
 
 Its steps are inserted by one statement (the bulk enqueue's insert, ``enqueue_many_rows``, with
-each step's status and unmet edges placed beside its columns) and its edges in the same one. A
-step that waits for nothing is pending at once; the others are ``waiting``, which no claim
-sees, until the statement that ends their last parent makes them pending. Before it, at most
+each step's edges, parent flag and workflow placed beside its columns) and its edges in the same
+one. A step whose edges are all met (none, or to existing items that ended as needed) is pending
+at once; the others are ``waiting``, which no claim sees, until the statement that ends their
+last parent makes them pending. Before it, at most
 two reads: the ids of a keyed workflow, checked against other tenants' items (as a bulk
 enqueue checks ids its caller chose), and the existing items steps wait for, checked in the
 tenant (another tenant's is not found, as under row-level security it is not there).
@@ -23,8 +24,8 @@ from workqueue.columns import (
     STEP_ROW_FIELDS,
     Author,
     many_arrays,
+    many_insert_parts,
     statement_params,
-    step_insert_parts,
 )
 from workqueue.enqueue import (
     READ_ITEMS,
@@ -45,8 +46,7 @@ from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, transition
 
 # The statement's parameters: the steps' columns (as the bulk insert takes them), then the
-# first step's id (the workflow declared before?), the existing items waited for, the edges, and
-# the lanes to announce.
+# first step's id (the workflow declared before?), the existing items waited for, and the edges.
 EnqueueWorkflowParams = statement_params(
     "EnqueueWorkflowParams",
     (
@@ -56,12 +56,25 @@ EnqueueWorkflowParams = statement_params(
         "edge_parents",
         "edge_children",
         "edge_needs",
-        "lanes",
     ),
 )
 _StepRowsParams = statement_params("StepRowsParams", STEP_ROW_FIELDS)
 
-_STEP_ROWS = Statement("enqueue_many_rows", _StepRowsParams, SQL_DIR, build_parts=step_insert_parts)
+# A step's unmet edges: all it has (placed) but those met already (the statement's ``met``).
+_UNMET = "i.waiting_on - COALESCE(m.edges, 0)"
+_STEP_VALUES = {
+    "waiting_on": _UNMET,
+    "status": f"CASE WHEN {_UNMET} > 0 THEN 'waiting' ELSE 'pending' END",
+}
+
+
+def _step_insert_parts() -> dict[str, str]:
+    return many_insert_parts(STEP_PLACED, _STEP_VALUES)
+
+
+_STEP_ROWS = Statement(
+    "enqueue_many_rows", _StepRowsParams, SQL_DIR, build_parts=_step_insert_parts
+)
 ENQUEUE_WORKFLOW = Statement(
     "enqueue_workflow",
     EnqueueWorkflowParams,
@@ -109,8 +122,7 @@ def _check_existing(shape: Shape, found: Sequence[WorkItem]) -> None:
 def _params(author: Author, shape: Shape) -> Any:
     rows = shape.rows
     placed: dict[str, list[Any]] = {
-        "status": shape.statuses(),
-        "waiting_on": shape.waiting_on,
+        "waiting_on": shape.edge_counts,
         "has_dependents": shape.has_dependents,
         "workflow_id": [shape.workflow_id] * len(rows),
     }
@@ -124,7 +136,6 @@ def _params(author: Author, shape: Shape) -> Any:
         edge_parents=UUIDArray(parents),
         edge_children=UUIDArray(children),
         edge_needs=TextArray(needs),
-        lanes=TextArray(shape.pending_lanes()),
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from workqueue.columns import Row, validated
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import KEY_MAX, check_id, check_text
-from workqueue.models import Needs, Status, new_item_id
+from workqueue.models import Needs, new_item_id
 from workqueue.workflows.builder import MAX_EDGES, MAX_STEPS, Workflow
 
 # Names the ids of a keyed workflow's steps: the same key in the same tenant gives the same ids.
@@ -25,11 +25,13 @@ _KEYED_IDS = uuid.UUID("6f0c6b1e-3f5a-4c59-9a53-8f0e2f7f1d2a")
 @dataclass(frozen=True)
 class Shape:
     """What the insert writes: each step's validated row (its id set), in declaration order,
-    with its unmet edges and whether it is a parent; the edges; the existing items waited for."""
+    with its edges' count and whether it is a parent; the edges; the existing items waited
+    for."""
 
     workflow_id: uuid.UUID
     rows: list[Row]
-    waiting_on: list[int]
+    # How many edges each step has (the insert takes off those met already).
+    edge_counts: list[int]
     has_dependents: list[bool]
     # Each edge: parent id, child id, what the child needs of the parent.
     edges: list[tuple[uuid.UUID, uuid.UUID, str]]
@@ -40,14 +42,6 @@ class Shape:
     @property
     def ids(self) -> list[uuid.UUID]:
         return [row.id for row in self.rows]
-
-    def pending_lanes(self) -> list[str]:
-        """The lanes of the steps that wait for nothing (announced when the insert commits)."""
-        waits = zip(self.rows, self.waiting_on, strict=True)
-        return sorted({row.lane for row, n in waits if not n})
-
-    def statuses(self) -> list[str]:
-        return [Status.WAITING if n else Status.PENDING for n in self.waiting_on]
 
 
 def _check_key(key: object) -> str | None:
@@ -78,9 +72,10 @@ def _edges(workflow: Workflow) -> dict[tuple[int | uuid.UUID, int], str]:
     if len(workflow.edges) > MAX_EDGES:
         raise InvalidPayload(f"edges: at most {MAX_EDGES} in one workflow")
     found: dict[tuple[int | uuid.UUID, int], str] = {}
+    known = frozenset(Needs.values)
     for edge in workflow.edges:
-        if edge.needs not in Needs.values:
-            raise InvalidPayload(f"steps[{edge.child}]: needs must be one of {Needs.values}")
+        if edge.needs not in known:
+            raise InvalidPayload(f"steps[{edge.child}]: needs must be one of {sorted(known)}")
         parent = (
             edge.parent
             if isinstance(edge.parent, int)
@@ -156,12 +151,12 @@ def lay_out(workflow: Workflow, org_id: uuid.UUID) -> Shape:
     order = _topological(len(rows), edges)
     *ids, workflow_id = _ids(len(rows), order, org_id, key)
     rows = [row._replace(id=step_id) for row, step_id in zip(rows, ids, strict=True)]
-    waiting_on = [0] * len(rows)
+    edge_counts = [0] * len(rows)
     has_dependents = [False] * len(rows)
     laid: list[tuple[uuid.UUID, uuid.UUID, str]] = []
     existing: dict[uuid.UUID, dict[int, str]] = defaultdict(dict)
     for (parent, child), needs in edges.items():
-        waiting_on[child] += 1
+        edge_counts[child] += 1
         if isinstance(parent, int):
             has_dependents[parent] = True
             laid.append((ids[parent], ids[child], needs))
@@ -169,5 +164,5 @@ def lay_out(workflow: Workflow, org_id: uuid.UUID) -> Shape:
             existing[parent][child] = needs
             laid.append((parent, ids[child], needs))
     return Shape(
-        workflow_id, rows, waiting_on, has_dependents, laid, dict(sorted(existing.items()))
+        workflow_id, rows, edge_counts, has_dependents, laid, dict(sorted(existing.items()))
     )
