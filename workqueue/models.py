@@ -79,7 +79,7 @@ class WorkItem(models.Model):
     # its holder learns of the request at its next lease renewal and ends it cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     # The workflow it is a step of (workqueue/workflows): every step of one declaration shares
-    # it. None for a plain item.
+    # it, the id of the workflow's first step. None for a plain item.
     workflow_id = models.UUIDField(null=True, blank=True)
     # How many of its edges (``Dependency``) are not met yet; a waiting item becomes pending
     # when this reaches 0, in the statement that ends its last parent.
@@ -156,10 +156,13 @@ class WorkItem(models.Model):
                 condition=models.Q(status__in=["failed", "discarded", "cancelled"]),
                 name="workitem_triage_idx",
             ),
-            # A workflow's steps (its cancel, its page). Steps only: plain items cost it nothing.
+            # A workflow's steps still to end (its cancel). Live steps only: plain items, and a
+            # step's completion (a member's: its new row is done), cost it nothing.
             models.Index(
                 fields=["workflow_id"],
-                condition=models.Q(workflow_id__isnull=False),
+                condition=models.Q(
+                    workflow_id__isnull=False, status__in=["waiting", "pending", "claimed"]
+                ),
                 name="workitem_workflow_idx",
             ),
         ]

@@ -58,7 +58,7 @@ def test_a_chain_of_three_becomes_claimable_in_order(face, ctx, worker_rctx) -> 
     declared = face.enqueue_workflow(ctx, wf)
     assert declared.outcome == Outcome.INSERTED
     assert [row(declared[s]).status for s in (a, b, c)] == ["pending", "waiting", "waiting"]
-    assert {row(i).workflow_id for i in declared.ids} == {declared.workflow_id}
+    assert {row(i).workflow_id for i in declared.ids} == {declared.workflow_id} == {declared[a]}
     for n in (1, 2, 3):
         held = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
         assert claimed_ns(held) == [n]

@@ -87,7 +87,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="workitem",
             index=models.Index(
-                condition=models.Q(("workflow_id__isnull", False)),
+                condition=models.Q(
+                    ("status__in", ["waiting", "pending", "claimed"]),
+                    ("workflow_id__isnull", False),
+                ),
                 fields=["workflow_id"],
                 name="workitem_workflow_idx",
             ),

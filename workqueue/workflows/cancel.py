@@ -38,14 +38,14 @@ class CancelWorkflowParams(NamedTuple):
     request_id: uuid.UUID | None
 
 
-class CountWorkflowParams(NamedTuple):
+class ReadWorkflowParams(NamedTuple):
     workflow_id: uuid.UUID
 
 
 CANCEL_WORKFLOW = Statement(
     "cancel_workflow", CancelWorkflowParams, SQL_DIR, includes=(CANCEL_SEEN,)
 )
-COUNT_WORKFLOW = Statement("count_workflow", CountWorkflowParams, SQL_DIR)
+READ_WORKFLOW = Statement("read_workflow", ReadWorkflowParams, SQL_DIR)
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,8 @@ def cancel_workflow(
     if not moved:
         # Nothing changed: a workflow whose steps all ended, or none (a second round trip only
         # on this path).
-        counted: Rows = yield Tenant(ctx.org_id, COUNT_WORKFLOW, CountWorkflowParams(wanted))
-        if not counted.rows:
+        first: Rows = yield Tenant(ctx.org_id, READ_WORKFLOW, ReadWorkflowParams(wanted))
+        if not first.rows:
             raise NotFound(f"no workflow {wanted} in this tenant")
     result = WorkflowCancelled(
         cancelled=sum(1 for item in moved if item.status == Status.CANCELLED),

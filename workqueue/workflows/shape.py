@@ -28,6 +28,8 @@ class Shape:
     with its edges' count and whether it is a parent; the edges; the existing items waited
     for."""
 
+    # The workflow's id: its first step's, so the workflow is found by the primary key, however
+    # its steps ended.
     workflow_id: uuid.UUID
     rows: list[Row]
     # How many edges each step has (the insert takes off those met already).
@@ -128,19 +130,18 @@ def _topological(n: int, edges: dict[tuple[int | uuid.UUID, int], str]) -> list[
     return order
 
 
-def _ids(n: int, order: list[int], org_id: uuid.UUID, key: str | None) -> tuple[uuid.UUID, ...]:
-    """Each step's id (by declaration index) and the workflow's id, last. Unkeyed: fresh
-    time-ordered ids, handed out in dependency order, so a parent's id sorts before its
-    children's (the order statements lock them in). Keyed: derived from the tenant, the key and
-    the step's index, so a retry names the same items."""
+def _ids(n: int, order: list[int], org_id: uuid.UUID, key: str | None) -> list[uuid.UUID]:
+    """Each step's id, by declaration index. Unkeyed: fresh time-ordered ids, handed out in
+    dependency order, so a parent's id sorts before its children's (the order statements lock
+    them in). Keyed: derived from the tenant, the key and the step's index, so a retry names
+    the same items."""
     if key is None:
         minted = sorted(new_item_id() for _ in range(n))
         ids = [minted[0]] * n
         for place, step in enumerate(order):
             ids[step] = minted[place]
-        return (*ids, new_item_id())
-    named = [uuid.uuid5(_KEYED_IDS, f"{org_id}/{key}/{i}") for i in range(n)]
-    return (*named, uuid.uuid5(_KEYED_IDS, f"{org_id}/{key}"))
+        return ids
+    return [uuid.uuid5(_KEYED_IDS, f"{org_id}/{key}/{i}") for i in range(n)]
 
 
 def lay_out(workflow: Workflow, org_id: uuid.UUID) -> Shape:
@@ -149,7 +150,7 @@ def lay_out(workflow: Workflow, org_id: uuid.UUID) -> Shape:
     rows = _rows(workflow)
     edges = _edges(workflow)
     order = _topological(len(rows), edges)
-    *ids, workflow_id = _ids(len(rows), order, org_id, key)
+    ids = _ids(len(rows), order, org_id, key)
     rows = [row._replace(id=step_id) for row, step_id in zip(rows, ids, strict=True)]
     edge_counts = [0] * len(rows)
     has_dependents = [False] * len(rows)
@@ -163,6 +164,4 @@ def lay_out(workflow: Workflow, org_id: uuid.UUID) -> Shape:
         else:
             existing[parent][child] = needs
             laid.append((parent, ids[child], needs))
-    return Shape(
-        workflow_id, rows, edge_counts, has_dependents, laid, dict(sorted(existing.items()))
-    )
+    return Shape(ids[0], rows, edge_counts, has_dependents, laid, dict(sorted(existing.items())))

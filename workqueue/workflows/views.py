@@ -66,8 +66,9 @@ def cancel_workflow_view(request: HttpRequest, workflow_id: str) -> JsonResponse
     if isinstance(reason, JsonResponse):
         return reason
     wanted = parse_id(workflow_id)
-    # Read under the member's tenant (row-level security): another tenant's is not found.
-    step = WorkItem.objects.filter(workflow_id=wanted).first() if wanted else None
+    # Its first step (whose id is the workflow's), read under the member's tenant (row-level
+    # security): another tenant's is not found.
+    step = WorkItem.objects.filter(pk=wanted, workflow_id=wanted).first() if wanted else None
     if step is None:
         return json_error(404, NOT_FOUND, "")
     if op.role not in CANCEL_ANY and step.created_by != op.user_id:
