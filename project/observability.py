@@ -39,7 +39,8 @@ def _exporter(name: str) -> SpanExporter | None:
             raise ImproperlyConfigured(
                 "OTEL_TRACES_EXPORTER=otlp needs opentelemetry-exporter-otlp-proto-http installed"
             ) from exc
-        return OTLPSpanExporter()
+        otlp: SpanExporter = OTLPSpanExporter()
+        return otlp
     raise ImproperlyConfigured(
         f"OTEL_TRACES_EXPORTER={name!r} is not supported here: use none, console or otlp"
     )

@@ -22,17 +22,17 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path.startswith("/api/")
 
 
-def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def forbidden(request: HttpRequest, exception: Exception) -> HttpResponse:
     if _is_api(request):
         # The API's shape: a reason "<field>: <why>" names its field (X-Org-ID).
-        return json_error(403, str(exception) if exception and str(exception) else "forbidden")
-    return defaults.permission_denied(request, exception)  # type: ignore[arg-type]
+        return json_error(403, str(exception) or "forbidden")
+    return defaults.permission_denied(request, exception)
 
 
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if _is_api(request):
         return JsonResponse({"error": "not found"}, status=404)
-    return defaults.page_not_found(request, exception)  # type: ignore[arg-type]
+    return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest, *args: Any) -> HttpResponse:

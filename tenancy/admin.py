@@ -11,13 +11,14 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from tenancy.admin_fence import OperatorWrites, TenantAdmin
+from tenancy.admin_fence import OperatorWrites
 from tenancy.contexts import Role
 from tenancy.models import Membership, Org
 from wqcore.conf import system_alias
+from wqcore.generics import ModelForm
 
 
-class OrgForm(forms.ModelForm):
+class OrgForm(ModelForm[Org]):
     class Meta:
         model = Org
         fields = ("name", "slug", "gone_at")
@@ -25,7 +26,7 @@ class OrgForm(forms.ModelForm):
     def clean_slug(self) -> str:
         # Django's unique check reads the default alias, where row-level security shows one
         # org at most; the operator's check must see them all.
-        slug = self.cleaned_data["slug"]
+        slug: str = self.cleaned_data["slug"]
         taken = Org.objects.using(system_alias()).filter(slug=slug).exclude(pk=self.instance.pk)
         if taken.exists():
             raise forms.ValidationError("An org with this slug already exists.")
@@ -33,7 +34,7 @@ class OrgForm(forms.ModelForm):
 
 
 @admin.register(Org)
-class OrgAdmin(OperatorWrites, TenantAdmin):
+class OrgAdmin(OperatorWrites[Org]):
     form = OrgForm
     list_display = ("name", "slug", "id", "created_at", "gone_at")
     search_fields = ("name", "slug")
@@ -41,7 +42,7 @@ class OrgAdmin(OperatorWrites, TenantAdmin):
     readonly_fields = ("id", "created_at")
 
 
-class MembershipForm(forms.ModelForm):
+class MembershipForm(ModelForm[Membership]):
     # The service role is never given to a person (a check constraint says so too).
     role = forms.ChoiceField(choices=[(r.value, r.label) for r in Role if r != Role.SERVICE])
 
@@ -51,14 +52,14 @@ class MembershipForm(forms.ModelForm):
 
 
 @admin.register(Membership)
-class MembershipAdmin(OperatorWrites, TenantAdmin):
+class MembershipAdmin(OperatorWrites[Membership]):
     form = MembershipForm
     list_display = ("username", "org", "role", "created_at", "ended_at")
     list_filter = ("role",)
     ordering = ("-created_at",)
     raw_id_fields = ("user",)
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Membership]:
         # A join to the user table is refused on the everyday login: the members' users are
         # read apart, on the system login (tenancy/routers.py), for the members listed.
         return super().get_queryset(request).prefetch_related("user", "org")

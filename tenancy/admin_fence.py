@@ -19,16 +19,21 @@ operator's admin pages in a system scope: ``tenancy.middleware``.)
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar, cast
 
+from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.db.models import Model, QuerySet
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import Http404, HttpRequest, HttpResponse
 
 from tenancy.contexts import OpContext, Role
 from wqcore.conf import system_alias, tenant_alias
+from wqcore.generics import ModelAdmin, Paginator
+
+# The model a tenant table's admin shows.
+_M = TypeVar("_M", bound=Model)
 
 # The roles whose staff may use the admin for their tenant.
 STAFF_ROLES = frozenset({Role.OWNER, Role.ADMIN})
@@ -55,14 +60,14 @@ def admin_alias(request: HttpRequest) -> str:
     return system_alias() if is_operator(request) else tenant_alias()
 
 
-class BoundedPaginator(Paginator):
+class BoundedPaginator(Paginator[Model]):
     """Counts at most ``cap`` + 1 rows: a list of a million rows pays for ten thousand, and
     says "more than 10,000" (``capped``). Pages past the cap are reached by filtering."""
 
     cap = 10_000
 
     @cached_property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         queryset = self.object_list
         if isinstance(queryset, QuerySet):
             # Only the ids, no order, no annotations: the cheapest rows to count.
@@ -74,7 +79,7 @@ class BoundedPaginator(Paginator):
         return self.count > self.cap
 
 
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(ModelAdmin[_M]):
     """Base of the admin of a tenant table: read-only; the operator reads every tenant on the
     system login, a tenant's staff their tenant under row-level security."""
 
@@ -85,12 +90,10 @@ class TenantAdmin(admin.ModelAdmin):
     list_select_related = ()
     show_facets = admin.ShowFacets.NEVER
 
-    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[_M]:
         return super().get_queryset(request).using(admin_alias(request))
 
-    def get_object(
-        self, request: HttpRequest, object_id: str, from_field: str | None = None
-    ) -> Model | None:
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> _M:
         """The row, or 404: a row of another tenant is as absent as one that never was (the
         admin's default would redirect with a message instead)."""
         obj = super().get_object(request, object_id, from_field)
@@ -106,17 +109,19 @@ class TenantAdmin(admin.ModelAdmin):
             if isinstance(spec, str):
                 allowed |= {spec, f"{spec}__exact"}
             elif isinstance(spec, type) and issubclass(spec, admin.SimpleListFilter):
-                allowed.add(spec.parameter_name)
+                # Django refuses a filter without one before any request comes.
+                if spec.parameter_name is not None:
+                    allowed.add(spec.parameter_name)
         return lookup in allowed
 
     def response_action(
         self, request: HttpRequest, queryset: QuerySet[Any], *args: Any, **kwargs: Any
-    ) -> HttpResponseBase | None:
+    ) -> HttpResponse | None:
         """An action on the selected rows. A selected value that is no id of this table (a
         tampered post) is refused by name with nothing done: Django would put it in the
         query, which raises (a server error) before any row is read. (Whatever else Django
         passes, 6.1's ``action_location`` among it, goes on to Django's.)"""
-        field = admin.helpers.ACTION_CHECKBOX_NAME
+        field = ACTION_CHECKBOX_NAME
         for value in request.POST.getlist(field):
             try:
                 self.opts.pk.to_python(value)
@@ -132,39 +137,43 @@ class TenantAdmin(admin.ModelAdmin):
     def has_module_permission(self, request: HttpRequest) -> bool:
         return is_operator(request) or tenant_staff(request) is not None
 
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return self.has_module_permission(request)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return False
 
 
-class OperatorWrites:
-    """For the operator's writes to orgs and memberships: on the system login (these tables
-    are read-only to the everyday login), validated there too."""
+class OperatorWrites(TenantAdmin[_M]):
+    """A tenant table the operator writes to (orgs, memberships, tenants' shares): on the
+    system login (these tables are read-only to the everyday login), validated there too."""
 
-    def get_form(self, request: HttpRequest, obj: Model | None = None, **kwargs: Any) -> Any:
-        form = super().get_form(request, obj, **kwargs)  # type: ignore[misc]
+    def get_form(
+        self, request: HttpRequest, obj: _M | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[_M]]:
+        form = super().get_form(request, obj, change, **kwargs)
 
-        class OnSystemLogin(form):  # type: ignore[misc, valid-type]
-            def __init__(self, *args: Any, **kw: Any) -> None:
-                super().__init__(*args, **kw)
-                # Constraint checks ask the router where the instance lives.
-                self.instance._state.db = system_alias()
+        def __init__(self: forms.ModelForm[_M], *args: Any, **kw: Any) -> None:
+            form.__init__(self, *args, **kw)
+            # Constraint checks ask the router where the instance lives.
+            self.instance._state.db = system_alias()
 
-        return OnSystemLogin
+        # The admin's form, on the system login: type() makes the subclass, as a class
+        # statement cannot take a base the checker knows only as a value.
+        on_system_login = type(f"{form.__name__}OnSystemLogin", (form,), {"__init__": __init__})
+        return cast("type[forms.ModelForm[_M]]", on_system_login)
 
-    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: _M, form: Any, change: bool) -> None:
         obj.save(using=system_alias())
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return is_operator(request)
 
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
         return is_operator(request)

@@ -79,9 +79,11 @@ class OpContext:
     caused_by_request_id: uuid.UUID | None = None
 
     def __post_init__(self) -> None:
-        # An actor is text, whatever the type of the user model's key it was made from.
-        if not isinstance(self.user_id, str):
-            object.__setattr__(self, "user_id", actor_of(self.user_id))
+        # An actor is text, whatever the type of the user model's key it was made from (an
+        # untyped caller may pass the key itself).
+        given: object = self.user_id
+        if not isinstance(given, str):
+            object.__setattr__(self, "user_id", actor_of(given))
 
     @property
     def request_id(self) -> uuid.UUID:

@@ -4,9 +4,10 @@ Each of the product's installed apps keeps the narrowest grant its tables need b
 (``<app>/sql/grants.sql``, ``{app}`` standing for the everyday login). ``apply_grants`` takes
 every right of the two logins on the product's tables away, gives the system login what the
 named tenant-less operations need (rows of every product table, but never rewriting history),
-then runs each app's grants. A table of the site's own keeps every right it had: only the
-product's tables are named, table by table. Run by ``manage.py grant_logins`` (and
-``create_logins``) as the owner, after each ``migrate``; a site with one login needs none of it.
+then runs each app's grants, all in one transaction. A table of the site's own keeps every
+right it had: only the product's tables are named, table by table. Run by ``manage.py
+grant_logins`` (and ``create_logins``) as the owner, after each ``migrate``; a site with one
+login needs none of it.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from django.apps import AppConfig, apps
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 from psycopg import sql
 
 from wqcore.conf import owner_alias, system_alias, tenant_alias
@@ -83,7 +84,9 @@ def apply_grants(**_: Any) -> list[str]:
     owner = owner_alias()
     if app_login == system_login or _login(owner) in (app_login, system_login):
         return []
-    with connections[owner].cursor() as cursor:
+    # One transaction: a live worker or web process sees the old rights until the new ones are
+    # all in place, never the moment between the revoke and the grants.
+    with transaction.atomic(using=owner), connections[owner].cursor() as cursor:
         cursor.execute("SELECT current_schema()")
         statements = grant_statements(app_login, system_login, cursor.fetchone()[0])
         for statement in statements:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import connections
@@ -45,14 +46,18 @@ def lookup_contexts(
     pairs = list(dict.fromkeys(keys))
     if not pairs:
         return {}
-    params = {"org_ids": [p[0] for p in pairs], "actors": [p[1] for p in pairs]}
+    params: dict[str, list[uuid.UUID] | list[str]] = {
+        "org_ids": [p[0] for p in pairs],
+        "actors": [p[1] for p in pairs],
+    }
     with connections[system_alias()].cursor() as cursor:
         cursor.execute(CONTEXTS_SQL, params)
         return contexts_from_rows(rctx, cursor.fetchall())
 
 
-def memberships_of(user_id: object) -> list[tuple[uuid.UUID, str]]:
-    """The live ``(org_id, role)`` pairs of a signed-in user, oldest first."""
+def memberships_of(user_id: Any) -> list[tuple[uuid.UUID, str]]:
+    """The live ``(org_id, role)`` pairs of a signed-in user (``user_id``: the key of the
+    site's user model, of whatever type it has there), oldest first."""
     from tenancy.models import Membership
 
     return list(

@@ -116,7 +116,7 @@ class TenancyMiddleware:
             return None
         # A view that raises leaves the block by the exception: the scope rolls back.
         with _scopes(op, every_tenant):
-            response = view_func(request, *view_args, **view_kwargs)
+            response: HttpResponse = view_func(request, *view_args, **view_kwargs)
             # A template response queries as it renders (the admin's lists): in the scope too.
             render = getattr(response, "render", None)
             if callable(render):

@@ -8,6 +8,8 @@ does. Tests that need commits (other connections, SKIP LOCKED, NOTIFY, other log
 
 from __future__ import annotations
 
+import asyncio
+import io
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -27,7 +29,7 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
     from django.test.utils import setup_databases, teardown_databases
 
     with django_db_blocker.unblock():
-        call_command("create_logins", verbosity=0, stdout=open("/dev/null", "w"))
+        call_command("create_logins", verbosity=0, stdout=io.StringIO())
         old = setup_databases(
             verbosity=0, interactive=False, aliases=["admin"], serialized_aliases=[]
         )
@@ -35,7 +37,14 @@ def django_db_setup(django_test_environment: None, django_db_blocker) -> Iterato
             connections[alias].close()
             connections[alias].creation.set_as_test_mirror(connections["admin"].settings_dict)
     yield
+    from asgiref.sync import sync_to_async
+
+    from workers.sweep.sweeper import close_lock
+
     with django_db_blocker.unblock():
+        close_lock()  # the sweeps the tests ran on this thread kept their lock's connection
+        # Django's sync thread (sync_to_async from a test's event loop) keeps its connections.
+        asyncio.run(sync_to_async(connections.close_all)())
         connections.close_all()
         # Threads and subprocesses of the runtime tests may still hold a session; end them so
         # the test database can be dropped.

@@ -13,6 +13,7 @@ from tenancy.current import current_context
 from workers.demo.models import Shipment
 from workers.django_tasks.compat import TaskContext, task
 from workers.django_tasks.policy import retries
+from workers.django_tasks.progress import progress, set_meta
 from workqueue.api import PermanentError
 
 # What the in-process tasks saw, in order: (task, value).
@@ -139,3 +140,23 @@ def debug_setting() -> bool:
     from django.conf import settings
 
     return bool(settings.DEBUG)
+
+
+@task
+def counts_rows(rows: int) -> int:
+    """Reports each row it counts, then what it found."""
+    for n in range(1, rows + 1):
+        progress(n, rows, note="counting")
+    set_meta({"rows": rows, "how": "sync"})
+    return rows
+
+
+@task
+async def async_counts_rows(rows: int) -> int:
+    """``counts_rows`` on the worker's event loop."""
+    for n in range(1, rows + 1):
+        progress(n, rows, note="counting")
+        if n % 1000 == 0:
+            await asyncio.sleep(0)
+    set_meta({"rows": rows, "how": "async"})
+    return rows

@@ -16,10 +16,11 @@ from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.contexts import actor_of
 from workers import dashboard, schedule_state
 from workers.models import QueueGauges
+from wqcore.generics import ModelAdmin
 
 
 @admin.register(QueueGauges)
-class QueueGaugesAdmin(admin.ModelAdmin):
+class QueueGaugesAdmin(ModelAdmin[QueueGauges]):
     """The site's operator sees every tenant's figures; a tenant's staff their tenant's."""
 
     def changelist_view(

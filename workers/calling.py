@@ -1,5 +1,7 @@
 """Calling a handler: on the loop (async) or in the handler threads (sync), within its time
-limit; and the threads that cannot be stopped.
+limit, and what it returned made the JSON its item stores (``runtime.result_json``: in the
+handler's thread for a sync one, so a large result is written off the loop); and the threads
+that cannot be stopped.
 
 A sync handler's thread cannot be stopped: cancelled, it is *abandoned*. Its item is settled
 and no longer held (its late writes to the queue are refused by the claim token), its run's
@@ -22,9 +24,10 @@ from typing import Any
 from django.conf import settings
 from django.db import connections, reset_queries
 
+from tenancy.contexts import OpContext
 from workers.jobs import TIMEOUT, Job
 from workers.metrics import ABANDONED_THREADS, TIMED_OUT
-from workqueue.runtime import Handler, is_async
+from workqueue.runtime import Handler, Run, WorkItem, is_async, result_json
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -48,6 +51,12 @@ def _in_thread[T](fn: Callable[..., T], threads: set[int]) -> Callable[..., T]:
             raise
 
     return call
+
+
+def _handle_sync(handler: Handler, ctx: OpContext, item: WorkItem, run: Run) -> str | None:
+    """A sync handler's call, in a handler thread: its result as JSON text (None: none), or
+    ``UnstorableResult``."""
+    return result_json(handler.handle(ctx, item, run))
 
 
 class HandlerCalls:
@@ -84,17 +93,17 @@ class HandlerCalls:
         if self.pool is not None:
             job.run.threads, job.run.turns = self._in_pool, self.turns
 
-    async def call_within(self, handler: Handler, job: Job, limit_s: float | None) -> None:
+    async def call_within(self, handler: Handler, job: Job, limit_s: float | None) -> str | None:
         """Run the handler, cancelled past ``limit_s``: then ``TimeoutError`` (the item's
         failure, retried like any other). A ``TimeoutError`` the handler raises itself, before
-        its limit, is its own failure, passed on as it is."""
+        its limit, is its own failure, passed on as it is. Returns its result as JSON text
+        (None: none); one that cannot be stored raises ``UnstorableResult``, a failure too."""
         if limit_s is None:
-            await self._call(handler, job)
-            return
+            return await self._call(handler, job)
         scope = asyncio.timeout(limit_s)
         try:
             async with scope:
-                await self._call(handler, job)
+                return await self._call(handler, job)
         except TimeoutError:
             if not scope.expired():
                 raise
@@ -113,23 +122,23 @@ class HandlerCalls:
                 f"the handler ran past its time limit of {limit_s:g} s and was cancelled"
             ) from None
 
-    async def _call(self, handler: Handler, job: Job) -> None:
+    async def _call(self, handler: Handler, job: Job) -> str | None:
         if is_async(handler):
-            await handler.handle(job.ctx, job.item, job.run)  # type: ignore[misc]
-            return
+            return result_json(await handler.handle(job.ctx, job.item, job.run))  # type: ignore[misc]
         assert self.pool is not None
         # run_in_executor does not carry context variables over: the thread gets a copy of this
         # task's, so its lines name the item too.
         call = functools.partial(
             contextvars.copy_context().run,
-            _in_thread(handler.handle, self.started),
+            _in_thread(_handle_sync, self.started),
+            handler,
             job.ctx,
             job.item,
             job.run,
         )
         future = self.pool.submit(call)
         try:
-            await asyncio.wrap_future(future)
+            return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
             self._abandon(future, {"item": job.item.id, "kind": job.item.kind})

@@ -16,6 +16,10 @@ interval; the claim after that wait takes the first due item alone, by the light
 on the path from a notice to a handler), and the one after it is fair again. When the database
 does not answer, it backs off (doubling from the poll interval up to ``outage_backoff_max_s``)
 and the outage is logged once, not once per pass.
+A worker that holds a liveness lock (``liveness_lock.py``) claims only while it holds one: a
+claim waits for the lock, and one that comes back after the lock was lost (or under another
+lock than the one it was sent under) is handed back unrun, since the sweep may hand the items
+of the lost lock to another worker.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from collections import Counter
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.completing import Completer
 from workers.config import WorkerSettings
-from workers.metrics import IN_FLIGHT, for_kind, observe_many, waited
+from workers.liveness_lock import LivenessLock
+from workers.metrics import IN_FLIGHT, RELEASED, for_kind, observe_many, waited
 from workers.outage import Outage
 from workers.running import Runner
 from workqueue import runtime
@@ -47,8 +52,13 @@ class ClaimLoop:
         outage: Outage,
         runner: Runner,
         completer: Completer,
+        liveness: LivenessLock | None = None,
     ) -> None:
         self.settings = settings
+        # The liveness lock claims wait for (None: the worker holds none, and claims freely),
+        # and the event its holder sets (from its thread) once it holds one.
+        self.liveness = liveness
+        self.held = asyncio.Event()
         self.worker_id = worker_id
         self.outage = outage
         self.runner = runner
@@ -102,6 +112,8 @@ class ClaimLoop:
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
                 continue
+            if not await self._until_held(stop):
+                continue
             # Cleared before the claim: a notice that lands during the claim wakes the next one.
             self.wake.clear()
             asked = min(free, s.claim_batch)
@@ -147,6 +159,8 @@ class ClaimLoop:
                 self.written.clear()
                 await self._wait_any((self.slot_freed, self.written, self.over), stop)
                 continue
+            if not await self._until_held(stop):
+                continue
             claimed = await self._claim(s.claim_batch, woken=False)
             if claimed is None or len(claimed) < s.claim_batch:
                 self.full.clear()
@@ -161,6 +175,10 @@ class ClaimLoop:
         counted by the outage account). Sets or clears ``full`` by what came back."""
         s = self.settings
         started = self.outage.now()
+        epoch = self._held_epoch()
+        if epoch is None:  # lost since the wait: the next pass waits for a new lock
+            self.full.clear()
+            return []
         self.reserved += asked
         try:
             claimed = await runtime.aclaim(
@@ -185,6 +203,10 @@ class ClaimLoop:
             self.reserved -= asked
             self.slot_freed.set()
         self.outage.ok(started)
+        if claimed and self._held_epoch() != epoch:
+            await self._hand_back(claimed)
+            self.full.clear()
+            return []
         for ctx, item in claimed:
             self.runner.start(ctx, item)
         if claimed:
@@ -196,6 +218,48 @@ class ClaimLoop:
         else:
             self.full.clear()
         return claimed
+
+    def _held_epoch(self) -> int | None:
+        """Which liveness lock the worker holds now (0 when it takes none; None: none now)."""
+        return 0 if self.liveness is None else self.liveness.held_epoch
+
+    async def _until_held(self, stop: asyncio.Event) -> bool:
+        """Wait while the worker has lost its liveness lock and holds no new one; True once it
+        holds one (at once, nearly always), False when stopped."""
+        while self._held_epoch() is None:
+            if stop.is_set():
+                return False
+            # Cleared, then looked at again: a lock taken meanwhile has set it, or is seen now.
+            self.held.clear()
+            if self._held_epoch() is not None:
+                break
+            assert self.liveness is not None
+            await self._wait(self.held, self.liveness.check_s, stop)
+        return not stop.is_set()
+
+    async def _hand_back(self, claimed: list[tuple[OpContext, runtime.WorkItem]]) -> None:
+        """Release what a claim took while the worker lost its liveness lock, unrun (each
+        attempt given back); what cannot be released now is the rescue's or the lease's."""
+        released = 0
+        for ctx, item in claimed:
+            try:
+                await runtime.arelease(ctx, item, "claimed as its worker lost its liveness lock")
+            except Exception as exc:
+                if not isinstance(exc, runtime.Conflict):
+                    self.outage.failed("release", exc)
+                continue
+            released += 1
+            RELEASED.labels(item.kind, "liveness_lost").inc()
+        # INFO: nothing went wrong that the liveness line has not said already.
+        log_event(
+            logger,
+            logging.INFO,
+            "claim_handed_back",
+            worker=self.worker_id,
+            items=len(claimed),
+            released=released,
+            reason="liveness_lost",
+        )
 
     @staticmethod
     async def _wait_any(events: tuple[asyncio.Event, ...], stop: asyncio.Event) -> None:
@@ -236,5 +300,5 @@ class ClaimLoop:
 
     async def _wake_on(self, stop: asyncio.Event) -> None:
         await stop.wait()
-        for event in (self.wake, self.slot_freed, self.written, self.full):
+        for event in (self.wake, self.slot_freed, self.written, self.full, self.held):
             event.set()

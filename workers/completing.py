@@ -1,4 +1,5 @@
-"""Completing in batches: finished items share one ``acomplete_many`` statement.
+"""Completing in batches: finished items share one ``acomplete_many`` statement, each with its
+result (JSON text, or None).
 
 A finished item is queued here; the flusher waits at most ``flush_ms`` for more to join, then
 completes the batch on the system login, fenced by each item's (org, id, claim token). A batch
@@ -6,7 +7,8 @@ that fails (the database is away) is kept and retried; an item the statement ref
 its claim to another holder (the store counts it). The claim loop takes no more work while more
 finished items than the worker's capacity wait here (``backlog``): claims never run far ahead
 of completions, so a worker that dies leaves at most about that many finished items to run
-again. A full batch (``flush_at`` items) is written at once, without the wait.
+again. A full batch (``flush_at`` items) is written at once, without the wait. Each batch's
+last progress reports (``run.progress``) are written just before it (``reporting.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from workers.metrics import for_kind
 from workers.outage import Outage
+from workers.reporting import Reporter
 from workqueue import runtime
 from wqcore.logs import log_event
 
@@ -26,13 +29,22 @@ logger = logging.getLogger(__name__)
 
 class Completer:
     def __init__(
-        self, outage: Outage, *, flush_ms: int, flush_at: int = 100, retry_s: float = 0.5
+        self,
+        outage: Outage,
+        *,
+        flush_ms: int,
+        flush_at: int = 100,
+        retry_s: float = 0.5,
+        reporter: Reporter | None = None,
     ) -> None:
         self.outage = outage
+        # Writes each item's last progress report before its completion (reporting.py).
+        self.reporter = reporter
         self.flush_s = flush_ms / 1000
         self.flush_at = flush_at
         self.retry_s = retry_s
-        self.pending: list[tuple[runtime.Fence, str]] = []
+        # (fence, kind, result as JSON text or None) of each finished item.
+        self.pending: list[tuple[runtime.Fence, str, str | None]] = []
         self.waiting = asyncio.Event()
         # Items in the batch being written now, and an event set after each write: the claim
         # loop waits on it while ``backlog`` is full.
@@ -44,8 +56,8 @@ class Completer:
         """Finished items whose completion is not written yet."""
         return len(self.pending) + self.writing
 
-    def add(self, fence: runtime.Fence, kind: str) -> None:
-        self.pending.append((fence, kind))
+    def add(self, fence: runtime.Fence, kind: str, result: str | None = None) -> None:
+        self.pending.append((fence, kind, result))
         self.waiting.set()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -64,7 +76,11 @@ class Completer:
             started = self.outage.now()
             self.writing = len(batch)
             try:
-                done = await runtime.acomplete_many([fence for fence, _ in batch])
+                if self.reporter is not None:
+                    await self.reporter.flush_final(fence for fence, _, _ in batch)
+                done = await runtime.acomplete_many(
+                    [fence for fence, _, _ in batch], [result for _, _, result in batch]
+                )
             except Exception as exc:
                 if not self.outage.failed("complete", exc):
                     log_event(
@@ -80,7 +96,9 @@ class Completer:
                 self.written.set()
             self.outage.ok(started)
             completed: Counter[str] = Counter()
-            for fence, kind in batch:
+            for fence, kind, _ in batch:
+                if self.reporter is not None:
+                    self.reporter.forget(fence.item_id)
                 if fence.item_id in done:
                     completed[kind] += 1
                 else:
@@ -97,12 +115,12 @@ class Completer:
             await _send_done(batch, done)
 
 
-async def _send_done(batch: list[tuple[runtime.Fence, str]], done: set[Any]) -> None:
+async def _send_done(batch: list[tuple[runtime.Fence, str, str | None]], done: set[Any]) -> None:
     """``work_done`` for each completed item of ``batch``, when someone listens for its kind
     (workqueue/signals.py)."""
     if not runtime.work_done.has_listeners(runtime.WorkItem):
         return
-    for fence, kind in batch:
+    for fence, kind, _ in batch:
         if fence.item_id in done:
             results = await runtime.work_done.asend_robust(
                 runtime.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind

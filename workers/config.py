@@ -17,6 +17,7 @@ from django.core.exceptions import ImproperlyConfigured
 from workers import listen
 from workqueue import runtime
 from workqueue.runtime import handled_kinds, handler_for, is_async, needs_threads
+from wqcore.conf import wq_settings
 from wqcore.confview import View, setting
 
 DEFAULT_METRICS_PORT = 9100
@@ -47,6 +48,8 @@ class Connections:
     liveness: int = 1
     maintenance: int = 3
     lease: int = LEASE_CONNECTIONS
+    # The liveness lock's session (0 when the worker takes none: ``holds_liveness_lock``).
+    liveness_lock: int = 1
 
     def own(self) -> int:
         return sum(getattr(self, f.name) for f in dataclasses.fields(self))
@@ -67,6 +70,7 @@ _LABELS = {
     "liveness": "heartbeat",
     "maintenance": "relay and sweep",
     "lease": "lease keeper",
+    "liveness_lock": "liveness lock",
 }
 
 
@@ -96,6 +100,7 @@ class WorkerSettings(View):
     stale_after_beats: int = setting("WORKER_STALE_AFTER_BEATS")
     shutdown_grace_s: float = setting("WORKER_SHUTDOWN_GRACE_S")
     complete_flush_ms: int = setting("WORKER_COMPLETE_FLUSH_MS")
+    progress_flush_s: float = setting("WORKER_PROGRESS_FLUSH_S")
     metrics_host: str = setting("WORKER_METRICS_HOST")
     # None in WORKQUEUE: DEFAULT_METRICS_PORT, or the next free port when it is taken (several
     # workers per host); a port named (the setting, --metrics-port) and taken stops the worker.
@@ -108,6 +113,11 @@ class WorkerSettings(View):
     claim_pool_size: int = setting("WORKER_CLAIM_POOL_SIZE")
     # Run the sweep in this process too (one runworker alone is then a complete deployment).
     sweep: bool = setting("WORKER_SWEEP")
+    # A liveness lock from before the first claim (workers/liveness_lock.py), checked this often;
+    # a check that has not answered within the rescue's grace less one interval has failed.
+    liveness_lock: bool = setting("WORKER_LIVENESS_LOCK")
+    liveness_check_s: float = setting("WORKER_LIVENESS_CHECK_S")
+    rescue_grace_s: float = setting("SWEEP_RESCUE_GRACE_S")
     once: bool = False
 
     @classmethod
@@ -137,7 +147,19 @@ class WorkerSettings(View):
     @property
     def connections(self) -> Connections:
         """What this worker opens besides its handler threads."""
-        return Connections(self.tenant_pool_size, self.system_pool_size, self.claim_pool_size)
+        return Connections(
+            self.tenant_pool_size,
+            self.system_pool_size,
+            self.claim_pool_size,
+            liveness_lock=int(self.holds_liveness_lock),
+        )
+
+    @property
+    def holds_liveness_lock(self) -> bool:
+        """Whether this worker takes a liveness lock: asked for, and on a session of its own
+        (a transaction pooler lends server sessions per transaction: a lock taken through one
+        would stay on a session the worker no longer holds, and outlive it)."""
+        return self.liveness_lock and wq_settings.POOLER != "transaction"
 
     def _handlers(self) -> list[Any]:
         return [h for kind in self.kinds if (h := handler_for(kind)) is not None]

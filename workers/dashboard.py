@@ -20,7 +20,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from outbox.relay import READ_LAG, Lag
+from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
 from workers import schedule_state
@@ -108,6 +108,7 @@ class Panel:
     # The paused lanes and kinds (the site's: every page shows them; who paused them, the
     # operator's only).
     pauses: list[runtime.Paused] = field(default_factory=list)
+    rate_limits: list[runtime.LimitState] = field(default_factory=list)
 
     @property
     def statuses(self) -> list[str]:
@@ -228,7 +229,7 @@ def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     due = runtime.read_due_lanes(org_id)
     if not due:
         return []
-    live = read_live_lanes(float(wq_settings.GAUGES_WORKER_STALE_AFTER_S))
+    live = read_live_lanes(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
     return [lane for lane in due if lane.lane not in live]
 
 
@@ -247,6 +248,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
         pauses=runtime.read_pauses(),
+        rate_limits=runtime.read_rate_limits(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

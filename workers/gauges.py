@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from outbox.relay import READ_LAG
+from outbox.api import READ_LAG
 from workers.liveness import READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
@@ -120,7 +120,7 @@ def read_queue_gauges() -> QueueGauges:
     Takes no tenant: the gauges describe the whole queue for the operator, so they read across
     tenants on the system login.
     """
-    stale_after_s = float(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
+    stale_after_s = wq_settings.GAUGES_WORKER_STALE_AFTER_S
     params = QueueGaugesParams(runtime.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
     items, top, lag, workers, schedules, lanes, pauses = (json.loads(text) for text in rows.rows[0])
@@ -327,7 +327,7 @@ def registry() -> CollectorRegistry:
     process's own metrics fill): what the one exporting endpoint serves."""
     global _registry
     if _registry is None:
-        GAUGES.cache_s = float(wq_settings.GAUGES_CACHE_S)
+        GAUGES.cache_s = wq_settings.GAUGES_CACHE_S
         made = CollectorRegistry(auto_describe=False)
         made.register(QueueCollector(GAUGES))
         _registry = made

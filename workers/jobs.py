@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from tenancy.contexts import OpContext
 from workers.metrics import IN_FLIGHT
@@ -31,6 +32,9 @@ logger = logging.getLogger(__name__)
 SHUTDOWN = "shutdown"
 CANCEL_REQUESTED = "cancel_requested"
 TIMEOUT = "timeout"
+# The worker's liveness session failed: it fenced itself (``liveness_lock.py``); its items are
+# the sweep's to hand back, nothing is written.
+LIVENESS_LOST = "liveness_lost"
 
 
 class Ended(StrEnum):
@@ -154,6 +158,18 @@ class Jobs:
         if job is not None and job.in_handler:
             job.run.cancel(CANCEL_REQUESTED)
 
+    def lose_all_threadsafe(self, reason: str) -> int:
+        """The worker fenced itself (called on the keeper's thread): cancel every job on the
+        loop, writing nothing, with no line per item (the caller logs one); returns how many.
+        Each handler's flag is set after the cancellations are queued, as ``lost_threadsafe``
+        does."""
+        if not self._call_soon(self._lose_all, reason):
+            return 0
+        jobs = self.running()
+        for job in jobs:
+            job.run.cancel(reason)
+        return len(jobs)
+
     def _call_soon(self, callback: Callable[..., None], *args: object) -> bool:
         if self.loop is None:
             return False
@@ -170,6 +186,16 @@ class Jobs:
             return
         log_event(logger, logging.WARNING, "item_lost", **fields_of_item(job.item), reason=reason)
         job.cancel(reason)
+
+    def _lose_all(self, reason: str) -> None:
+        """Every job there is when this runs on the loop, those a claim started since the
+        keeper's thread looked included. None of a new lock's yet: that lock is taken after
+        this was queued, and a claim under it takes a round trip, after this has run."""
+        for job in list(self._jobs.values()):
+            # One already being cancelled (shutdown, a cancel request) is writing under its
+            # token, which still holds: let that write end it.
+            if job.task is not None and not job.task.done() and job.cancel_reason is None:
+                job.cancel(reason)
 
     def _cancel_requested(self, item_id: uuid.UUID) -> None:
         """Cancel the item's handler; its task ends the item cancelled (``Runner``)."""
@@ -194,7 +220,8 @@ class Jobs:
             forced = asyncio.create_task(force.wait())
             grace = asyncio.create_task(asyncio.sleep(grace_s))
             waiting = asyncio.gather(*tasks, return_exceptions=True)
-            await asyncio.wait({waiting, forced, grace}, return_when=asyncio.FIRST_COMPLETED)
+            first: set[asyncio.Future[Any]] = {waiting, forced, grace}
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
             forced.cancel()
             grace.cancel()
         left = [job for job in self._jobs.values() if job.task is not None]

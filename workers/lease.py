@@ -92,6 +92,12 @@ class LeaseKeeper:
         with self._lock:
             self._leases.pop(item_id, None)
 
+    def drop_all(self) -> None:
+        """Stop keeping every lease (the worker fenced itself): a renewal already on its way
+        may still extend them once; their items are the sweep's to hand back."""
+        with self._lock:
+            self._leases.clear()
+
     def __len__(self) -> int:
         return len(self._leases)
 

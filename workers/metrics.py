@@ -55,6 +55,11 @@ LOOP_BLOCKED_SECONDS = Histogram(
     "How long the event loop stayed blocked, each time it was blocked that long.",
     buckets=(0.5, 1, 2, 5, 10, 30, 60, 300),
 )
+PROGRESS_WRITES = Counter(
+    "workqueue_worker_progress_writes_total",
+    "Running items' progress and metadata written to their rows (run.progress, run.set_meta): "
+    "at most one per item per WORKER_PROGRESS_FLUSH_S, and its last before its outcome.",
+)
 LIVENESS_PUBLISH_FAILED = Counter(
     "workqueue_worker_liveness_publish_failed_total", "Heartbeats that could not be published."
 )

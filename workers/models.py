@@ -26,6 +26,15 @@ class Worker(models.Model):
     started_at = models.DateTimeField(db_default=Now())
     last_beat_at = models.DateTimeField(db_default=Now())
     state = models.CharField(max_length=10, choices=WorkerState.choices)
+    # The key of the liveness lock the worker holds (a session-level advisory lock on a
+    # connection of its own, a new key for each connection), written before it claims under
+    # it. NULL: it holds none (an older release, or WORKER_LIVENESS_LOCK off), and its items
+    # wait for their lease. The sweep's rescue hands back the items of a worker whose lock no
+    # session holds (workers/sweep/rescue.py), and clears the key once it holds none.
+    lock_key = models.BigIntegerField(null=True)
+    # When the rescue first saw that lock free (the database's clock); its items go back once
+    # a later look, at least SWEEP_RESCUE_GRACE_S on, still finds it free.
+    lock_lost_at = models.DateTimeField(null=True)
 
     def __str__(self) -> str:
         return f"{self.id} ({self.state})"

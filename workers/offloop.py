@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from django.db import connections
 
@@ -39,12 +39,15 @@ class OffLoop:
         name: str,
         tasks: Callable[[asyncio.Event], list[PeriodicTask]],
         store: Callable[[], AsyncStore],
+        closing: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``tasks(stop)`` builds the periodic tasks on the thread's loop (``stop`` is that
-        loop's event); ``store()`` makes the thread's store."""
+        loop's event); ``store()`` makes the thread's store; ``closing()`` runs on that loop
+        once the tasks have ended (what they opened, closed)."""
         self.name = name
         self._tasks = tasks
         self._store = store
+        self._closing = closing
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -96,4 +99,8 @@ class OffLoop:
             self._ready.set()
             await asyncio.gather(*(task.run() for task in tasks))
         finally:
-            await aclose_async_store()
+            try:
+                if self._closing is not None:
+                    await self._closing()
+            finally:
+                await aclose_async_store()

@@ -93,7 +93,7 @@ class Outage:
         the end of an outage once, when no part has failed for ``settle_s``. An answer to a call
         made before the outage began does not count: the parts fail a moment apart, and one
         that was mid-call when another failed would otherwise end the outage at once."""
-        if self.since is None:  # the common case, without the lock
+        if not self.active:  # the common case, without the lock (checked again under it)
             return
         with self._lock:
             since, last_failure, failures = self.since, self.last_failure, self.failures

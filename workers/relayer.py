@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Protocol
 
-from outbox.relay import RelayResult, relay_all
+from outbox.api import RelayResult, relay_all
 from tenancy.contexts import AppType, new_request_context
 from workers.outage import Outage
 from wqcore.logs import log_event
@@ -21,7 +21,11 @@ logger = logging.getLogger(__name__)
 
 CHANNEL = "outbox_pending"
 
-InThread = Callable[[Callable[[], Any]], Awaitable[Any]]
+
+class InThread(Protocol):
+    """Runs a call on the process's maintenance thread; its result, awaited."""
+
+    def __call__[T](self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
 class Relayer:

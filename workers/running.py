@@ -4,7 +4,9 @@ The item's route through a worker: the claim loop (``claiming.py``) hands each c
 ``Runner.start``, which makes its job (``jobs.py``), holds its lease (``lease.py``) and runs it
 as a task of its own: the handler (``calling.py``) under the context the claim returned, inside
 a span linked (never parented) to the enqueuing request's trace. It returns: the runner hands
-the item to the completer (``completing.py``), which writes completions in batches. It raises:
+the item and its result (JSON text, made by ``calling.py``) to the completer
+(``completing.py``), which writes completions in batches; a result that cannot be stored fails
+the item for good, as a ``PermanentError`` would, with a message saying what to return. It raises:
 the failure is classified (``handlers.failure_of``: a ``PermanentError``, or any error after
 ``run.mark_side_effect()``, dead-letters at once; anything else retries, ``SystemExit`` and
 ``KeyboardInterrupt`` included: ``handlers.is_failure``) and settled here. It is cancelled: on
@@ -14,7 +16,9 @@ reported the request) it ends ``cancelled`` under its claim token, or a dead let
 marked a side effect. It runs past its time limit (``Kind.time_limit_s``, or the handler's
 ``timeout_for(item)``): it is cancelled and fails as ``TimeoutError``, through the retry path
 like any failure. It snoozes (``run.snooze``): the item is deferred, its attempt given back.
-However it ends, its job says how (``Job.ended``) and the job ends (``Jobs.end``).
+However it ends, its job says how (``Job.ended``) and the job ends (``Jobs.end``). What the
+handler reported (``run.progress``, ``run.set_meta``) is written by the reporter
+(``reporting.py``) while it runs, and its last report before any outcome of an item still held.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from workers.jobs import CANCEL_REQUESTED, SHUTDOWN, Ended, Job, Jobs
 from workers.lease import LeaseKeeper
 from workers.metrics import CANCELLED, RELEASED, for_kind
 from workers.outage import Outage
+from workers.reporting import Reporter
 from workqueue import runtime
 from workqueue.runtime import Handler, handler_for, is_async, is_failure
 from wqcore.logs import bind_item, log_event
@@ -99,6 +104,7 @@ class Runner:
         outage: Outage,
         handler_pool: ThreadPoolExecutor | None,
         on_ended: Callable[[Job], None] | None = None,
+        reporter: Reporter | None = None,
     ) -> None:
         self.worker_id = worker_id
         self.completer = completer
@@ -117,6 +123,11 @@ class Runner:
             timeout_s=settings.renew_timeout_s,
             outage=outage,
         )
+        # Writes what the handlers report (run.progress, run.set_meta), throttled; the
+        # completer writes a finished item's last report, the runner any other's.
+        if reporter is None:
+            reporter = Reporter(outage, interval_s=settings.progress_flush_s)
+        self.reporter = reporter
         self.calls = HandlerCalls(
             handler_pool,
             settings.threads,
@@ -154,6 +165,7 @@ class Runner:
         """Run a claimed item: hold its lease, and start its task."""
         job = self.jobs.add(ctx, item)
         self.leases.hold(job.fence)
+        self.reporter.watch(job.fence, job.run.report, item.kind)
         self.calls.lend_threads(job)
         job.task = asyncio.create_task(self._run(job), context=None)
 
@@ -175,7 +187,8 @@ class Runner:
                 started = time.perf_counter()
                 try:
                     job.in_handler = True
-                    await self.calls.call_within(handler, job, runtime.time_limit(handler, item))
+                    limit_s = runtime.time_limit(handler, item)
+                    result = await self.calls.call_within(handler, job, limit_s)
                 except asyncio.CancelledError:
                     span.set_status(Status(StatusCode.ERROR, "cancelled"))
                     raise
@@ -190,7 +203,7 @@ class Runner:
                 finally:
                     job.in_handler = False
                     for_kind(item.kind).handler_seconds.observe(time.perf_counter() - started)
-            await self._returned(job)
+            await self._returned(job, result)
         except asyncio.CancelledError:
             await self._cancelled(job)
         except Exception as exc:
@@ -201,6 +214,8 @@ class Runner:
                 log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
             self.leases.drop(item.id)
+            if job.ended is not Ended.DONE:  # a completion forgets it once written (completing.py)
+                self.reporter.forget(item.id)
             self.jobs.end(job)
 
     async def _not_run(self, job: Job, handler: Handler | None) -> None:
@@ -215,6 +230,7 @@ class Runner:
     async def _raised(self, job: Job, exc: BaseException, span: Any) -> None:
         """The handler raised: a snooze defers the item, anything else fails it."""
         self.leases.drop(job.item.id)
+        await self.reporter.flush_final([job.fence])
         if job.run.snoozed_s is not None:
             await self._snooze(job)
             return
@@ -223,14 +239,16 @@ class Runner:
         span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
         await self._fail(job, exc)
 
-    async def _returned(self, job: Job) -> None:
-        """The handler returned: its completion is queued, unless it snoozed."""
+    async def _returned(self, job: Job, result: str | None) -> None:
+        """The handler returned: its completion (with its result, JSON text) is queued, unless
+        it snoozed."""
         if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
             self.leases.drop(job.item.id)
+            await self.reporter.flush_final([job.fence])
             await self._snooze(job)
             return
         # No lease to keep from here (``_run`` drops it before anything else runs).
-        self.completer.add(job.fence, job.item.kind)
+        self.completer.add(job.fence, job.item.kind, result)
         job.ended = Ended.DONE
 
     async def _cancelled(self, job: Job) -> None:
@@ -238,6 +256,8 @@ class Runner:
         or, lost to another holder, write nothing."""
         reason = job.cancel_reason or SHUTDOWN
         CANCELLED.labels(job.item.kind, reason).inc()
+        if reason in (SHUTDOWN, CANCEL_REQUESTED):  # still held: its last report first
+            await self.reporter.flush_final([job.fence])
         if reason == SHUTDOWN:
             await self._release(job, f"worker {self.worker_id} shut down before it finished")
             RELEASED.labels(job.item.kind, SHUTDOWN).inc()
@@ -313,7 +333,7 @@ class Runner:
                 logging.INFO,
                 "item_retried",
                 error=first_line(error),
-                available_at=failed.available_at.isoformat() if failed.available_at else None,
+                available_at=failed.available_at.isoformat(),
             )
         else:
             job.ended = Ended.DEAD_LETTERED

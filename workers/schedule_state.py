@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import RequestContext
 from wqcore.statements import NoParams, Statement
 from wqcore.store import System, execute

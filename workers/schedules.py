@@ -287,7 +287,7 @@ def too_fine() -> list[str]:
     most one tick per pass, so every other tick would be skipped (one line each)."""
     from wqcore.conf import wq_settings
 
-    interval = timedelta(seconds=float(wq_settings.SWEEP_INTERVAL_S))
+    interval = timedelta(seconds=wq_settings.SWEEP_INTERVAL_S)
     return [
         f"schedule {s.name!r}: every {s.every} is shorter than SWEEP_INTERVAL_S ({interval}): "
         "the ticks between the sweep's passes are skipped; lower SWEEP_INTERVAL_S or lengthen it"

@@ -3,20 +3,23 @@
 One asyncio loop per process. The item's route: the claim loop (``claiming.py``) claims and
 hands each item to the runner (``running.py``), which runs it as a task of its own and hands
 what finished to the completer (``completing.py``), which completes in batches; the runner's
-lease keeper (``lease.py``) renews what is held. Around it: the listener (``listen.py``) wakes
+lease keeper (``lease.py``) renews what is held, and the reporter (``reporting.py``) writes
+what the handlers report of their progress. Around it: the listener (``listen.py``) wakes
 the claim loop on a notice; the heartbeat (``liveness.py``) beats in memory for ``/healthz``
 (``http.py``) and publishes best effort; the outbox relayer and the sweep (``sweep/``) run on
 a thread of their own. The claim, the completions and the failures run on the store's async
 connections on this loop; sync handlers run in a thread pool sized to the capacity (or, for
 async handlers that use threads for some items, to what the connection budget leaves); async
-handlers run on the loop. The lease renewals and the loop watchdog (``watchdog.py``) run on a
-second loop in a thread of their own (``offloop.py``), so an async handler that blocks this
-loop neither loses the leases of what the process holds nor goes unnoticed.
+handlers run on the loop. The lease renewals, the loop watchdog (``watchdog.py``) and the
+liveness lock's checks (``liveness_lock.py``: the session whose advisory lock tells the sweep
+this process lives; the claim loop claims only while it is held) run on a second loop in a
+thread of their own (``offloop.py``), so an async handler that blocks this loop neither loses
+the leases of what the process holds nor goes unnoticed.
 
 Shutdown drains: stop claiming, let running items finish within the grace period, cancel the
 rest and release each with a note, flush completions, stop the lease keeper's thread (only
-now: it keeps the leases of what is still draining), stop the heartbeat, mark the worker
-offline.
+now: it keeps the leases of what is still draining, and the liveness lock ends with it), stop
+the heartbeat, mark the worker offline.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ import socket
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from http.server import ThreadingHTTPServer
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.db import close_old_connections, connections, reset_queries
 
@@ -40,14 +45,16 @@ from workers.http import serve
 from workers.jobs import Job
 from workers.listen import CHANNEL, Listener
 from workers.liveness import Liveness
+from workers.liveness_lock import fencing_lock, liveness_task
 from workers.offloop import OffLoop
 from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
 from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
+from workers.reporting import Reporter
 from workers.running import Runner
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import close_lock, sweep_once
+from workers.sweep.sweeper import close_lock, rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
@@ -79,15 +86,29 @@ class Worker:
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
         self._handler_pool = _handler_pool(settings)
         self.liveness = _liveness(self.worker_id, settings)
+        # What running handlers report, written throttled (and before each outcome).
+        self.reporter = Reporter(self.outage, interval_s=settings.progress_flush_s)
         # The item's route: claim loop -> runner -> completer.
         self.completer = Completer(
-            self.outage, flush_ms=settings.complete_flush_ms, flush_at=settings.claim_batch
+            self.outage,
+            flush_ms=settings.complete_flush_ms,
+            flush_at=settings.claim_batch,
+            reporter=self.reporter,
         )
         self.runner = Runner(
-            self.worker_id, settings, self.completer, self.outage, self._handler_pool, on_ended
+            self.worker_id,
+            settings,
+            self.completer,
+            self.outage,
+            self._handler_pool,
+            on_ended,
+            reporter=self.reporter,
+        )
+        self.liveness_lock = fencing_lock(
+            self.worker_id, settings, self.outage, self.runner, lambda: self.claim_loop.held
         )
         self.claim_loop = ClaimLoop(
-            settings, self.worker_id, self.outage, self.runner, self.completer
+            settings, self.worker_id, self.outage, self.runner, self.completer, self.liveness_lock
         )
         self.relayer = Relayer(self._in_maintenance_thread, self.outage)
         self.listener = Listener(
@@ -97,7 +118,7 @@ class Worker:
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
         )
-        self.http: Any = None
+        self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None
         # Set by run(): the watchdog on this worker's loop, and the keeper's thread.
         self.watchdog: LoopWatchdog | None = None
@@ -137,12 +158,16 @@ class Worker:
     async def _run(self) -> None:
         self._start()
         # The lease keeper and the watchdog, off this loop: one thread, its own loop and store.
-        off_loop = self._off_loop = OffLoop("worker-lease", self._off_loop_tasks, _lease_store)
+        lock = self.liveness_lock
+        off_loop = self._off_loop = OffLoop(
+            "worker-lease", self._off_loop_tasks, _lease_store, lock.close if lock else None
+        )
         off_loop.start()
         background = [
             asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
             asyncio.create_task(self.listener.run(self.stopped), name="listen"),
+            asyncio.create_task(self._progress_task().run(), name="progress"),
             *self._extra_tasks(),
         ]
         try:
@@ -183,7 +208,7 @@ class Worker:
             capacity=s.capacity,
             threads=s.threads if self._handler_pool else 0,
             sweep="on" if s.sweep else "off",
-            metrics_port=self.http.server_port if self.http else None,
+            metrics_port=self.http.server_port if self.http is not None else None,
         )
         loop = asyncio.get_running_loop()
         self.runner.jobs.loop = loop
@@ -198,11 +223,15 @@ class Worker:
         if self._publishing is not None:  # let a beat still in flight land first
             await asyncio.wait({self._publishing}, timeout=self.settings.heartbeat_interval_s)
         await self._publish()
-        if self.http:
+        if self.http is not None:
             self.http.shutdown()
+            self.http.server_close()  # shutdown() stops the loop; this closes its socket
         await aclose_async_store()
         await self._close_thread(self._liveness_thread)
         await self._close_thread(self._maintenance_thread, close_lock)
+        # The signals' sync receivers ran on Django's sync thread (asend_robust): the
+        # connections they opened there end with the worker too.
+        await sync_to_async(connections.close_all)()
         if self._handler_pool:
             await self.runner.calls.close_connections()
             self._handler_pool.shutdown(wait=False, cancel_futures=True)
@@ -213,9 +242,12 @@ class Worker:
         tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
         if self.settings.sweep:
             tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
+            if self.sweep_settings.rescue_interval_s > 0:
+                rescue = self._sweep_task(rescue=True)
+                tasks.append(asyncio.create_task(rescue.run(), name="rescue"))
         return tasks
 
-    async def _in_maintenance_thread(self, fn: Any) -> Any:
+    async def _in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._maintenance_thread, _closing_broken(fn))
 
@@ -234,11 +266,28 @@ class Worker:
             on_error="continue",
         )
 
+    def _progress_task(self) -> PeriodicTask:
+        """Writes what running handlers reported, each item at most once per interval."""
+        reporter = self.reporter
+        return PeriodicTask(
+            name="progress",
+            operation=reporter.flush_due,
+            interval_s=reporter.tick_s,
+            mode="fixed_rate",
+            # A write hung on a database that does not answer gives way to the next.
+            timeout_s=max(reporter.interval_s, self.settings.renew_timeout_s or 5.0),
+            stop=self.stopped,
+            on_error="continue",
+            report=lambda exc: self.outage.failed("progress", exc),
+        )
+
     def _off_loop_tasks(self, stop: asyncio.Event) -> list[PeriodicTask]:
         """What runs on the keeper's thread, on its loop, until ``stop`` (that loop's event)."""
         tasks = [self._lease_task(stop)]
         if self.watchdog is not None:
             tasks.append(self._watchdog_task(self.watchdog, stop))
+        if self.liveness_lock is not None:
+            tasks.append(liveness_task(self.liveness_lock, stop, self.outage))
         return tasks
 
     def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
@@ -268,14 +317,14 @@ class Worker:
             on_error="continue",
         )
 
-    def _sweep_task(self) -> PeriodicTask:
+    def _sweep_task(self, rescue: bool = False) -> PeriodicTask:
+        """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
         sweep = self.sweep_settings
+        once = rescue_once if rescue else sweep_once
         return PeriodicTask(
-            name="sweep",
-            operation=lambda: self._in_maintenance_thread(
-                lambda: sweep_once(sweep, outage=self.outage)
-            ),
-            interval_s=sweep.interval_s,
+            name="rescue" if rescue else "sweep",
+            operation=lambda: self._in_maintenance_thread(lambda: once(sweep, outage=self.outage)),
+            interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
             mode="fixed_delay",
             timeout_s=sweep.timeout_s,
             stop=self.stopped,
@@ -357,7 +406,7 @@ def _lease_store() -> AsyncStore:
     return AsyncStore(tenant_size=0, system_size=LEASE_CONNECTIONS, generic_size=0)
 
 
-def _closing_broken(fn: Any) -> Any:
+def _closing_broken[T](fn: Callable[[], T]) -> Callable[[], T]:
     """Run ``fn`` on a worker thread; a connection it broke is dropped, so the next call on
     that thread reconnects instead of failing too. Before it, as Django does before each
     request, a connection is checked (CONN_HEALTH_CHECKS): one the server ended while this
@@ -365,7 +414,7 @@ def _closing_broken(fn: Any) -> Any:
     the database is back and reporting a second outage; with DEBUG on, the record of queries
     starts afresh too."""
 
-    def call() -> Any:
+    def call() -> T:
         close_old_connections()
         if django_settings.DEBUG:
             reset_queries()

@@ -1,5 +1,5 @@
 """What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
-cancel, hear outcomes.
+cancel, hear outcomes, read results.
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -16,6 +16,7 @@ from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueEr
 from workqueue.handlers import PermanentError, RetryableError, Run, handles
 from workqueue.kinds import Kind, Payload, register
 from workqueue.models import Status, WorkItem
+from workqueue.results import aresult_of, aresults_of, result_of, results_of
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
 from workqueue.workflows import (
@@ -23,10 +24,12 @@ from workqueue.workflows import (
     acancel_workflow,
     acount_parents,
     aenqueue_workflow,
+    aparent_results,
     aread_parents,
     cancel_workflow,
     count_parents,
     enqueue_workflow,
+    parent_results,
     read_parents,
 )
 
@@ -53,7 +56,10 @@ __all__ = [
     "aenqueue",
     "aenqueue_many",
     "aenqueue_workflow",
+    "aparent_results",
     "aread_parents",
+    "aresult_of",
+    "aresults_of",
     "cancel",
     "cancel_matching",
     "cancel_workflow",
@@ -62,8 +68,11 @@ __all__ = [
     "enqueue_many",
     "enqueue_workflow",
     "handles",
+    "parent_results",
     "read_parents",
     "register",
+    "result_of",
+    "results_of",
     "work_dead_lettered",
     "work_done",
     "work_failed",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from audit.services import APPEND_ENTRIES, AppendEntriesParams
+from audit.api import APPEND_ENTRIES, AppendEntriesParams
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import operator_context
 from workqueue import SQL_DIR

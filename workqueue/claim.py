@@ -4,9 +4,10 @@ Controls, all held by the claim statement itself: a paused lane or kind (``pause
 claimed; a lane's cap (``WORKQUEUE["LANE_CAPS"]``) and a kind's (``Kind.max_running``) bound
 what the lane holds at once (the lane's claims then run one at a time, as with tenant caps); of
 the items sharing a ``concurrency_key`` in a tenant, only the first waiting one is claimed, and
-only while none is claimed. In the rare race the unique index on claimed keys settles (two
-claimers each saw a different first item), the claim that lost takes nothing this time: ``[]``,
-as if the lane were empty, and the next claim tries again.
+only while none is claimed; a rate limit (``rate_limits``) hands out only what it allows now,
+the rest stays pending with no attempt spent. In the rare race the unique index on claimed
+keys settles (two claimers each saw a different first item), the claim that lost takes nothing
+this time: ``[]``, as if the lane were empty, and the next claim tries again.
 
 The statements, and the locking querysets compiled into them: ``workqueue.claim_statements``.
 """
@@ -26,9 +27,12 @@ from tenancy.services import with_cause
 from workqueue.claim_statements import (
     CAPS_IN_EFFECT,
     CLAIM,
+    CLAIM_LIMITED,
     CLAIM_OLDEST_FIRST,
+    CLAIM_OLDEST_FIRST_LIMITED,
     FAIL_ORPHANED,
     ONE_CLAIMED_PER_KEY,
+    RATE_LIMITS_IN_EFFECT,
     ClaimOldestFirstParams,
     ClaimParams,
     FailOrphanedParams,
@@ -55,9 +59,21 @@ CAPS_CACHE_S = 5.0
 _caps = {"capped": False, "read_at": float("-inf")}
 
 
+# How long a process trusts its last reading of whether any rate limit is set: the first limit
+# set (or the last cleared) takes effect within this long; a limit changed while others stand,
+# at the next claim (the claim reads the limits themselves).
+RATE_LIMITS_CACHE_S = 1.0
+_rate_limits = {"set": False, "read_at": float("-inf")}
+
+
 def forget_caps() -> None:
     """Read whether caps are in effect afresh at the next claim (after setting one)."""
     _caps["read_at"] = float("-inf")
+
+
+def forget_rate_limits() -> None:
+    """Read whether rate limits are set afresh at the next claim (after setting one)."""
+    _rate_limits["read_at"] = float("-inf")
 
 
 def lane_mutex(lane: str) -> str:
@@ -153,17 +169,28 @@ def _tenant_capped() -> Plan[bool]:
     return bool(_caps["capped"])
 
 
+def _rate_limited() -> Plan[bool]:
+    """Whether any rate limit is set (read at most every ``RATE_LIMITS_CACHE_S``): the claim
+    then runs with the rate limits' parts, and without them costs what it did."""
+    if time.monotonic() - _rate_limits["read_at"] > RATE_LIMITS_CACHE_S:
+        found = yield System(RATE_LIMITS_IN_EFFECT, NoParams())
+        _rate_limits.update(set=bool(found.rows[0][0]), read_at=time.monotonic())
+    return bool(_rate_limits["set"])
+
+
 def _claim_step(
     lane: str,
     kinds: list[str],
     holder: tuple[str, float],
     limit: int,
     first_alone: bool,
-    tenant_capped: bool,
+    controls: tuple[bool, bool],
 ) -> System:
     """The claim statement to run: the fair one, or the card's order across tenants (the
     first item alone, or fairness off); serialized on the lane's mutex while a cap is in
-    effect. ``holder``: the worker's id and its lease."""
+    effect. ``holder``: the worker's id and its lease; ``controls``: whether a tenant's cap is
+    in effect, whether a rate limit is set."""
+    tenant_capped, rate_limited = controls
     worker_id, lease_s = holder
     commit = "on" if wq_settings.CLAIM_DURABLE else "off"
     lane_cap, capped_kinds, kind_caps = running_caps(lane, kinds)
@@ -173,7 +200,7 @@ def _claim_step(
     common = (lane, kinds, worker_id, float(lease_s), 1 if first_alone else int(limit), commit)
     if first_alone or not wq_settings.FAIR_CLAIM:
         return System(
-            CLAIM_OLDEST_FIRST,
+            CLAIM_OLDEST_FIRST_LIMITED if rate_limited else CLAIM_OLDEST_FIRST,
             ClaimOldestFirstParams(*common, run_capped, *caps),
             serialize=lane_mutex(lane) if run_capped else None,
         )
@@ -181,7 +208,7 @@ def _claim_step(
     # lane's claims take its mutex, so each counts what the one before it claimed.
     capped = tenant_capped or run_capped
     return System(
-        CLAIM,
+        CLAIM_LIMITED if rate_limited else CLAIM,
         ClaimParams(*common, capped, wq_settings.MAX_IN_FLIGHT, *caps),
         serialize=lane_mutex(lane) if capped else None,
     )
@@ -229,7 +256,8 @@ def claim(
     # Woken from idle, the round-robin has nothing to choose between: the first item goes
     # without the fair claim's walk over the tenants (the larger part of a wake's claim).
     first_alone = woken and not tenant_capped
-    step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, tenant_capped)
+    controls = (tenant_capped, (yield from _rate_limited()))
+    step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, controls)
     try:
         rows: Rows = yield step
     except (IntegrityError, psycopg.errors.UniqueViolation) as exc:

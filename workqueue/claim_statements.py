@@ -9,9 +9,11 @@ once into its statement (``wqcore.statements.locking``), an ``UPDATE ... FROM (t
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-from django.db.models import Exists, Field, OuterRef, Q, Subquery
+from django.db.models import BooleanField, Exists, Field, OuterRef, Q, Subquery
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now
 
 from tenancy.modes import claim_contexts_sql
@@ -107,7 +109,31 @@ def _key_free() -> Q:
     return Q(concurrency_key__isnull=True) | (~Exists(held) & Q(id=Subquery(first)))
 
 
-def _claim_locking() -> Locking:
+# An item no blocked bucket of a rate limit counts (claim_rate_blocked.sql: rate_blocked, a
+# part of the claim with rate limits): one hashed probe per scope, per candidate.
+_RATE_ALLOWED = RawSQL(
+    "NOT ("
+    + " OR ".join(
+        f"{column} IN (SELECT key FROM rate_blocked WHERE scope = '{scope}')"
+        for scope, column in (
+            ("kind", '"workqueue_workitem"."kind"'),
+            ("lane", '"workqueue_workitem"."lane"'),
+            ("tenant", '"workqueue_workitem"."org_id"::text'),
+        )
+    )
+    + ' OR ("workqueue_workitem"."rate_key" IS NOT NULL AND "workqueue_workitem"."rate_key"'
+    " IN (SELECT key FROM rate_blocked WHERE scope = 'key')))",
+    (),
+    output_field=BooleanField(),
+)
+
+
+def _allowed(limited: bool) -> Q:
+    """When ``limited``, an item no rate limit blocks now; else any item."""
+    return Q(_RATE_ALLOWED) if limited else Q()
+
+
+def _claim_locking(limited: bool) -> Locking:
     """The card's claim, run once per tenant with work: its pending, due items of the lane
     and kinds, highest priority then oldest first, locked with
     ``select_for_update(skip_locked=True)``, so claimers never wait on each other and a row
@@ -122,7 +148,7 @@ def _claim_locking() -> Locking:
             available_at__lte=Now(),
             kind__any_of=_KINDS,
         )
-        .filter(_key_free())
+        .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
         .values("id", "kind", "priority", "available_at")[:_LIMIT]
@@ -137,14 +163,14 @@ def _claim_locking() -> Locking:
     )
 
 
-def _oldest_first_locking() -> Locking:
+def _oldest_first_locking(limited: bool) -> Locking:
     """The claim with fairness off: pending, due items of the lane and kinds, highest priority
     then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
     queryset = (
         WorkItem.objects.filter(
             status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
         )
-        .filter(_key_free())
+        .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
         .values("id", "kind", "priority", "available_at")[:_LIMIT]
@@ -158,7 +184,7 @@ def _oldest_first_locking() -> Locking:
     )
 
 
-def _fallback_locking() -> Locking:
+def _fallback_locking(limited: bool) -> Locking:
     """When other claimers hold the fair order's offers (they computed the same ones), the
     claim fills the rest of its batch in priority then age order from what nobody holds,
     ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
@@ -168,7 +194,7 @@ def _fallback_locking() -> Locking:
             status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
         )
         .exclude(id__any_of=_TAKEN)
-        .filter(_key_free())
+        .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
         .values("id")[:_LIMIT]
@@ -188,30 +214,65 @@ def _fallback_locking() -> Locking:
     )
 
 
-def _claim_parts() -> dict[str, str]:
-    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
-    none), so the claim stays one round trip."""
-    return {"claim_contexts": claim_contexts_sql()}
-
-
 CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
-CLAIM = Statement(
-    "claim",
-    ClaimParams,
-    SQL_DIR,
-    includes=(CLAIM_CONTROLS,),
-    build_locking=lambda: {"locking": _claim_locking(), "fallback": _fallback_locking()},
-    build_parts=_claim_parts,
-    generic_plan=True,
+CLAIM_RATE_BLOCKED = Statement("claim_rate_blocked", NoParams, SQL_DIR)
+CLAIM_RATE_GRANTED = Statement("claim_rate_granted", NoParams, SQL_DIR)
+# The rate parts while no limit is set: granted is picked as it is, and rate_blocked is read
+# by nothing (PostgreSQL runs no CTE that nothing reads), so the claim costs what it did.
+_UNLIMITED = {
+    "rate_blocked": "rate_blocked AS (SELECT NULL::text AS scope, NULL::text AS key WHERE false",
+    "rate_granted": "granted AS (\n    SELECT ids FROM picked",
+}
+
+
+def _claim_parts(limited: bool) -> Callable[[], dict[str, str]]:
+    """What each claimed row's context needs, as the site's tenancy looks it up (one join, or
+    none), so the claim stays one round trip; and the rate limits' parts, when ``limited``."""
+
+    def parts() -> dict[str, str]:
+        rate = (
+            {"rate_blocked": CLAIM_RATE_BLOCKED.sql, "rate_granted": CLAIM_RATE_GRANTED.sql}
+            if limited
+            else _UNLIMITED
+        )
+        return {"claim_contexts": claim_contexts_sql(), **rate}
+
+    return parts
+
+
+def _claim(limited: bool) -> Statement:
+    return Statement(
+        "claim",
+        ClaimParams,
+        SQL_DIR,
+        includes=(CLAIM_CONTROLS,),
+        build_locking=lambda: {
+            "locking": _claim_locking(limited),
+            "fallback": _fallback_locking(limited),
+        },
+        build_parts=_claim_parts(limited),
+        generic_plan=True,
+    )
+
+
+def _claim_oldest_first(limited: bool) -> Statement:
+    return Statement(
+        "claim_oldest_first",
+        ClaimOldestFirstParams,
+        SQL_DIR,
+        includes=(CLAIM_CONTROLS,),
+        build_locking=lambda: {"locking": _oldest_first_locking(limited)},
+        build_parts=_claim_parts(limited),
+        generic_plan=True,
+    )
+
+
+# Each claim twice: as it is, and with the rate limits' parts (run while any limit is set).
+CLAIM, CLAIM_LIMITED = _claim(False), _claim(True)
+CLAIM_OLDEST_FIRST, CLAIM_OLDEST_FIRST_LIMITED = (
+    _claim_oldest_first(False),
+    _claim_oldest_first(True),
 )
-CLAIM_OLDEST_FIRST = Statement(
-    "claim_oldest_first",
-    ClaimOldestFirstParams,
-    SQL_DIR,
-    includes=(CLAIM_CONTROLS,),
-    build_locking=lambda: {"locking": _oldest_first_locking()},
-    build_parts=_claim_parts,
-    generic_plan=True,
-)
+RATE_LIMITS_IN_EFFECT = Statement("rate_limits_in_effect", NoParams, SQL_DIR)
 CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
 FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR, includes=(RELEASE_ENDED,))

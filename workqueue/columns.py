@@ -118,6 +118,8 @@ class NewItem(NamedTuple):
     max_attempts: Annotated[int | None, Given("integer", IntArray, _attempts_or_kinds)] = None
     # At most one item of the tenant with this key runs at once; the others wait in order.
     concurrency_key: Annotated[str | None, Given("text", TextArray, _key("concurrency_key"))] = None
+    # The key a rate limit of scope "key" counts it under (e.g. the remote account it calls).
+    rate_key: Annotated[str | None, Given("text", TextArray, _key("rate_key"))] = None
 
 
 GIVEN: dict[str, Given] = {
@@ -177,7 +179,9 @@ class Author(NamedTuple):
 # The author's columns: Author's fields, and ``updated_by`` (nobody else has changed it yet).
 AUTHORED = {name: name for name in Author._fields} | {"updated_by": "created_by"}
 # What every item starts as: pending, no attempt spent, no error, no claim, no cancel request,
-# in no workflow, waiting for nothing and waited for by nothing.
+# in no workflow, waiting for nothing and waited for by nothing, no result (written by the
+# statement that completes it: workqueue/results.py), no progress and no metadata (an empty
+# object, as JSON text: each item read back gets a dict of its own).
 STARTS_AS: dict[str, Any] = {
     "status": Status.PENDING.value,
     "attempts": 0,
@@ -190,6 +194,9 @@ STARTS_AS: dict[str, Any] = {
     "workflow_id": None,
     "waiting_on": 0,
     "has_dependents": False,
+    "result": None,
+    "progress": None,
+    "meta": "{}",
 }
 # What a workflow's insert gives each of its steps instead (workqueue/workflows), each sent as
 # an array beside NewItem's columns: its edges (its status and unmet edges follow from them and

@@ -129,8 +129,8 @@ def _takes_ctx_then[**Q, R](
 def enqueue(ctx: OpContext, *item: Any, **fields: Any) -> Plan[tuple[WorkItem, Outcome]]:
     """Insert one pending item (``NewItem``'s fields: ``kind``, ``payload``, then ``id``,
     ``idempotency_key``, ``lane``, ``priority``, ``available_at``, ``max_attempts``,
-    ``concurrency_key``) in the context's tenant, by the context's user, and announce it on
-    ``work_available`` (delivered when the enqueue commits).
+    ``concurrency_key``, ``rate_key``) in the context's tenant, by the context's user, and
+    announce it on ``work_available`` (delivered when the enqueue commits).
 
     One statement and one round trip: outside a transaction it is its own; inside the caller's
     ``atomic()`` (or a view's tenant scope) it joins it, so a rollback takes the item back. An
@@ -138,7 +138,8 @@ def enqueue(ctx: OpContext, *item: Any, **fields: Any) -> Plan[tuple[WorkItem, O
     so a retried enqueue never resets a claim. ``available_at`` defaults to the database's
     ``now()``; ``max_attempts`` to the kind's. With a ``concurrency_key``, at most one item of
     the tenant with that key is claimed at any moment; the others wait, first in claim order
-    (priority, then age) next. ``aenqueue`` commits on its own and joins no transaction of the
+    (priority, then age) next. A ``rate_key`` is what a rate limit of scope ``key`` counts the
+    item under (``rate_limits.py``). ``aenqueue`` commits on its own and joins no transaction of the
     caller's (use ``enqueue`` or ``outbox.emit`` for that).
     """
     row = validated(NewItem(*item, **fields))
@@ -175,7 +176,7 @@ def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> Plan[tuple[WorkItem, Out
     and its idempotency key (a second relay of the row meets its own item: ``ID_EXISTS``), the
     row's actor is the author, its request id and traceparent carry over, and the payload's
     ``lane`` entry (default: the kind's lane) becomes the lane and is left out of the payload, as
-    does its ``concurrency_key`` entry (the item's key).
+    do its ``concurrency_key`` and ``rate_key`` entries (the item's keys).
 
     Takes no context: the relay acts for the row's author, whose context wrote the row; the
     row's tenant is the tenant of the insert, under row-level security like every enqueue.
@@ -183,6 +184,7 @@ def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> Plan[tuple[WorkItem, Out
     payload = dict(row.payload)
     lane = payload.pop("lane", None)
     ckey = payload.pop("concurrency_key", None)
+    rkey = payload.pop("rate_key", None)
     new = NewItem(
         row.kind,
         payload,
@@ -190,6 +192,7 @@ def enqueue_relayed(org_id: uuid.UUID, row: Relayed) -> Plan[tuple[WorkItem, Out
         idempotency_key=str(row.id),
         lane=lane,
         concurrency_key=ckey,
+        rate_key=rkey,
     )
     author = Author(org_id, row.actor, row.request_id, check_traceparent(row.traceparent))
     return (yield from insert_one(author, validated(new)))

@@ -17,3 +17,7 @@ class NotFound(WorkQueueError, TenancyNotFound):
 
 class InvalidPayload(WorkQueueError, ValueError):
     """The kind is unknown or the payload does not fit its schema; nothing was stored."""
+
+
+class UnstorableResult(WorkQueueError, ValueError):
+    """What a handler returned cannot be stored as its item's result; nothing was stored."""

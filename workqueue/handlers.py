@@ -1,7 +1,9 @@
 """What a handler is, what it may raise, and which handler runs which kind.
 
 A handler gets the ``OpContext`` the claim returned and the claimed item; it never builds a
-context. It returns to complete the item, or raises:
+context. It returns to complete the item (what it returns, JSON, is the item's result, stored by
+the statement that completes it: ``workqueue/results.py``; a result that cannot be stored
+dead-letters the item, naming what to change), or raises:
 
 - ``RetryableError`` (or any other exception): the item is retried after a growing delay, and
   dead-lettered once its attempts are spent;
@@ -14,6 +16,10 @@ error (``is_failure`` says which exceptions are): a script turned handler that c
 Once it calls ``run.mark_side_effect()`` (an e-mail went out, a card was charged), a failure is
 never retried automatically: the item is dead-lettered for a human, who knows whether repeating
 the effect is safe: a retry would repeat it.
+
+``run.progress(done, total, note=...)`` and ``run.set_meta({...})`` say how far it got and
+what it found: recorded in memory at once, written to the item by the worker, throttled
+(``workqueue/progress.py``).
 
 ``run.snooze(seconds)`` is not a failure: the item goes back for later without spending an
 attempt (for "not yet" answers, a rate-limited service's "retry after").
@@ -44,12 +50,14 @@ import contextlib
 import contextvars
 import functools
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
+from workqueue.exceptions import UnstorableResult
 from workqueue.kinds import get_kind
 from workqueue.models import WorkItem
+from workqueue.progress import Report
 from workqueue.settle import MAX_RETRY_DELAY_S
 
 
@@ -105,6 +113,8 @@ class Run:
         # the pool's turns (one per thread).
         self.threads: InThread | None = None
         self.turns: asyncio.Semaphore | None = None
+        # What it reported (``progress``, ``set_meta``), until the worker writes it.
+        self.report = Report()
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
@@ -122,6 +132,23 @@ class Run:
             raise ValueError(f"seconds: must be 0 to {MAX_RETRY_DELAY_S:g} (got {seconds})")
         self.snoozed_s = delay
         raise Snoozed(delay)
+
+    def progress(self, done: float, total: float | None = None, *, note: str = "") -> None:
+        """Say how far the run got: ``done`` of ``total`` (None: not known), with a short
+        ``note``; each call replaces the last. Cheap enough for every row of a loop: it only
+        records the value (no I/O), which the worker writes to the item at most every
+        ``WORKQUEUE["WORKER_PROGRESS_FLUSH_S"]`` and once more before its outcome. A count
+        that is negative, not finite or past 2**53, a ``total`` below ``done``, a note that is
+        not text or longer than 200 characters raises ``ValueError`` naming it; nothing is
+        recorded (``workqueue/progress.py``)."""
+        self.report.progress(done, total, note)
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        """Merge ``meta`` (text keys, JSON values) into the item's metadata, key by key,
+        written as ``progress`` is. What one run sets, merged, is at most 16 KiB as JSON; a
+        value that is not JSON or a larger total raises ``ValueError`` naming ``meta``, and
+        nothing is recorded."""
+        self.report.merge_meta(meta)
 
     @property
     def cancelled(self) -> bool:
@@ -159,9 +186,10 @@ class Run:
 
 
 class Handler(Protocol):
-    """Runs one kind of work. ``handle`` may be sync or async."""
+    """Runs one kind of work. ``handle`` may be sync or async; what it returns (or its
+    coroutine does) is the item's result: JSON, or None for none."""
 
-    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> Awaitable[None] | None: ...
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> Awaitable[object] | object: ...
 
 
 _HANDLERS: dict[str, type[Handler]] = {}
@@ -239,8 +267,11 @@ def time_limit(handler: Handler, item: WorkItem) -> float | None:
 
 
 def failure_of(exc: BaseException, run: Run) -> tuple[str, bool]:
-    """The error to store and whether it is permanent: a ``PermanentError``, or any failure
-    after the handler marked a side effect (a human decides whether repeating it is safe)."""
+    """The error to store and whether it is permanent: a ``PermanentError``, a result that
+    cannot be stored (its message as it is: what to return instead), or any failure after the
+    handler marked a side effect (a human decides whether repeating it is safe)."""
+    if isinstance(exc, UnstorableResult):
+        return str(exc), True
     error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if run.side_effect and not isinstance(exc, PermanentError):
         return f"failed after a side effect, not retried automatically: {error}", True

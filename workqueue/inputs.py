@@ -218,6 +218,30 @@ def find_unstorable(value: Any, path: str = "payload") -> str | None:
     return None
 
 
+# What JSON writes as it is (bool is an int), and as a dict's key; and lists, tuples and dicts.
+_JSON_SCALARS = (str, int, float, type(None))
+_JSON_VALUES = (*_JSON_SCALARS, list, tuple, dict)
+
+
+def find_not_json(value: Any, path: str) -> str | None:
+    """Where in ``value`` the first thing JSON cannot write sits (a set, a model instance, a
+    dict key that is a tuple), as ``path: reason`` naming its type; None when there is none.
+    Walks with its own stack, below ``PAYLOAD_DEPTH_MAX`` (deeper is ``too_deep``'s)."""
+    if problem := too_deep(value, path):
+        return problem
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, _JSON_SCALARS):
+                    return f"{where}: a key of type {type(key).__name__} is not JSON"
+        elif not isinstance(item, _JSON_VALUES):
+            return f"{where}: a {type(item).__name__} is not JSON"
+        stack.extend(reversed(_children(item, where)))
+    return None
+
+
 def _unstorable_text(value: str, where: str) -> str | None:
     if "\x00" in value:
         return f"{where}: must not contain a NUL character"

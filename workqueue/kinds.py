@@ -132,7 +132,7 @@ def all_kinds() -> list[Kind]:
 
 
 def max_payload_bytes() -> int:
-    return int(wq_settings.MAX_PAYLOAD_BYTES)
+    return wq_settings.MAX_PAYLOAD_BYTES
 
 
 # What in a payload's JSON text may be something jsonb cannot hold (see validate_payload): NaN,

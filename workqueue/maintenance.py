@@ -6,22 +6,23 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
-from django.db.models import DateTimeField, Value
+from django.db.models import DateTimeField, Field, Value
 from django.db.models.functions import Coalesce, Now
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
 from workqueue import SQL_DIR
 from workqueue.dependents import RELEASE_ENDED
 from workqueue.lanes import declared_lanes
+from workqueue.lookups import AnyOf
 from workqueue.metrics import DEAD_LETTERED
-from workqueue.models import Status, WorkItem
+from workqueue.models import AttemptOutcome, Status, WorkItem
 from workqueue.rows import items_of
 from workqueue.settle import RECORD_ATTEMPTS
 from wqcore.logs import fields_of_item, log_event
-from wqcore.statements import Locking, NoParams, Statement, locking
+from wqcore.statements import Locking, NoParams, Statement, locking, sql_literal
 from wqcore.store import Plan, Rows, System, Tenant, transition
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,16 @@ class RequeueStaleParams(NamedTuple):
     before: datetime | None
     limit: int
     # Who the audit entry of a dead-lettered item names: the sweep's service context.
+    actor: str
+    request_id: uuid.UUID
+
+
+class RequeueHeldParams(NamedTuple):
+    # The gone holders (worker ids) whose items go back, and only those they claimed before
+    # this moment (a holder that came back claims anew after it).
+    holders: list[str]
+    before: datetime
+    limit: int
     actor: str
     request_id: uuid.UUID
 
@@ -49,6 +60,7 @@ class PurgeItemsParams(NamedTuple):
 # Sentinels the locking querysets are compiled with; each becomes a named parameter.
 _BEFORE = datetime(1, 1, 1, 0, 0, 0, 424242, tzinfo=UTC)
 _STATUSES = ("\x00statuses",)
+_HOLDERS = ("\x00holders",)
 _LIMIT = 987_654_321
 
 
@@ -65,6 +77,24 @@ def _stale_locking() -> Locking:
     return locking(queryset, {_BEFORE: "before"}, "limit")
 
 
+# The rescue names its gone holders in one array parameter, whatever their number.
+cast("Field[Any, Any]", WorkItem._meta.get_field("claimed_by")).register_lookup(AnyOf)
+
+
+def _held_locking() -> Locking:
+    """The tenant's claimed items of the given holders claimed before ``before``, oldest lease
+    first, locked with ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.CLAIMED, claimed_by__any_of=_HOLDERS, claimed_at__lt=_BEFORE
+        )
+        .order_by("lease_expires_at")
+        .select_for_update(skip_locked=True)
+        .values("id", "claimed_by")[:_LIMIT]
+    )
+    return locking(queryset, {_HOLDERS: "holders", _BEFORE: "before"}, "limit")
+
+
 def _purge_locking() -> Locking:
     """Finished items of the given statuses last changed before ``before``, locked with
     ``select_for_update(skip_locked=True)``."""
@@ -79,12 +109,26 @@ def _purge_locking() -> Locking:
 # The statuses of ended items: the only ones the purge deletes.
 PURGEABLE = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED})
 
+# What the hand-back writes beside the items: a dead letter's audit entry, each attempt it ends,
+# and the waiting items its dead letters and cancels release.
+_REQUEUE_INCLUDES = (APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED)
 REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED),
+    includes=_REQUEUE_INCLUDES,
     build_locking=lambda: {"locking": _stale_locking()},
+    build_parts=lambda: _cause(AttemptOutcome.LEASE_EXPIRED, "lease expired"),
+)
+# The same statement over the items of holders that are gone (the sweep's rescue): the hand-back
+# is an expired lease's in every way but what picks the items and what the attempt says.
+REQUEUE_HELD = Statement(
+    "requeue_stale",
+    RequeueHeldParams,
+    SQL_DIR,
+    includes=_REQUEUE_INCLUDES,
+    build_locking=lambda: {"locking": _held_locking()},
+    build_parts=lambda: _cause(AttemptOutcome.HOLDER_GONE, "holder gone"),
 )
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
 PURGE_ITEMS = Statement(
@@ -95,6 +139,10 @@ PURGE_ITEMS = Statement(
 class LanesParams(NamedTuple):
     # The declared lanes (workqueue.lanes): any other is counted as one, UNDECLARED.
     lanes: list[str]
+
+
+def _cause(outcome: str, error: str) -> dict[str, str]:
+    return {"outcome": sql_literal(str(outcome)), "cause": sql_literal(error)}
 
 
 READ_GAUGES = Statement("read_gauges", LanesParams, SQL_DIR)
@@ -123,22 +171,42 @@ def requeue_stale(
     """
     params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
     rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
+    result = _requeued(rows)
+    _log_requeued(ctx, result, AttemptOutcome.LEASE_EXPIRED, "stale_requeued")
+    return result
+
+
+@transition
+def requeue_held(
+    ctx: OpContext, holders: list[str], before: datetime, limit: int = 1000
+) -> Plan[Requeued]:
+    """Hand back the tenant's claimed items held by ``holders`` (workers known to be gone)
+    that they claimed before ``before``, at most ``limit``, as an expired lease's are: the
+    attempt spent, a dead letter when attempts are spent, cancelled when someone asked; the
+    attempt recorded as ``holder_gone``. The claim token fences whatever a holder that was not
+    gone after all writes later."""
+    params = RequeueHeldParams(list(holders), before, int(limit), ctx.user_id, ctx.request_id)
+    rows: Rows = yield Tenant(ctx.org_id, REQUEUE_HELD, params)
+    result = _requeued(rows)
+    _log_requeued(ctx, result, AttemptOutcome.HOLDER_GONE, "held_requeued")
+    return result
+
+
+def _requeued(rows: Rows) -> Requeued:
     moved = items_of(rows)
     dead = [item for item in moved if item.status == Status.FAILED]
     for item in dead:
         DEAD_LETTERED.labels(item.kind).inc()
     cancelled = sum(1 for item in moved if item.status == Status.CANCELLED)
-    result = Requeued(
+    return Requeued(
         requeued=len(moved) - len(dead) - cancelled,
         dead_lettered=len(dead),
         cancelled=cancelled,
         items=tuple(moved),
     )
-    _log_requeued(ctx, result)
-    return result
 
 
-def _log_requeued(ctx: OpContext, result: Requeued) -> None:
+def _log_requeued(ctx: OpContext, result: Requeued, outcome: str, event: str) -> None:
     for item in result.items:
         if item.status == Status.FAILED:
             log_event(
@@ -147,13 +215,13 @@ def _log_requeued(ctx: OpContext, result: Requeued) -> None:
                 "item_dead_lettered",
                 **fields_of_item(item),
                 error=item.last_error,
-                outcome="lease_expired",
+                outcome=str(outcome),
             )
     if result.items:
         log_event(
             logger,
             logging.INFO,
-            "stale_requeued",
+            event,
             tenant=str(ctx.org_id),
             requeued=result.requeued,
             dead_lettered=result.dead_lettered,

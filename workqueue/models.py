@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Collection
 
 from django.db import models
+from django.db.models import JSONField, Value
 from django.db.models.functions import Now
 from uuid_utils.compat import uuid7
 
@@ -56,6 +57,9 @@ class WorkItem(models.Model):
     # first in claim order (priority, then age) next. Enforced by the database: the unique
     # index on claimed items and the claim statement (workqueue/sql/claim.sql).
     concurrency_key = models.CharField(max_length=200, null=True, blank=True)
+    # The key a rate limit of scope "key" counts the item under (e.g. the remote account it
+    # calls): workqueue/rate_limits.py.
+    rate_key = models.CharField(max_length=200, null=True, blank=True)
     # Higher runs first; equal priorities run oldest first.
     priority = models.SmallIntegerField(default=0)
     available_at = models.DateTimeField(db_default=Now())
@@ -87,6 +91,19 @@ class WorkItem(models.Model):
     # Whether some item waits for this one (it is a parent of an edge): the statements that end
     # an item meet edges only for these, so ending a plain item costs nothing more.
     has_dependents = models.BooleanField(db_default=False)
+    # What the handler returned (JSON), written by the statement that marks the item done,
+    # under its claim token; NULL until then, and when the handler returned None. Bounded like
+    # the payload (WORKQUEUE["MAX_PAYLOAD_BYTES"]); kept as long as the item.
+    result = models.JSONField(null=True, blank=True)
+    # How far its handler got (run.progress: workqueue/progress.py): {"done", "total", "note",
+    # "at"}, "at" the database's clock when it was written. Written by the worker under the
+    # claim token, at most every WORKER_PROGRESS_FLUSH_S and once more before the outcome;
+    # NULL until the first report; kept after the item ends.
+    progress = models.JSONField(null=True, blank=True)
+    # What its handlers said about it (run.set_meta), each report merged key by key into what
+    # is there (jsonb ||), under the same fence and throttle. Never NULL: merging needs an
+    # object; the database's own default too, so a row any statement inserts has one.
+    meta = models.JSONField(default=dict, db_default=Value({}, JSONField()), blank=True)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 
@@ -242,6 +259,9 @@ class AttemptOutcome(models.TextChoices):
     # Its holder went silent: the lease ran out and the sweep handed the item back (or, with its
     # attempts spent, dead-lettered it).
     LEASE_EXPIRED = "lease_expired", "Lease expired"
+    # Its holder's process (or its liveness connection) was gone: the sweep's rescue handed the
+    # item back before its lease ran out (or, with its attempts spent, dead-lettered it).
+    HOLDER_GONE = "holder_gone", "Holder gone"
 
 
 class Attempt(models.Model):
@@ -304,6 +324,64 @@ class Pause(models.Model):
         """Not checked by a query here (the admin's form runs this on the everyday login,
         which may not read the table): one pause per lane and kind is the pause statement's
         own ``ON CONFLICT``, on the system login."""
+
+
+class RateLimit(models.Model):
+    """At most ``count`` items per ``period_s`` claimed of a kind, a lane, a tenant or a rate
+    key (``target``; ``*``: each kind, lane, tenant or key its own bucket), with ``burst`` at
+    once after a quiet spell. Global, the operator's (system login only, like ``Pause``); the
+    claim statement reads it and keeps each bucket's state in ``RateBucket``."""
+
+    class Scope(models.TextChoices):
+        # What the limit counts items by.
+        KIND = "kind"
+        LANE = "lane"
+        TENANT = "tenant"
+        KEY = "key"
+
+    id = models.BigAutoField(primary_key=True)
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    # The kind's or lane's name, the tenant's id, the rate key; "*": every one, each apart.
+    target = models.CharField(max_length=200)
+    count = models.PositiveIntegerField()
+    period_s = models.PositiveIntegerField()
+    # How many may go at once when the bucket is full (GCRA's burst).
+    burst = models.PositiveIntegerField()
+    set_by = models.CharField(max_length=255)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "target"], name="ratelimit_one_per_target"),
+            models.CheckConstraint(
+                condition=models.Q(count__gte=1, period_s__gte=1, burst__gte=1),
+                name="ratelimit_positive",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope} {self.target}: {self.count} per {self.period_s}s"
+
+    def validate_constraints(self, exclude: Collection[str] | None = None) -> None:
+        """Not checked by a query here (the everyday login may not read the table): the
+        statement that sets a limit keeps one per scope and target (``ON CONFLICT``)."""
+
+
+class RateBucket(models.Model):
+    """One bucket of a rate limit: its theoretical arrival time (GCRA), written by the claim
+    statement that spends from it. No foreign key: a limit cleared while a claim runs leaves at
+    most a stray bucket that no limit reads (``clear_rate_limit`` deletes a limit's buckets)."""
+
+    pk = models.CompositePrimaryKey("limit_id", "key")
+    limit_id = models.BigIntegerField()
+    # The kind, lane, tenant id or rate key the bucket counts.
+    key = models.CharField(max_length=200)
+    # The bucket allows n more now where now + burst * interval - greatest(tat, now) >= n *
+    # interval (interval = period_s / count).
+    tat = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["tat"], name="ratebucket_tat_idx")]
 
 
 class DeadLetter(WorkItem):

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import check_lane, check_text

@@ -15,6 +15,11 @@ from workqueue.models import WorkItem
 from wqcore.conf import tenant_alias
 from wqcore.store import Rows
 
+# The item's JSON columns that always hold an object (or NULL): Django's psycopg set-up loads
+# text-format jsonb as text for JSONField to parse, and these rows skip JSONField, so a string
+# here is that text. (Not the result: a JSON string is a result too.)
+_JSON_OBJECTS = ("payload", "progress", "meta")
+
 
 @cache
 def _field_order(names: tuple[str, ...]) -> tuple[list[int], list[str]]:
@@ -43,9 +48,12 @@ def items_from_rows(
             state.adding, state.db = False, alias
         else:
             item = WorkItem.from_db(alias, attnames, [row[i] for i in order])
-        # Django's psycopg set-up loads text-format jsonb as text for JSONField to parse.
-        if isinstance(item.payload, str):
-            item.payload = json.loads(item.payload)
+        values = item.__dict__
+        for name in _JSON_OBJECTS:
+            value = values[name]
+            if isinstance(value, str):
+                # Most items' metadata is empty: a new dict costs far less than parsing "{}".
+                values[name] = {} if value == "{}" else json.loads(value)
         items.append(item)
     return items
 

@@ -55,11 +55,15 @@ from workqueue.maintenance import (
     autovacuum_on,
     purge_items,
     read_top_tenants,
+    requeue_held,
     requeue_stale,
     stale_tenants,
 )
 from workqueue.models import TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
+from workqueue.rate_limits import LimitState, read_rate_limits
+from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
     acomplete_many,
@@ -84,8 +88,11 @@ __all__ = [
     "Gauges",
     "Handler",
     "Holder",
+    "LimitState",
     "Paused",
     "Relayed",
+    "Report",
+    "Reported",
     "Requeued",
     "TenantShare",
     "acancel_held",
@@ -97,9 +104,12 @@ __all__ = [
     "arelease",
     "asend_settled",
     "autovacuum_on",
+    "awrite_progress",
     "check_lane",
     "check_max_attempts",
+    "check_meta",
     "check_name",
+    "check_progress",
     "check_traceparent",
     "declare_lanes",
     "declared_lanes",
@@ -125,10 +135,13 @@ __all__ = [
     "read_gauges_of",
     "read_holders",
     "read_pauses",
+    "read_rate_limits",
     "read_throughput",
     "read_top_tenants",
     "refuse_unsafe_start",
+    "requeue_held",
     "requeue_stale",
+    "result_json",
     "retry_delay",
     "send_settled",
     "set_unreachable_hint",

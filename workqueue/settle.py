@@ -10,10 +10,10 @@ are counted here, and only here (``workqueue_stale_writes_refused_total``).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.dependents import RELEASE_DONE, RELEASE_ENDED
@@ -23,8 +23,10 @@ from workqueue.inputs import storable_text, storable_traceback
 from workqueue.kinds import get_kind
 from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
 from workqueue.models import WorkItem
+from workqueue.results import result_json
 from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
+from wqcore.arrays import TextArray
 from wqcore.statements import NoParams, Statement
 from wqcore.store import Plan, Rows, System, Tenant, transition
 
@@ -32,6 +34,22 @@ from wqcore.store import Plan, Rows, System, Tenant, transition
 class FenceParams(NamedTuple):
     id: uuid.UUID
     claim_token: uuid.UUID
+
+
+class CompleteParams(NamedTuple):
+    id: uuid.UUID
+    claim_token: uuid.UUID
+    # The result as JSON text (None: none).
+    result: str | None
+
+
+class CompleteManyParams(NamedTuple):
+    org_ids: list[uuid.UUID]
+    ids: list[uuid.UUID]
+    tokens: list[uuid.UUID]
+    # Each item's result as JSON text, in the ids' order (None: none); None when no item of
+    # the batch has one, so a batch of plain items reads no array.
+    results: TextArray | None
 
 
 class RetryParams(NamedTuple):
@@ -75,7 +93,7 @@ class ExtendLeasesParams(NamedTuple):
 
 # Included where a statement settles a claim: records each attempt it ended (Attempt).
 RECORD_ATTEMPTS = Statement("record_attempts", NoParams, SQL_DIR)
-COMPLETE = Statement("complete", FenceParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE))
+COMPLETE = Statement("complete", CompleteParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE))
 RETRY = Statement("retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_ENDED))
 DEAD_LETTER = Statement(
     "dead_letter",
@@ -86,7 +104,7 @@ DEAD_LETTER = Statement(
 GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR, includes=(RELEASE_ENDED,))
 EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
 COMPLETE_MANY = Statement(
-    "complete_many", Fences, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE)
+    "complete_many", CompleteManyParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE)
 )
 EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams, SQL_DIR)
 
@@ -118,9 +136,12 @@ def _fence(item: WorkItem) -> FenceParams:
 
 
 @transition
-def complete(ctx: OpContext, item: WorkItem) -> Plan[WorkItem]:
-    """Mark the item done, if ``item.claim_token`` still holds it, recording its attempt."""
-    rows = yield Tenant(ctx.org_id, COMPLETE, _fence(item))
+def complete(ctx: OpContext, item: WorkItem, result: object = None) -> Plan[WorkItem]:
+    """Mark the item done with its ``result`` (what its handler returned; None: none), if
+    ``item.claim_token`` still holds it, recording its attempt. A result that cannot be stored
+    is ``UnstorableResult`` (``results.result_json``), before anything is written."""
+    params = CompleteParams(*_fence(item), result_json(result))
+    rows = yield Tenant(ctx.org_id, COMPLETE, params)
     return _held("complete", item, rows)
 
 
@@ -203,9 +224,13 @@ arelease = release.aio
 
 
 @transition
-def complete_many(fences: Iterable[Fence]) -> Plan[set[uuid.UUID]]:
-    """Mark done every fence's item still held under its token, recording each one's attempt
-    in the same statement; returns the ids completed.
+def complete_many(
+    fences: Iterable[Fence], results: Sequence[str | None] | None = None
+) -> Plan[set[uuid.UUID]]:
+    """Mark done every fence's item still held under its token, with its result, recording
+    each one's attempt in the same statement; returns the ids completed. ``results``: each
+    fence's result as JSON text made by ``results.result_json`` (None: none), in the fences'
+    order; None when none has one.
 
     An id missing from the result was refused (a stale holder). Runs on the system login
     across tenants because the token, with the org and the id, is the fence here: no row of
@@ -214,7 +239,11 @@ def complete_many(fences: Iterable[Fence]) -> Plan[set[uuid.UUID]]:
     held = list(fences)
     if not held:
         return set()
-    rows = yield System(COMPLETE_MANY, Fences.of(held))
+    if results is not None and len(results) != len(held):
+        raise ValueError(f"results: {len(results)} for {len(held)} fences")
+    # any(): a result's JSON text is never empty.
+    texts = TextArray(results) if results is not None and any(results) else None
+    rows = yield System(COMPLETE_MANY, CompleteManyParams(*Fences.of(held), texts))
     done = set(rows.column(0))
     count_refused("complete", len({f.item_id for f in held} - done))
     return done

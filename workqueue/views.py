@@ -46,7 +46,16 @@ from workqueue.lanes import declared_lanes, is_declared
 
 # What a POST body may carry; anything else is refused by name (an author, a tenant, a status
 # or an id in the body would be ignored silently otherwise).
-FIELDS = ("kind", "payload", "idempotency_key", "run_at", "priority", "lane", "concurrency_key")
+FIELDS = (
+    "kind",
+    "payload",
+    "idempotency_key",
+    "run_at",
+    "priority",
+    "lane",
+    "concurrency_key",
+    "rate_key",
+)
 REQUIRED = ("kind", "payload")
 KEY_HEADER = "Idempotency-Key"
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]{1,60}")
@@ -79,17 +88,23 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
         "payload": item.payload,
         "idempotency_key": item.idempotency_key,
         "concurrency_key": item.concurrency_key,
+        "rate_key": item.rate_key,
         "priority": item.priority,
         "run_at": when(item.available_at),
         "attempts": item.attempts,
         "max_attempts": item.max_attempts,
         "last_error": item.last_error,
+        # What its handler last reported (run.progress, run.set_meta): null / {} until then.
+        "progress": item.progress,
+        "meta": item.meta,
         "created_at": when(item.created_at),
         "updated_at": when(item.updated_at),
         "traceparent": item.traceparent,
         "cancel_requested_at": when(item.cancel_requested_at),
         # The workflow it is a step of (its status "waiting" while its parents run), or None.
         "workflow_id": str(item.workflow_id) if item.workflow_id else None,
+        # What its handler returned (JSON; null until it is done, or when it returned None).
+        "result": item.result,
     }
 
 
@@ -279,6 +294,7 @@ def work_collection(request: HttpRequest) -> JsonResponse:
                 priority=body.get("priority", 0),
                 available_at=_run_at(body.get("run_at")),
                 concurrency_key=body.get("concurrency_key"),
+                rate_key=body.get("rate_key"),
             )
             status = 201 if outcome == api.Outcome.INSERTED else 200
             answer = {"item": item_json(item), "outcome": outcome.value}

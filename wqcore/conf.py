@@ -188,6 +188,13 @@ class Settings(pydantic.BaseModel):
     WORKER_COMPLETE_FLUSH_MS: int = Field(
         2, ge=0, description="completions wait at most this long to share one statement"
     )
+    WORKER_PROGRESS_FLUSH_S: float = Field(
+        1.0,
+        ge=0.05,
+        le=3600,
+        description="a running item's progress and metadata (run.progress, run.set_meta) are "
+        "written at most this often (its last report also before its outcome)",
+    )
     WORKER_METRICS_HOST: str = Field(
         "127.0.0.1",
         description="where /healthz and /metrics listen: this host only by default (they answer "
@@ -228,12 +235,43 @@ class Settings(pydantic.BaseModel):
         "a backlog drains)",
     )
     WORKER_SWEEP: bool = Field(True, description="each worker runs the sweep too")
+    WORKER_LIVENESS_LOCK: bool = Field(
+        True,
+        description="a worker holds a liveness lock (a session-level advisory lock on a "
+        "connection of its own, on the system login) from before its first claim, so the sweep "
+        "hands back a dead worker's items within about SWEEP_RESCUE_GRACE_S of its death "
+        "instead of after their lease (false, or behind POOLER='transaction': the lease only)",
+    )
+    WORKER_LIVENESS_CHECK_S: float = Field(
+        0.25,
+        gt=0,
+        le=10,
+        description="how often a worker checks its liveness connection; one that fails (or does "
+        "not answer within SWEEP_RESCUE_GRACE_S less this) fences the worker: its handlers are "
+        "cancelled and its leases no longer renewed, and it claims again once it holds a new "
+        "lock",
+    )
 
     # -- the sweep (in each runworker unless WORKER_SWEEP is false, or manage.py sweep) --------
     SWEEP_INTERVAL_S: float = Field(
         5.0, gt=0, description="between the end of one pass and the next"
     )
     SWEEP_TIMEOUT_S: float = Field(120.0, gt=0, description="a longer pass is abandoned")
+    SWEEP_RESCUE_INTERVAL_S: float = Field(
+        0.5,
+        ge=0,
+        le=60,
+        description="between the rescue's own passes (it hands back the items of workers whose "
+        "liveness lock no session holds), besides its step in each sweep pass (0: only there)",
+    )
+    SWEEP_RESCUE_GRACE_S: float = Field(
+        1.0,
+        gt=0,
+        le=600,
+        description="a worker's liveness lock is seen free twice at least this far apart before "
+        "its items are handed back (a live worker that lost its liveness connection has fenced "
+        "itself by then); at least twice WORKER_LIVENESS_CHECK_S",
+    )
     SWEEP_BATCH: int = Field(
         1000, ge=1, description="the most rows one statement of a step touches"
     )
@@ -255,6 +293,19 @@ class Settings(pydantic.BaseModel):
         description="the tenant a site schedule (tenant=None) enqueues for. None: the single "
         "tenancy's one tenant; under any other tenancy a site schedule then refuses to start",
     )
+
+    @pydantic.model_validator(mode="after")
+    def _rescue_grace(self) -> Settings:
+        # A live worker whose liveness connection fails fences itself within its check interval
+        # and the check's own timeout (the grace less one interval): well inside the grace.
+        if self.SWEEP_RESCUE_GRACE_S < 2 * self.WORKER_LIVENESS_CHECK_S:
+            raise PydanticCustomError(
+                "rescue_grace",
+                "SWEEP_RESCUE_GRACE_S ({grace}) must be at least twice WORKER_LIVENESS_CHECK_S "
+                "({check}): raise the grace or check more often",
+                {"grace": self.SWEEP_RESCUE_GRACE_S, "check": self.WORKER_LIVENESS_CHECK_S},
+            )
+        return self
 
     @pydantic.field_validator("TRACE_URL_TEMPLATE")
     @classmethod
@@ -301,7 +352,10 @@ def _checked(values: dict[str, Any], labels: dict[str, str]) -> Settings:
     except pydantic.ValidationError as exc:
         problems = []
         for error in exc.errors():
-            name = ".".join(map(str, error["loc"])) or "value"
+            if not error["loc"]:  # a rule between settings: its message names them
+                problems.append(f"WORKQUEUE: {error['msg']}")
+                continue
+            name = ".".join(map(str, error["loc"]))
             label = labels.get(name) or f"WORKQUEUE[{name!r}]"
             problems.append(f"{label}: {error['msg']} (got {error['input']!r})")
         raise ImproperlyConfigured("; ".join(problems)) from None

@@ -166,7 +166,7 @@ def _access_fields(record: logging.LogRecord) -> dict[str, Any] | None:
             "method": method,
             "path": path,
             "status": getattr(record, "status_code", None) or status,
-            "size": int(size) if str(size).isdigit() else size,
+            "size": int(str(size)) if str(size).isdigit() else size,
         }
     if record.name == "gunicorn.access" and isinstance(record.args, Mapping):
         atoms = record.args
@@ -174,9 +174,9 @@ def _access_fields(record: logging.LogRecord) -> dict[str, Any] | None:
         return {
             "method": atoms.get("m"),
             "path": atoms.get("U"),
-            "status": int(atoms["s"]) if str(atoms.get("s", "")).isdigit() else atoms.get("s"),
-            "size": int(atoms["B"]) if str(atoms.get("B", "")).isdigit() else atoms.get("B"),
-            "duration_ms": round(int(duration_us) / 1000, 3)
+            "status": int(str(atoms["s"])) if str(atoms.get("s", "")).isdigit() else atoms.get("s"),
+            "size": int(str(atoms["B"])) if str(atoms.get("B", "")).isdigit() else atoms.get("B"),
+            "duration_ms": round(int(str(duration_us)) / 1000, 3)
             if str(duration_us).isdigit()
             else None,
             "remote": atoms.get("h"),
@@ -189,7 +189,7 @@ def event_of(record: logging.LogRecord) -> tuple[str, dict[str, Any]]:
     fields: dict[str, Any] = {}
     item = getattr(record, ITEM, None)
     if item is None:
-        item = _current_item.get()  # no filter on this handler: the context is still here
+        item = current_item_fields()  # no filter on this handler: the context is still here
     if item:
         fields.update(item)
     own = getattr(record, FIELDS, None)

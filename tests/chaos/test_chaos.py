@@ -14,6 +14,7 @@ skipped, and the summary line says so).
 
 from __future__ import annotations
 
+import http.client
 import random
 import re
 import signal
@@ -39,6 +40,7 @@ from tenancy.contexts import OpContext
 from tests import summary
 from tests.chaos import tables
 from tests.chaos.kinds import EFFECT, POISON
+from tests.chaos.rescue_times import held_by, rescue_times
 from tests.helpers import fresh_async_connections
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workqueue.api import NewItem, enqueue, enqueue_many
@@ -135,7 +137,8 @@ class Proc:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
                 page = r.read().decode()
-        except OSError:
+        except (OSError, http.client.HTTPException):
+            # Not answering, or gone mid-answer (a poison item it claimed ended its process).
             return None
         self.scraped = int(
             sum(
@@ -174,6 +177,9 @@ class Fleet:
     refused_starts: int = 0
     unexpected: list[str] = field(default_factory=list)
     finished: list[Proc] = field(default_factory=list)
+    # For each kill: the database's clock just before it, and the (item, attempt) pairs the
+    # killed worker held then (the rescue time of each is read from its attempt's end).
+    held_at_kills: list[tuple[datetime, list[tuple[uuid.UUID, int]]]] = field(default_factory=list)
 
     def start(self) -> Proc:
         n = self.started
@@ -216,6 +222,8 @@ class Fleet:
         if not candidates:
             return
         pid = rng.choice(candidates)
+        if held := held_by(query, pid):
+            self.held_at_kills.append(held)
         self.procs[pid].popen.send_signal(signal.SIGKILL)
         self.procs[pid].popen.wait()
         self.kills += 1
@@ -544,6 +552,7 @@ def _check(
     queue_refused = sum(max(p.scraped or 0, p.refusals_logged()) for p in fleet.finished)
     dead = sum(1 for p in poison if p[1] == "failed")
     lost = not_done + without_effect + len(findings.attempts_lost) + len(reused)
+    rescue = rescue_times(query, fleet.held_at_kills)
     summary.state(
         "chaos",
         f"chaos: {effect_items + len(poison)} items ({effect_items} done, {len(poison)} poison),"
@@ -555,7 +564,7 @@ def _check(
         f" {queue_refused + refused_cas} (queue fence {queue_refused}, record CAS {refused_cas};"
         f" the frozen worker's /metrics {findings.frozen_refused}), poison dead-lettered"
         f" {dead}/{len(poison)}, redelivered after effect {redelivered}, lost {lost},"
-        f" doubled {doubled}, {took_s:.0f} s",
+        f" doubled {doubled}, {rescue}, {took_s:.0f} s",
     )
     assert effect_items >= ENQUEUED + EMITTED and not_done == 0, statuses
     assert without_effect == 0 and doubled == 0

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workqueue import claim, enqueue, enqueue_many, maintenance, settle
+from workqueue import claim, enqueue, enqueue_many, maintenance, results, settle
 from workqueue.workflows import cancel as workflow_cancel
 from workqueue.workflows import declare, parents
 from wqcore.store import aclose_async_store
@@ -26,11 +26,15 @@ PAIRED = {
     "extend_leases": settle,
     "fail": settle,
     "release": settle,
+    "requeue_held": maintenance,
     "requeue_stale": maintenance,
     "enqueue_workflow": declare,
     "cancel_workflow": workflow_cancel,
     "read_parents": parents,
     "count_parents": parents,
+    "parent_results": parents,
+    "result_of": results,
+    "results_of": results,
 }
 
 

@@ -350,16 +350,19 @@ def test_the_record_is_written_only_under_the_claim_token_and_purged_with_its_it
     assert not TaskRecord.objects.using("admin").exists()
     started = run(records.record_start_plan([runtime.Fence.of(held)]))
     assert started[held.id].worker_ids == ["w1"]
-    ended = records.Ended(return_value="3")
-    assert run(records.record_end_plan([(stale, ended)])) == set()
-    assert run(records.record_end_plan([(runtime.Fence.of(held), ended)])) == {held.id}
-    complete_many([runtime.Fence.of(held)])
+    error = records.error_json("builtins.ValueError", "Traceback ...\nValueError: no")
+    assert run(records.record_end_plan([(stale, error)])) == set()
+    assert run(records.record_end_plan([(runtime.Fence.of(held), error)])) == {held.id}
+    # The return value is the item's result, written with its completion under the token.
+    assert complete_many([stale], ["4"]) == set()
+    complete_many([runtime.Fence.of(held)], ["3"])
     done = tasks.add.get_result(result.id)
     assert (done.status, done.return_value, done.worker_ids) == (
         TaskResultStatus.SUCCESSFUL,
         3,
         ["w1"],
     )
+    assert [e.exception_class_path for e in done.errors] == ["builtins.ValueError"]
     purged = runtime.purge_items(
         worker_rctx, before=datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=1)
     )
@@ -378,7 +381,7 @@ def test_the_everyday_login_cannot_write_records(member: OpContext, worker_rctx)
     [(_, held)] = claim(worker_rctx, "default", ["DJANGO_TASK"], "w1", 30, 1)
     run(records.record_start_plan([runtime.Fence.of(held)]))
     for attack in (
-        "UPDATE workqueue_tasks_taskrecord SET return_value = '1'",
+        "UPDATE workqueue_tasks_taskrecord SET errors = '[]'",
         "DELETE FROM workqueue_tasks_taskrecord",
         (
             "INSERT INTO workqueue_tasks_taskrecord (item_id, org_id, worker_ids, errors) "
@@ -399,4 +402,4 @@ def test_a_return_value_jsonb_cannot_hold_is_refused_before_its_record_is_writte
     for value in (b"a\x00", {"k": b"\x00"}, "a\x00"):
         with pytest.raises(InvalidReturnValue, match="NUL"):
             stored_return(value)
-    assert stored_return({None: b"ok"}) == ({"null": "ok"}, '{"null":"ok"}')
+    assert stored_return({None: b"ok"}) == {"null": "ok"}

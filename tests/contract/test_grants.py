@@ -188,7 +188,7 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
             " SELECT id, 1000, now() FROM workqueue_tenancy_org"
         ),
         "SELECT * FROM workqueue_workers_worker",
-        "UPDATE workqueue_tasks_taskrecord SET return_value = '1'",
+        "UPDATE workqueue_tasks_taskrecord SET errors = '[]'",
         "DELETE FROM workqueue_tasks_taskrecord",
         "SELECT * FROM django_admin_log",
         "DELETE FROM workqueue_storedresponse",

@@ -21,12 +21,16 @@ from wqcore.store import System, aclose_async_store, execute
 pytestmark = pytest.mark.usefixtures("committed")
 
 
-def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset() -> None:
-    locking = claim_statements._claim_locking()
+@pytest.mark.parametrize("limited", [False, True], ids=["without rate limits", "with them"])
+def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset(
+    limited: bool,
+) -> None:
+    locking = claim_statements._claim_locking(limited)
+    statement = claim_statements.CLAIM_LIMITED if limited else claim.CLAIM
     assert "FOR UPDATE SKIP LOCKED" in locking.sql
     assert 'FROM "workqueue_workitem"' in locking.sql
-    assert locking.sql in claim.CLAIM.sql  # embedded as is in the one claim statement
-    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", claim.CLAIM.sql)
+    assert locking.sql in statement.sql  # embedded as is in the one claim statement
+    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", statement.sql)
 
 
 def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
@@ -147,7 +151,8 @@ def test_every_statement_names_exactly_its_parameters() -> None:
 
     import workqueue
     from outbox import emit, relay
-    from workers import gauges, liveness
+    from workers import gauges, liveness, liveness_lock
+    from workers.sweep import rescue
 
     # Every module of the queue (its statements live where their transitions do).
     modules = [
@@ -157,7 +162,7 @@ def test_every_statement_names_exactly_its_parameters() -> None:
     ]
     declared: list[Statement] = [
         value
-        for module in (*modules, emit, relay, gauges, liveness)
+        for module in (*modules, emit, relay, gauges, liveness, liveness_lock, rescue)
         for value in vars(module).values()
         if isinstance(value, Statement)
     ]
@@ -173,15 +178,15 @@ def test_every_statement_names_exactly_its_parameters() -> None:
 def test_a_statement_refuses_parameters_of_another_shape() -> None:
     from workqueue import settle
 
-    with pytest.raises(TypeError, match="takes FenceParams"):
+    with pytest.raises(TypeError, match="takes CompleteParams"):
         execute(System(settle.COMPLETE, settle.ExtendLeaseParams(1, 2, 3)))  # type: ignore[arg-type]
 
 
 def test_no_login_compiles_statements_just_in_time() -> None:
-    """JIT compiled the fair claim on every run once its estimates passed jit_above_cost (a
-    million waiting items): 30 ms of a 31 ms claim. The everyday and system logins start
-    every session with it off (set on the logins by create_logins, not sent at connect: a
-    pooler refuses startup options), the store's async pools included."""
+    """JIT compiled the fair claim on every run once its estimates passed jit_above_cost (at a
+    million waiting items), costing more than the claim's own work. The everyday and system
+    logins start every session with it off (set on the logins by create_logins, not sent at
+    connect: a pooler refuses startup options), the store's async pools included."""
 
     async def async_setting() -> str:
         try:
@@ -211,8 +216,10 @@ def test_lists_of_uuids_go_to_the_server_as_binary_uuid_arrays() -> None:
 
     assert settle.COMPLETE_MANY.uuid_lists == (0, 1, 2)  # org_ids, ids, tokens
     a, b = uuid.uuid4(), uuid.uuid4()
-    bound = settle.COMPLETE_MANY.bind_native(Fences([a], [b], [a]))
-    assert all(type(value) is UUIDArray for value in bound)
+    bound = settle.COMPLETE_MANY.bind_native(
+        settle.CompleteManyParams(*Fences([a], [b], [a]), None)
+    )
+    assert all(type(value) is UUIDArray for value in bound[:3]) and bound[3] is None
 
     cases = [
         [a, b, a],
@@ -354,7 +361,8 @@ def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_ar
     connections["system"].ensure_connection()
     conn = connections["system"].connection  # the system login's own session, as the worker's
     for statement, params in (
-        (settle.COMPLETE_MANY, fences),
+        (settle.COMPLETE_MANY, settle.CompleteManyParams(*fences, None)),
+        (settle.COMPLETE_MANY, settle.CompleteManyParams(*fences, ['{"r":1}'] * 10)),  # type: ignore[arg-type]
         (settle.EXTEND_LEASES, settle.ExtendLeasesParams(*fences, 30.0)),
     ):
         for mode in ("force_generic_plan", "force_custom_plan"):

@@ -264,6 +264,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
     result = sweep_once(SETTINGS)
     assert result is not None and not result.failed
     assert list(result.results) == [
+        "rescue",
         "requeue_stale",
         "relay_outbox",
         "enqueue_schedules",

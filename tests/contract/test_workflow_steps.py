@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.db import connections
 
 from tests.helpers import back_date, row
+from workers.sweep.clock import db_now_minus
 from workqueue import api, claim, maintenance, settle
 from workqueue.models import Status
 from workqueue.workflows import Workflow
@@ -65,6 +66,21 @@ def test_a_step_whose_worker_died_with_attempts_spent_is_dead_and_holds_the_next
     item_ctx, held = _claim_one(worker_rctx)
     back_date(held.id, lease_expires_at=5)
     assert maintenance.requeue_stale(item_ctx).dead_lettered == 1
+    assert row(declared[first]).status == Status.FAILED
+    assert row(declared[after]).status == Status.WAITING
+    assert row(declared[finally_]).status == Status.PENDING
+
+
+def test_a_gone_holders_step_with_attempts_spent_is_dead_and_releases_what_needs_it_finished(
+    ctx, worker_rctx
+) -> None:
+    wf = Workflow()
+    first = wf.step("NOOP", {"n": 1}, max_attempts=1)
+    after = wf.step("NOOP", {"n": 2}, after=[first])
+    finally_ = wf.step("NOOP", {"n": 3}, after_finished=[first])
+    declared = api.enqueue_workflow(ctx, wf)
+    item_ctx, _ = _claim_one(worker_rctx)
+    assert maintenance.requeue_held(item_ctx, ["w1"], db_now_minus(-1)).dead_lettered == 1
     assert row(declared[first]).status == Status.FAILED
     assert row(declared[after]).status == Status.WAITING
     assert row(declared[finally_]).status == Status.PENDING

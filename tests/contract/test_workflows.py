@@ -63,9 +63,13 @@ def test_a_chain_of_three_becomes_claimable_in_order(face, ctx, worker_rctx) -> 
         held = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)
         assert claimed_ns(held) == [n]
         [(item_ctx, item)] = held
-        face.complete(item_ctx, item)
+        face.complete(item_ctx, item, {"n": n})
     assert face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10) == []
     assert {row(i).status for i in declared.ids} == {Status.DONE}
+    # Each step is handed what the one before it returned.
+    assert face.parent_results(ctx, declared[a]) == {}
+    assert face.parent_results(ctx, declared[b]) == {declared[a]: {"n": 1}}
+    assert face.parent_results(ctx, declared[c]) == {declared[b]: {"n": 2}}
 
 
 def test_a_released_step_is_due_now_and_keeps_a_later_available_at(ctx, worker_rctx) -> None:
@@ -179,7 +183,9 @@ def test_the_callback_reads_its_members_page_by_page(face, ctx, worker_rctx) -> 
     wf = Workflow()
     group = wf.group([noop(n) for n in range(25)], on_complete=noop(99))
     declared = face.enqueue_workflow(ctx, wf)
-    complete_all(claim_all(worker_rctx))
+    held = claim_all(worker_rctx)
+    results = [None if item.payload["n"] == 0 else str(item.payload["n"]) for _, item in held]
+    assert complete_many([Fence.of(item) for _, item in held], results) == {i.id for _, i in held}
     callback = declared[group.on_complete]
     pages, after = [], None
     while True:
@@ -194,7 +200,21 @@ def test_the_callback_reads_its_members_page_by_page(face, ctx, worker_rctx) -> 
     assert {(p.kind, p.status, p.needs, p.met) for p in members} == {
         ("NOOP", "done", "finished", True)
     }
+    # Each member's result beside it (member 0 returned None).
+    by_n = {declared[m]: n for n, m in enumerate(group.members)}
+    assert {p.id: p.result for p in members} == {i: (n or None) for i, n in by_n.items()}
+    assert face.parent_results(ctx, callback) == {p.id: p.result for p in members}
     assert face.count_parents(ctx, callback) == {"done": 25}
+
+
+def test_the_results_of_more_parents_than_one_statement_reads_are_read_page_by_page(ctx) -> None:
+    from workqueue.results import READ_MAX
+
+    wf = Workflow()
+    group = wf.group([noop(n) for n in range(READ_MAX + 1)], on_complete=noop(-1))
+    declared = api.enqueue_workflow(ctx, wf)
+    with pytest.raises(InvalidPayload, match="read_parents"):
+        api.parent_results(ctx, declared[group.on_complete])
 
 
 def test_reading_parents_takes_a_bounded_page(ctx) -> None:

@@ -77,6 +77,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 @pytest.fixture

@@ -243,4 +243,4 @@ def test_the_readme_install_section_gives_a_site_that_checks_clean_and_answers(
         assert status == 200 and b"workqueue_work_failed" in body, body[:500]
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        server.communicate(timeout=30)  # reads and closes its pipe

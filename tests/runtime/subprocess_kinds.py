@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import time
+from typing import Any
 
 import pydantic
 
@@ -25,6 +27,7 @@ from workqueue.api import (
     handles,
     register,
 )
+from workqueue.kinds import max_payload_bytes
 from workqueue.settle import complete
 
 
@@ -158,6 +161,44 @@ class LoggedHandler:
             raise PermanentError("no such shipment\nsecond line of the message")
 
 
+# -- results (tests/runtime/test_results.py) ------------------------------------------------------
+
+
+class ReturnsPayload(Payload):
+    # What the handler returns (any JSON); or, with ``make``, what cannot be stored: "set" (not
+    # JSON), "nan", "big" (a string one byte over the payload's bound, as JSON).
+    value: Any = None
+    make: str = ""
+
+
+RETURNS = register(Kind("TEST_RETURNS", ReturnsPayload, max_attempts=3))
+RETURNS_SYNC = register(Kind("TEST_RETURNS_SYNC", ReturnsPayload, max_attempts=3))
+
+
+def _returned(item: WorkItem) -> object:
+    make = item.payload.get("make", "")
+    if make == "set":
+        return {"tags": {"a", "b"}}
+    if make == "nan":
+        return {"ratio": math.nan}
+    if make == "big":
+        return "x" * (max_payload_bytes() - 1)  # two quotes more as JSON
+    return item.payload.get("value")
+
+
+@handles(RETURNS.name)
+class ReturnsHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> object:
+        await asyncio.sleep(0)
+        return _returned(item)
+
+
+@handles(RETURNS_SYNC.name)
+class ReturnsSyncHandler:
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> object:
+        return _returned(item)
+
+
 # -- the claim's controls (tests/runtime/test_controls.py) ---------------------------------------
 # Each run is recorded in RUNS_TABLE (made by the test, on the everyday login): at its start,
 # with how many items of its key (or kind) the database then holds claimed, and at its end, both
@@ -218,3 +259,105 @@ class KeyedHandler(_Recording):
 @handles(CAPPED_RUN.name)
 class CappedHandler(_Recording):
     column = "kind"
+
+
+# -- progress and metadata (tests/runtime/test_progress.py) --------------------------------------
+
+
+class ProgressPayload(Payload):
+    # How many times the handler reports (run.progress), one row at a time.
+    reports: int = pydantic.Field(default=100_000, ge=1, le=1_000_000)
+    # Seconds the loop is spread over (it pauses after every 1,000 reports), so several of the
+    # reporter's intervals pass while it reports.
+    spread_s: float = pydantic.Field(default=1.0, ge=0, le=60)
+    # Fail for good after the loop: its last report is written before the dead letter.
+    fail: bool = False
+
+
+PROGRESS = register(Kind("TEST_PROGRESS", ProgressPayload, max_attempts=1))
+PROGRESS_SYNC = register(Kind("TEST_PROGRESS_SYNC", ProgressPayload, max_attempts=1))
+PROGRESS_KINDS = f"{PROGRESS.name},{PROGRESS_SYNC.name}"
+PROGRESS_STEP = 1_000
+
+
+def _pause_s(item: WorkItem) -> float:
+    steps = max(item.payload.get("reports", 100_000) // PROGRESS_STEP, 1)
+    return float(item.payload.get("spread_s", 1.0)) / steps
+
+
+def _reported(item: WorkItem, run: Run, started: float) -> None:
+    """The end of the loop: what it did and how long it took from before its first report, in
+    the metadata; then fail if asked."""
+    run.set_meta({"reports": item.payload.get("reports"), "elapsed_s": time.monotonic() - started})
+    if item.payload.get("fail"):
+        raise PermanentError("failed after reporting")
+
+
+@handles(PROGRESS.name)
+class ProgressHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        total, pause = item.payload.get("reports", 100_000), _pause_s(item)
+        started = time.monotonic()
+        for done in range(1, total + 1):
+            run.progress(done, total, note=f"row {done}")
+            if done % PROGRESS_STEP == 0:
+                await asyncio.sleep(pause)
+        _reported(item, run, started)
+
+
+@handles(PROGRESS_SYNC.name)
+class ProgressSyncHandler:
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        total, pause = item.payload.get("reports", 100_000), _pause_s(item)
+        started = time.monotonic()
+        for done in range(1, total + 1):
+            run.progress(done, total, note=f"row {done}")
+            if done % PROGRESS_STEP == 0:
+                time.sleep(pause)
+        _reported(item, run, started)
+
+
+# -- fast rescue (tests/runtime/test_rescue.py) ---------------------------------------------------
+# Each run appends ``<item id> <attempt> <pid> <what> <wall clock>`` to the file its payload names:
+# start, end, cancelled (the handler saw its cancellation). Runs in several processes on one
+# host share the wall clock, so two runs of one item can be told apart, and seen to overlap.
+
+
+class MarkedPayload(Payload):
+    # Seconds each run sleeps; the first attempt sleeps ``first_seconds`` instead, when given.
+    seconds: float = pydantic.Field(default=0.0, ge=0, le=600)
+    first_seconds: float | None = pydantic.Field(default=None, ge=0, le=600)
+    log: str = ""
+
+
+MARKED = register(Kind("TEST_MARKED", MarkedPayload, max_attempts=5))
+
+
+def mark(item: WorkItem, what: str) -> None:
+    with open(str(item.payload.get("log", "")), "a") as log:
+        log.write(f"{item.id} {item.attempts} {os.getpid()} {what} {time.time():.6f}\n")
+
+
+def marks(path: str) -> list[tuple[str, int, int, str, float]]:
+    """The lines the runs wrote: (item id, attempt, pid, what, wall clock)."""
+    try:
+        with open(path) as log:
+            lines = log.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(i, int(a), int(p), w, float(t)) for i, a, p, w, t in (ln.split() for ln in lines)]
+
+
+@handles(MARKED.name)
+class MarkedHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        mark(item, "start")
+        seconds = item.payload.get("seconds", 0.0)
+        if item.attempts == 1 and item.payload.get("first_seconds") is not None:
+            seconds = item.payload["first_seconds"]
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            mark(item, "cancelled")
+            raise
+        mark(item, "end")

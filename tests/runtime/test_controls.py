@@ -108,6 +108,8 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _live(n: int) -> Callable[[], bool]:

@@ -57,15 +57,17 @@ def _stop(proc: subprocess.Popen[str]) -> str:
 
 
 def test_a_killed_workers_items_are_finished_by_another_runworker(ctx) -> None:
-    """Issue 8.8 / 10: after SIGKILL the items stay claimed until their lease passes; the
-    second worker's own sweep hands them back and runs them; each attempt was counted."""
+    """Issue 8.8 / 10: after SIGKILL the items stay claimed until the second worker's own
+    sweep hands them back (its rescue, the killed worker's liveness lock being free, or its
+    lease, whichever comes first: tests/runtime/test_rescue.py times the rescue) and runs them;
+    each attempt was counted."""
     ids = [api.enqueue(ctx, SLOW_ONCE.name, {"first_attempt_s": 60})[0].id for _ in range(3)]
     first = _runworker(SLOW_ONCE.name, "--metrics-port", "-1", WORKER_LEASE_S="2")
     try:
         _wait(lambda: len(_items(status=Status.CLAIMED)) == 3)
     finally:
         first.kill()
-        first.wait()
+        first.communicate()  # reaps it and closes its output pipe
     assert {i.attempts for i in _items()} == {1}
     second = _runworker(
         SLOW_ONCE.name, "--metrics-port", "-1", WORKER_LEASE_S="2", SWEEP_INTERVAL_S="0.5"
@@ -77,7 +79,7 @@ def test_a_killed_workers_items_are_finished_by_another_runworker(ctx) -> None:
     done = {i.id: i for i in _items()}
     assert set(done) == set(ids)
     assert {i.attempts for i in done.values()} == {2}  # the killed attempt counted
-    assert "stale_requeued" in out
+    assert "held_requeued" in out or "stale_requeued" in out
 
 
 def test_the_notify_path_relays_the_outbox_within_100_ms_with_the_sweep_off(ctx) -> None:

@@ -72,6 +72,9 @@ def test_a_task_runs_and_its_return_value_is_stored(member: OpContext) -> None:
     _run(worker, _finished(member, result))
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL and result.return_value == 5
+    # One copy: the item's result, written by the statement that completed it.
+    assert WorkItem.objects.using("admin").get(pk=result.id).result == 5
+    assert api.result_of(member, result.id) == 5
     assert result.worker_ids == [worker.worker_id] and result.attempts == 1
     assert result.errors == []
     assert result.enqueued_at <= result.started_at == result.last_attempted_at
@@ -81,7 +84,8 @@ def test_a_task_runs_and_its_return_value_is_stored(member: OpContext) -> None:
 def test_an_async_task_runs_on_the_workers_loop(member: OpContext) -> None:
     result = tasks.async_add.enqueue(4, 5)
     # The testing helpers' drain: the same worker, in once mode (what a site's test uses).
-    assert testing.drain("default", ["DJANGO_TASK"]).done == 1
+    [run] = testing.drain("default", ["DJANGO_TASK"]).ran
+    assert (run.ended, run.result) == ("done", {"sum": 9, "loop": True})
     result.refresh()
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.return_value == {"sum": 9, "loop": True}

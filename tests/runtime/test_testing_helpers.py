@@ -4,6 +4,7 @@ item performed, inline runs on commit, tenants, and ``@task``s."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -109,14 +110,21 @@ def test_a_drain_runs_each_due_item_once_through_a_worker(ctx) -> None:  # type:
 
 
 def _opened_since(moment: object) -> int:
-    """Sessions of the test database opened at or after ``moment`` and still open."""
-    with connections["admin"].cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND pid <> pg_backend_pid() AND backend_start >= %s",
-            [moment],
-        )
-        return cursor.fetchone()[0]
+    """Sessions of the test database opened at or after ``moment`` and still open. A session
+    the client closed ends a moment later on the server (its backend exits on its own time):
+    waited for, up to a few seconds; a session left open stays and is counted."""
+    deadline = time.monotonic() + 5
+    while True:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND backend_start >= %s",
+                [moment],
+            )
+            opened = cursor.fetchone()[0]
+        if opened == 0 or time.monotonic() > deadline:
+            return opened
+        time.sleep(0.05)
 
 
 def test_a_drain_leaves_no_session_open_behind_it(ctx) -> None:  # type: ignore[no-untyped-def]

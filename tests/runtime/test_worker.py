@@ -32,6 +32,14 @@ def _enqueue(ctx: OpContext, n: int = 1, kind: str = "TEST_SCRIPTED", **payload)
     return [api.enqueue(ctx, kind, dict(payload))[0] for _ in range(n)]
 
 
+def _enqueue_closing(ctx: OpContext) -> list:
+    """``_enqueue`` from a thread of its own, which closes the connection it opened there."""
+    try:
+        return _enqueue(ctx)
+    finally:
+        connections.close_all()
+
+
 def _metric(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
 
@@ -48,10 +56,10 @@ def test_claims_wait_while_more_finished_items_than_the_capacity_are_unwritten(
     stalled = {"on": True}
     complete_many = runtime.acomplete_many
 
-    async def slow_complete_many(fences):  # type: ignore[no-untyped-def]
+    async def slow_complete_many(fences, results=None):  # type: ignore[no-untyped-def]
         while stalled["on"]:
             await asyncio.sleep(0.01)
-        return await complete_many(fences)
+        return await complete_many(fences, results)
 
     class Api:
         def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
@@ -243,7 +251,7 @@ def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> Non
     async def scenario() -> None:
         task = asyncio.create_task(worker.run())
         await asyncio.sleep(0.5)  # idle: listening, the next poll a minute away
-        [item] = await asyncio.to_thread(_enqueue, ctx)
+        [item] = await asyncio.to_thread(_enqueue_closing, ctx)
         enqueued["at"] = time.monotonic()
         enqueued["id"] = str(item.id)
         for _ in range(200):
@@ -288,9 +296,11 @@ def test_healthz_answers_503_when_the_beat_is_stale(ctx) -> None:
     try:
         with pytest.raises(urllib.error.HTTPError) as raised:
             urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/healthz", timeout=2)
+        raised.value.close()  # the error carries the answer, and its socket
         assert raised.value.code == 503
     finally:
         server.shutdown()
+        server.server_close()
 
 
 def test_each_item_gets_a_span_linked_to_the_enqueuing_trace(ctx) -> None:

@@ -1,5 +1,6 @@
-"""Workflows run by real ``manage.py runworker`` processes: a chain's steps in order, a group's
-members spread over two workers and its callback started exactly once."""
+"""Workflows run by real ``manage.py runworker`` processes: a chain's steps in order, each handed
+what the one before it returned, a group's members spread over two workers and its callback
+started exactly once."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def _step(label: str, log: Path, **extra: object) -> api.NewItem:
 def test_a_chain_runs_in_order(ctx, tmp_path: Path) -> None:
     log = tmp_path / "steps.log"
     wf = api.Workflow()
-    wf.chain(*(_step(label, log, sleep_s=0.1) for label in ("a", "b", "c")))
+    wf.chain(*(_step(label, log, sleep_s=0.1, handed=True) for label in ("a", "b", "c")))
     declared = api.enqueue_workflow(ctx, wf)
     procs = [_start()]
     try:
@@ -73,10 +74,13 @@ def test_a_chain_runs_in_order(ctx, tmp_path: Path) -> None:
     assert procs[0].returncode == 0, outputs[0]
     assert noted(str(log)) == [
         ("a", "start"),
+        ("a", "handed"),
         ("a", "end"),
         ("b", "start"),
+        ("b", "handed a"),
         ("b", "end"),
         ("c", "start"),
+        ("c", "handed b"),
         ("c", "end"),
     ]
 

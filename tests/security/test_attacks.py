@@ -57,6 +57,7 @@ from tests.security.table import (
 from tests.security.world import SECRET, World
 from workqueue import api, runtime, settle
 from workqueue.claim import claim, fail_orphaned
+from workqueue.progress import Reported, write_progress
 from workqueue.settle import complete, complete_many
 from wqcore.store import aclose_async_store
 
@@ -325,14 +326,17 @@ def _batch_attack(name: str, fences: Callable[[World], list[runtime.Fence]]) -> 
         w = scene.world
         done = complete_many(fences(w))
         renewed = settle.extend_leases(fences(w), 3600)
-        assert done == set() and renewed == set(), (done, renewed)
+        reports = [Reported(f, '{"done": 1}', '{"by": "attacker"}') for f in fences(w)]
+        reported = write_progress(reports)
+        assert done == set() and renewed == set() and reported == set(), (done, renewed, reported)
         _unchanged_held(w)
+        assert (row(w.a.held.id).progress, row(w.b.held.id).meta) == (None, {})
 
     ATTACKS.append(Attack("token", name, run))
 
 
 _batch_attack(
-    "batch-complete and renew with guessed tokens",
+    "batch-complete, renew and report progress with guessed tokens",
     lambda w: [runtime.Fence(w.a.org_id, w.a.held.id, uuid.uuid4())],
 )
 _batch_attack(

@@ -1,19 +1,79 @@
-"""The queue's two faces: what a site calls (``workqueue.api``), pinned name by name, and what
-the runtime calls (``workqueue.runtime``), every name of it used outside ``workqueue``; no
-other app reaches past them."""
+"""Each app's face: what other apps may import of it, and nothing past it.
+
+The queue has two faces: what a site calls (``workqueue.api``), pinned name by name, and what
+the runtime calls (``workqueue.runtime``), every name of it used outside ``workqueue``. The audit
+trail and the outbox have one each (``audit.api``, ``outbox.api``), pinned name by name. The
+tenancy app and the ground floor (``wqcore``) serve every app above them with several modules,
+listed here; their other modules are private. The apps stand in one order, each importing only
+those below it, and none imports ``project/`` (the reference site on top, which may import
+anything).
+
+Migrations are exempt (a migration imports what it needed when it was written), and so are the
+tests and benchmarks (they pin internals on purpose); the install test holds its site to the
+faces a site may use.
+"""
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
+from audit import api as audit_api
+from outbox import api as outbox_api
 from workers import testing
 from workqueue import api, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
-# The product's apps and the reference site, each a package at the top of the repository.
-OUTSIDE_THE_QUEUE = ("wqcore", "tenancy", "audit", "outbox", "workers", "project")
+# The product's apps and the reference site, bottom up: each imports only those below it.
+BOTTOM_UP = ("wqcore", "tenancy", "audit", "workqueue", "outbox", "workers", "project")
+OUTSIDE_THE_QUEUE = tuple(app for app in BOTTOM_UP if app != "workqueue")
+# The modules of each app that another app (or a site) may import; the site on top offers none.
+FACES: dict[str, tuple[str, ...]] = {
+    "wqcore": (
+        "actor",
+        "arrays",
+        "conf",
+        "confview",
+        "generics",
+        "logs",
+        "scope",
+        "sqlfiles",
+        "statements",
+        "store",
+        "tracing",
+    ),
+    "tenancy": (
+        "admin_fence",
+        "contexts",
+        "current",
+        "exceptions",
+        # The site's step after each migrate (the logins' grants on the product's tables).
+        "grants",
+        "membership",
+        "middleware",
+        "models",
+        "modes",
+        # The migration step that puts a tenant table under row-level security.
+        "rls",
+        "scope",
+        "services",
+        "sessions",
+    ),
+    "audit": ("api",),
+    "workqueue": ("api", "runtime"),
+    "outbox": ("api",),
+    # What a site's own code and tests use (the runtime itself is run by its commands).
+    "workers": (
+        "testing",
+        "schedules",
+        "django_tasks.policy",
+        "django_tasks.progress",
+        "django_tasks.schedules",
+    ),
+    "project": (),
+}
 
 SITE_FACE = [
     "Conflict",
@@ -38,7 +98,10 @@ SITE_FACE = [
     "aenqueue",
     "aenqueue_many",
     "aenqueue_workflow",
+    "aparent_results",
     "aread_parents",
+    "aresult_of",
+    "aresults_of",
     "cancel",
     "cancel_matching",
     "cancel_workflow",
@@ -47,8 +110,11 @@ SITE_FACE = [
     "enqueue_many",
     "enqueue_workflow",
     "handles",
+    "parent_results",
     "read_parents",
     "register",
+    "result_of",
+    "results_of",
     "work_dead_lettered",
     "work_done",
     "work_failed",
@@ -65,16 +131,32 @@ def _sources(*packages: str) -> dict[Path, str]:
     }
 
 
-def _imported_modules(source: str) -> list[str]:
-    """Every module an import names, at any depth (a function's own imports too)."""
-    found = []
+def _is_module(dotted: str) -> bool:
+    place = ROOT.joinpath(*dotted.split("."))
+    return place.with_suffix(".py").is_file() or (place / "__init__.py").is_file()
+
+
+def _imports(source: str) -> Iterator[tuple[int, str]]:
+    """Each module an import loads, with its line, at any depth (a function's own imports
+    too): ``from a.b import c`` loads ``a.b.c`` when that is a module, else ``a.b``."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
+            for alias in node.names:
+                yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            found.append(node.module)
-            found += [f"{node.module}.{alias.name}" for alias in node.names]
-    return found
+            for alias in node.names:
+                named = f"{node.module}.{alias.name}"
+                yield node.lineno, named if _is_module(named) else node.module
+
+
+def _imports_of_other_apps() -> Iterator[tuple[str, str, str, str]]:
+    """(where, importing app, imported app, module) for each import of another app of ours."""
+    for path, source in _sources(*BOTTOM_UP).items():
+        importer = path.relative_to(ROOT).parts[0]
+        for line, module in _imports(source):
+            app = module.split(".")[0]
+            if app in BOTTOM_UP and app != importer:
+                yield f"{path.relative_to(ROOT)}:{line}", importer, app, module
 
 
 def test_the_site_face_is_these_names_and_each_is_there() -> None:
@@ -112,11 +194,71 @@ def test_the_runtime_face_holds_the_site_face_and_only_what_the_runtime_uses() -
     assert unused == [], f"on the runtime face but used by nothing outside workqueue: {unused}"
 
 
-def test_no_app_reaches_into_the_queue_past_its_faces() -> None:
-    deep = []
-    for path, source in _sources(*OUTSIDE_THE_QUEUE).items():
-        for module in _imported_modules(source):
-            parts = module.split(".")
-            if parts[0] == "workqueue" and len(parts) > 1 and parts[1] not in ("api", "runtime"):
-                deep.append(f"{path.relative_to(ROOT)}: {module}")
-    assert deep == []
+AUDIT_FACE = ["APPEND_ENTRIES", "AppendEntriesParams", "AuditEntry", "actor_names", "append"]
+
+
+def test_the_audit_face_is_these_names_and_each_is_there() -> None:
+    assert sorted(audit_api.__all__) == sorted(AUDIT_FACE)
+    for name in AUDIT_FACE:
+        assert getattr(audit_api, name) is not None
+
+
+OUTBOX_FACE = [
+    "Lag",
+    "OutboxRow",
+    "OutboxStatus",
+    "READ_LAG",
+    "RelayResult",
+    "emit",
+    "purge_relayed",
+    "read_lag",
+    "relay_all",
+    "relay_pending",
+]
+
+
+def test_the_outbox_face_is_these_names_and_each_is_there() -> None:
+    assert sorted(outbox_api.__all__) == sorted(OUTBOX_FACE)
+    for name in OUTBOX_FACE:
+        assert getattr(outbox_api, name) is not None
+
+
+def test_each_face_module_is_there() -> None:
+    missing = [
+        f"{app}.{module}"
+        for app, modules in FACES.items()
+        for module in modules
+        if not _is_module(f"{app}.{module}")
+    ]
+    assert missing == [], f"named a face but no module: {missing}"
+
+
+def _on_face(module: str) -> bool:
+    app, _, rest = module.partition(".")
+    return rest in FACES[app]
+
+
+def _use(app: str) -> str:
+    if not FACES[app]:
+        return f"nothing of {app} (the site on top: no app imports it)"
+    if len(FACES[app]) == 1:
+        return f"{app}.{FACES[app][0]}"
+    return f"one of {app}.{{{', '.join(FACES[app])}}}"
+
+
+def test_no_app_reaches_into_another_past_its_face() -> None:
+    deep = [
+        f"{where} imports {module}, use {_use(app)}"
+        for where, importer, app, module in _imports_of_other_apps()
+        if importer != "project" and not _on_face(module)
+    ]
+    assert deep == [], "an app reaches past another's face:\n" + "\n".join(deep)
+
+
+def test_each_app_imports_only_the_apps_below_it() -> None:
+    upward = [
+        f"{where} imports {module}: {importer} stands below {app} ({' <- '.join(BOTTOM_UP)})"
+        for where, importer, app, module in _imports_of_other_apps()
+        if BOTTOM_UP.index(app) > BOTTOM_UP.index(importer)
+    ]
+    assert upward == [], "an app imports one above it:\n" + "\n".join(upward)

@@ -124,6 +124,26 @@ def test_gunicorn_access_lines_are_http_request_events() -> None:
     assert line["path"] == "/api/work/" and line["duration_ms"] == 1.5
 
 
+def test_our_formatter_without_our_filter_still_names_the_running_item() -> None:
+    """A site's handler may take the queue's formatter and leave ``ItemFilter`` off: the item
+    comes from the context then, and the line is written, not a logging error."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter("json"))
+    logger = logging.getLogger(f"tests.logs.{uuid.uuid4().hex[:8]}")
+    logger.handlers[:] = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+
+    def run() -> None:  # the item's own context, as its task's
+        bind_item(ITEM)
+        logger.info("a handler's own line")
+
+    contextvars.copy_context().run(run)
+    [line] = _json_lines(stream)
+    assert line["event"] == "a handler's own line" and line["item"] == str(ITEM.id)
+
+
 def test_a_wrong_output_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="LOG_FORMAT"):
         formatter("yaml")

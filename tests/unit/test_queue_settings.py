@@ -40,6 +40,11 @@ def test_every_default_is_in_one_place_and_says_what_it_is_for() -> None:
         ({"WORKER_CAPACITY": 0}, r"WORKQUEUE\['WORKER_CAPACITY'\]: Input should be greater than"),
         ({"POOLER": "session"}, r"WORKQUEUE\['POOLER'\]: Input should be 'none' or 'transaction'"),
         ({"LANES": "default"}, r"WORKQUEUE\['LANES'\]: Input should be a valid list"),
+        (
+            # A rule between two settings: the worker must fence itself well inside the grace.
+            {"SWEEP_RESCUE_GRACE_S": 1.0, "WORKER_LIVENESS_CHECK_S": 0.6},
+            r"^WORKQUEUE: SWEEP_RESCUE_GRACE_S \(1.0\) must be at least twice WORKER_LIVENESS",
+        ),
     ],
 )
 def test_a_wrong_setting_is_one_line_naming_it(given: dict[str, object], says: str) -> None:

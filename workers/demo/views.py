@@ -18,8 +18,7 @@ from django.db import IntegrityError, transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from outbox.emit import emit
-from outbox.models import OutboxRow
+from outbox.api import OutboxRow, emit
 from tenancy.contexts import OpContext
 from workers.demo.models import Channel, Shipment, ShipmentNotice
 from workqueue.api import Status, WorkItem
@@ -88,10 +87,14 @@ def work(request: HttpRequest, work_id: uuid.UUID) -> HttpResponse:
         return render(request, "demo/not_a_member.html", status=403)
     row = OutboxRow.objects.filter(pk=work_id).first()
     item = WorkItem.objects.filter(pk=work_id).first()
-    if row is None and item is None:
+    if item is not None:
+        payload: dict[str, Any] = item.payload or {}
+    elif row is not None:
+        payload = row.payload or {}
+    else:
         raise Http404("no such work in your org")
-    payload: dict[str, Any] = (item.payload if item else row.payload) or {}  # type: ignore[union-attr]
-    shipment = Shipment.objects.filter(pk=payload.get("shipment_id")).first()
+    shipment_id = payload.get("shipment_id")
+    shipment = Shipment.objects.filter(pk=shipment_id).first() if shipment_id else None
     notices = ShipmentNotice.objects.filter(shipment=shipment) if shipment else []
     context = {
         "work_id": work_id,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.apps import apps
@@ -78,7 +78,7 @@ class WorkQueueBackend(BaseTaskBackend):
 
     # -- validation ---------------------------------------------------------------------------
 
-    def validate_task(self, task: Task) -> None:
+    def validate_task(self, task: Task[..., Any]) -> None:
         """Django's rules (a module-level function, a priority from -100 to 100, an aware
         ``run_after``, a queue in ``QUEUES``), then this queue's: the queue is a lane name, a
         worker can import the function's module, and a retry policy on it came from
@@ -101,7 +101,7 @@ class WorkQueueBackend(BaseTaskBackend):
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, float)):
             raise InvalidTask(f"{TIME_LIMIT_ATTRIBUTE} must be set by @time_limit, not by hand")
 
-    def _check_path(self, task: Task) -> None:
+    def _check_path(self, task: Task[..., Any]) -> None:
         """A worker imports the task by ``module_path``: it must lead back to this task (not
         to a method, a renamed function, or something that is not a task)."""
         path = task.module_path
@@ -118,7 +118,9 @@ class WorkQueueBackend(BaseTaskBackend):
 
     # -- enqueue ------------------------------------------------------------------------------
 
-    def enqueue(self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> TaskResult:
+    def enqueue[**P, R](
+        self, task: Task[P, R], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> TaskResult[P, R]:
         """Write the task's work item in the current tenant, joining the caller's transaction;
         returns its READY result and sends ``task_enqueued`` (at once, as Django's database
         backends do: a rollback later takes the item back, not the signal).
@@ -157,7 +159,7 @@ class WorkQueueBackend(BaseTaskBackend):
         return result
 
     def task_item(
-        self, task: Task, args: Sequence[Any], kwargs: Mapping[str, Any]
+        self, task: Task[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[dict[str, Any], int]:
         """The ``DJANGO_TASK`` payload of one call of ``task`` and its attempts, after every
         check ``enqueue`` makes before it writes (the schedules of tasks make theirs here too).
@@ -191,7 +193,7 @@ class WorkQueueBackend(BaseTaskBackend):
 
     # -- results ------------------------------------------------------------------------------
 
-    def get_result(self, result_id: str | uuid.UUID) -> TaskResult:
+    def get_result(self, result_id: str | uuid.UUID) -> TaskResult[..., Any]:
         """The task's result as stored now, read in the current tenant; another tenant's task
         (or another kind's item, or no item) is ``TaskResultDoesNotExist``."""
         try:
@@ -208,15 +210,20 @@ class WorkQueueBackend(BaseTaskBackend):
 
     # -- checks -------------------------------------------------------------------------------
 
-    def check(self, **kwargs: Any) -> Iterable[checks.CheckMessage]:
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         """The backend's configuration as system checks (no database is read)."""
         where = f"TASKS[{self.alias!r}]"
-        for problem in self.problems:
-            yield checks.Error(f"{where}: {problem}", obj=where, id="djtasks.E001")
+        found: list[checks.CheckMessage] = [
+            checks.Error(f"{where}: {problem}", obj=where, id="djtasks.E001")
+            for problem in self.problems
+        ]
         if not apps.is_installed(APP):
-            yield checks.Error(
-                f"{where} uses the work queue's backend, but {APP!r} is not installed",
-                hint=f"add {APP!r} to INSTALLED_APPS (its table keeps each task's result)",
-                obj=where,
-                id="djtasks.E002",
+            found.append(
+                checks.Error(
+                    f"{where} uses the work queue's backend, but {APP!r} is not installed",
+                    hint=f"add {APP!r} to INSTALLED_APPS (its table keeps each task's result)",
+                    obj=where,
+                    id="djtasks.E002",
+                )
             )
+        return found

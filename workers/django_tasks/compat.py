@@ -6,6 +6,8 @@ here; with neither present the app stops at start with one line naming the packa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import django
 from django.core.exceptions import ImproperlyConfigured
 
@@ -34,44 +36,46 @@ try:
     # The logger of each task's start and end.
     LOGGER_NAME = "django.tasks"
 except ModuleNotFoundError as missing:
-    if missing.name != "django.tasks":
+    # The type checker reads the branch of the locks' Django, which has django.tasks.
+    if TYPE_CHECKING or missing.name != "django.tasks":
         raise
-    try:
-        from django_tasks import (
-            DEFAULT_TASK_QUEUE_NAME,
-            TaskContext,
-            TaskResult,
-            TaskResultStatus,
-            default_task_backend,
-            task,
-            task_backends,
+    else:
+        try:
+            from django_tasks import (
+                DEFAULT_TASK_QUEUE_NAME,
+                TaskContext,
+                TaskResult,
+                TaskResultStatus,
+                default_task_backend,
+                task,
+                task_backends,
+            )
+        except ModuleNotFoundError as exc:
+            if exc.name != "django_tasks":
+                raise
+            raise ImproperlyConfigured(
+                "workers.django_tasks needs Django's task API, which Django "
+                f"{django.get_version()} does not have: install the django-tasks package "
+                "(pip install 'django-fenced-workqueue[tasks]'), "
+                "or take 'workers.django_tasks' out of INSTALLED_APPS"
+            ) from None
+        # Django registers the backends' system checks as django.tasks is imported; the package
+        # does it in its own app's ready(), which a site need not install: registered here.
+        from django_tasks import checks as _checks  # noqa: F401
+        from django_tasks.backends.base import BaseTaskBackend
+        from django_tasks.base import Task, TaskError
+        from django_tasks.exceptions import InvalidTaskBackendError as InvalidTaskBackend
+        from django_tasks.exceptions import InvalidTaskError as InvalidTask
+        from django_tasks.exceptions import TaskResultDoesNotExist
+        from django_tasks.signals import (
+            log_task_finished,
+            log_task_started,
+            task_enqueued,
+            task_finished,
+            task_started,
         )
-    except ModuleNotFoundError as exc:
-        if exc.name != "django_tasks":
-            raise
-        raise ImproperlyConfigured(
-            f"workers.django_tasks needs Django's task API, which Django {django.get_version()} "
-            "does not have: install the django-tasks package "
-            "(pip install 'django-fenced-workqueue[tasks]'), "
-            "or take 'workers.django_tasks' out of INSTALLED_APPS"
-        ) from None
-    # Django registers the backends' system checks as django.tasks is imported; the package
-    # does it in its own app's ready(), which a site need not install: registered here.
-    from django_tasks import checks as _checks  # noqa: F401
-    from django_tasks.backends.base import BaseTaskBackend
-    from django_tasks.base import Task, TaskError
-    from django_tasks.exceptions import InvalidTaskBackendError as InvalidTaskBackend
-    from django_tasks.exceptions import InvalidTaskError as InvalidTask
-    from django_tasks.exceptions import TaskResultDoesNotExist
-    from django_tasks.signals import (
-        log_task_finished,
-        log_task_started,
-        task_enqueued,
-        task_finished,
-        task_started,
-    )
 
-    LOGGER_NAME = "django_tasks"
+        LOGGER_NAME = "django_tasks"
 
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",

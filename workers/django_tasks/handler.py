@@ -7,8 +7,9 @@ call the function under the item's context (``tenancy.current``) - an async one 
 worker's event loop, a sync one in the worker's handler threads inside its tenant's scope (one
 transaction, begun by its first query: a task that raises leaves no writes behind for its
 retry; an async task opens ``tenant_scope`` itself where it queries); check that what it
-returned is JSON; send ``task_finished``; store the outcome on the record. Then return (the
-worker completes the item) or raise: ``TaskRaised`` retries after the task's own policy's
+returned is JSON; send ``task_finished``. Then return what the task returned (the worker
+completes the item with it as the item's result) or note the error on the record and raise:
+``TaskRaised`` retries after the task's own policy's
 delay until its attempts are spent; ``TaskFailed`` (the task raised
 ``workqueue.handlers.PermanentError``, or returned something that is not JSON) dead-letters at
 once. The item's last error starts with the exception's class path and message, then its
@@ -16,8 +17,9 @@ traceback; the record keeps each error as Django's ``TaskError``. A task that ca
 ``sys.exit()`` or raises ``KeyboardInterrupt`` fails like one that raises anything else (its
 error's class is ``SystemExit`` / ``KeyboardInterrupt``); the worker goes on.
 
-The result's status is the item's: it turns SUCCESSFUL when the worker's batched completion
-lands, just after ``task_finished`` (whose ``task_result`` already says SUCCESSFUL).
+The result's status is the item's: it turns SUCCESSFUL, with its return value, when the
+worker's batched completion lands (one statement writes both), just after ``task_finished``
+(whose ``task_result`` already says SUCCESSFUL).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ from workers.django_tasks.exceptions import (
 )
 from workers.django_tasks.kind import DJANGO_TASK, DjangoTaskPayload
 from workers.django_tasks.loading import queue_backend, runnable_task
-from workers.django_tasks.records import Ended, Started, error_json, recorder
+from workers.django_tasks.progress import reporting_to
+from workers.django_tasks.records import Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
 from workqueue import runtime
 from workqueue.runtime import PermanentError, Run, handles, is_failure
@@ -67,18 +70,19 @@ logger = logging.getLogger(__name__)
 
 # Django's own receivers of the task signals: they only log, so they may run on the event
 # loop. Calling them there, instead of through ``asend_robust`` (a hop to Django's sync thread
-# and back per signal), doubles the drain rate of async tasks (measured: bench/tasks_drain.py).
+# and back per signal, two per task) spares the task both hops (bench/tasks_drain.py measures it).
 _LOGGING_ONLY = frozenset({log_task_started, log_task_finished})
 
 
-async def asend(signal: Signal, sender: type, result: TaskResult) -> None:
+async def asend(signal: Signal, sender: type, result: TaskResult[..., Any]) -> None:
     """Send a task signal from the event loop: at once when only Django's logging receivers
     listen, else as ``asend_robust`` does (sync receivers may use the ORM: not on the loop)."""
     try:
         sync_receivers, async_receivers = signal._live_receivers(sender)
+        only_logging = not async_receivers and all(r in _LOGGING_ONLY for r in sync_receivers)
     except Exception:  # a private API: if it changes, fall back to the documented one
-        sync_receivers, async_receivers = [None], []
-    if not async_receivers and all(r in _LOGGING_ONLY for r in sync_receivers):
+        only_logging = False
+    if only_logging:
         signal.send_robust(sender, task_result=result)
     else:
         await signal.asend_robust(sender, task_result=result)
@@ -88,19 +92,25 @@ def class_path(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def stored_return(value: Any) -> tuple[Any, str]:
-    """What the task returned, as JSON values and as text; ``InvalidReturnValue`` otherwise."""
+def stored_return(value: Any) -> Any:
+    """What the task returned, as the JSON values its item's result stores (Django's rules:
+    tuples as lists, bytes as text), within the payload's size; ``InvalidReturnValue``
+    otherwise (a failure of the task, so its record and ``task_finished`` say so)."""
     try:
         normalized = json_value(value, "return value")
-        return normalized, json_text(normalized, "return value")
+        json_text(normalized, "return value")
     except (TypeError, ValueError) as exc:
         raise InvalidReturnValue(f"the task returned what cannot be stored: {exc}") from None
+    return normalized
 
 
 @dataclass(frozen=True)
 class Outcome:
-    ended: Ended
-    # What the handler raises to the worker (None: the task succeeded).
+    # What the task returned, as JSON values (its item's result), when it succeeded.
+    value: Any = None
+    # When it failed: the error its record keeps (``error_json``), and what the handler raises
+    # to the worker.
+    error: str = ""
     failure: Exception | None = None
 
 
@@ -109,7 +119,7 @@ class Target:
     """What an item names: its payload, the task, and the backend its signals come from."""
 
     payload: DjangoTaskPayload
-    task: Task
+    task: Task[..., Any]
     sender: type
 
     @classmethod
@@ -134,9 +144,9 @@ class Call:
     """One attempt of one task: what it runs and the result its signals carry."""
 
     item: runtime.WorkItem
-    task: Task
+    task: Task[..., Any]
     sender: type
-    result: TaskResult
+    result: TaskResult[..., Any]
     retry: runtime.RetryPolicy | None
 
     @classmethod
@@ -173,7 +183,7 @@ class Call:
                 # that queries nothing costs no round trip): a raise leaves no writes behind.
                 with deferred_tenant_scope(ctx.org_id):
                     returned = self.task.func(*self._arguments(), **self.result.kwargs)
-                    value, text = stored_return(returned)  # not JSON: the writes roll back
+                    value = stored_return(returned)  # not JSON: the writes roll back
             except BaseException as exc:
                 # In a handler thread whatever the task raises is its failure, sys.exit() and
                 # KeyboardInterrupt too (workqueue.handlers.is_failure).
@@ -181,7 +191,7 @@ class Call:
                 # Sent from the except block: Django's log receiver logs the traceback.
                 task_finished.send_robust(self.sender, task_result=self.result)
                 return outcome
-            outcome = self._succeeded(value, text)
+            outcome = self._succeeded(value)
             task_finished.send_robust(self.sender, task_result=self.result)
             return outcome
 
@@ -192,21 +202,21 @@ class Call:
             await asend(task_started, self.sender, self.result)
             try:
                 returned = await self.task.func(*self._arguments(), **self.result.kwargs)
-                value, text = stored_return(returned)
+                value = stored_return(returned)
             except BaseException as exc:
                 # SystemExit and KeyboardInterrupt too, not a cancellation (is_failure).
                 if not is_failure(exc, runner):
                     raise
                 outcome = self._failed(exc)
             else:
-                outcome = self._succeeded(value, text)
+                outcome = self._succeeded(value)
             await asend(task_finished, self.sender, self.result)
             return outcome
 
-    def _succeeded(self, value: Any, text: str) -> Outcome:
+    def _succeeded(self, value: Any) -> Outcome:
         self._finish(TaskResultStatus.SUCCESSFUL)
         object.__setattr__(self.result, "_return_value", value)
-        return Outcome(Ended(return_value=text))
+        return Outcome(value)
 
     def _failed(self, exc: BaseException) -> Outcome:
         path = class_path(type(exc))
@@ -227,7 +237,7 @@ class Call:
         else:
             delay_s = None if self.retry is None else runtime.retry_delay(item.attempts, self.retry)
             failure = TaskRaised(note, delay_s=delay_s)
-        return Outcome(Ended(error=error_json(path, trace)), failure)
+        return Outcome(error=error_json(path, trace), failure=failure)
 
     def _finish(self, status: TaskResultStatus) -> None:
         object.__setattr__(self.result, "status", status)
@@ -248,7 +258,8 @@ class DjangoTaskHandler:
         value = item.payload.get("timeout_s") if isinstance(item.payload, dict) else None
         return float(value) if isinstance(value, int | float) else None
 
-    async def handle(self, ctx: OpContext, item: runtime.WorkItem, run: Run) -> None:
+    async def handle(self, ctx: OpContext, item: runtime.WorkItem, run: Run) -> Any:
+        """Run the task once; what it returned is the item's result."""
         fence = runtime.Fence.of(item)
         notes = recorder()
         target: Target | None = None
@@ -263,18 +274,20 @@ class DjangoTaskHandler:
             if started is None:
                 # Another holder has it now (the lease ran out): this claim runs nothing.
                 log_event(logger, logging.WARNING, "task_start_refused", **fields_of_item(item))
-                return
+                return None
             if target is None:
                 trace = "".join(traceback.format_exception(unrunnable))
                 error = error_json(class_path(type(unrunnable)), trace)
-                await notes.end(fence, Ended(error=error))
+                await notes.failed(fence, error)
                 raise unrunnable
             call = Call.of(item, target, started)
-            if sync:
-                outcome = await run.in_thread(call.run_sync, ctx)
-            else:
-                outcome = await call.run_async(ctx)
-        if not await notes.end(fence, outcome.ended):
+            with reporting_to(run):  # the task's progress() and set_meta()
+                if sync:
+                    outcome = await run.in_thread(call.run_sync, ctx)
+                else:
+                    outcome = await call.run_async(ctx)
+        if outcome.failure is None:
+            return outcome.value
+        if not await notes.failed(fence, outcome.error):
             log_event(logger, logging.WARNING, "task_outcome_refused", **fields_of_item(item))
-        if outcome.failure is not None:
-            raise outcome.failure
+        raise outcome.failure

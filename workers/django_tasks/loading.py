@@ -49,7 +49,7 @@ def queue_backend(alias: str) -> Any:
 
 
 @lru_cache(maxsize=1024)
-def runnable_task(path: str, alias: str, priority: int, queue_name: str) -> Task:
+def runnable_task(path: str, alias: str, priority: int, queue_name: str) -> Task[..., Any]:
     """The task ``path`` names, as enqueued (through ``alias``, at ``priority``, on
     ``queue_name``), validated by its backend; ``TaskNotRunnable`` when there is none.
     Cached: a worker meets the same few tasks again and again (failures are not cached)."""
@@ -70,7 +70,7 @@ def _unrunnable(*args: Any, **kwargs: Any) -> Any:
     raise TaskNotRunnable("this task's path does not import to a task")
 
 
-def _as_read(func: Any, alias: str, priority: int, queue_name: str, **more: Any) -> Task:
+def _as_read(func: Any, alias: str, priority: int, queue_name: str, **more: Any) -> Task[..., Any]:
     """A Task built without its backend's validation: a result must stay readable when its
     task no longer validates (its module renamed, its queue taken out of QUEUES)."""
     task = object.__new__(Task)
@@ -90,7 +90,7 @@ def _as_read(func: Any, alias: str, priority: int, queue_name: str, **more: Any)
 
 def readable_task(
     path: str, alias: str, priority: int, queue_name: str, run_after: datetime | None
-) -> Task:
+) -> Task[..., Any]:
     """The task of a stored result: the one its path names when it still runs; else a
     stand-in whose ``module_path`` is the stored path (calling it raises ``TaskNotRunnable``)."""
     try:

@@ -7,10 +7,10 @@ from django.db.models.functions import Now
 
 
 class TaskRecord(models.Model):
-    """A task's attempts and outcome, beside its work item (which holds its status, arguments,
-    priority, queue and last error): the worker of each attempt, the first and the latest
-    start, the return value, and the error of each of the last ``records.ERRORS_KEPT``
-    attempts that raised.
+    """A task's attempts, beside its work item (which holds its status, arguments, priority,
+    queue, last error and return value, its ``result``): the worker of each attempt, the first
+    and the latest start, and the error of each of the last ``records.ERRORS_KEPT`` attempts
+    that raised.
 
     Written only by the worker, through statements fenced by the item's claim token
     (``sql/record_start.sql``, ``sql/record_end.sql``); read by the task's tenant under
@@ -33,8 +33,6 @@ class TaskRecord(models.Model):
     worker_ids = models.JSONField(default=list)
     started_at = models.DateTimeField(db_default=Now())
     last_attempted_at = models.DateTimeField(db_default=Now())
-    # The JSON the task returned; NULL until it succeeded (JSON null is a returned None).
-    return_value = models.JSONField(null=True, blank=True)
     # [{"exception_class_path": ..., "traceback": ...}], oldest first.
     errors = models.JSONField(default=list)
 

@@ -49,7 +49,7 @@ class TaskPolicy:
 DEFAULT_POLICY = TaskPolicy()
 
 # OPTIONS key -> (field, type, default); a default is the backend's when the key is absent.
-OPTIONS: dict[str, tuple[str, type, float]] = {
+OPTIONS: dict[str, tuple[str, type[int] | type[float], float]] = {
     "MAX_ATTEMPTS": ("max_attempts", int, DEFAULT_POLICY.max_attempts),
     "RETRY_BASE_S": ("base_s", float, DEFAULT_POLICY.retry.base_s),
     "RETRY_FACTOR": ("factor", float, DEFAULT_POLICY.retry.factor),
@@ -59,7 +59,7 @@ OPTIONS: dict[str, tuple[str, type, float]] = {
 }
 
 
-def _number(value: Any, kind: type) -> float | int:
+def _number(value: Any, kind: type[int] | type[float]) -> float | int:
     """An int or float option, from a number or the text of one (settings read from the
     environment give text); ValueError when it is neither."""
     if isinstance(value, bool):
@@ -125,11 +125,11 @@ def parse_options(options: Any) -> tuple[TaskPolicy, list[str]]:
     max_attempts = values.pop("max_attempts", DEFAULT_POLICY.max_attempts)
     timeout_s = values.pop("timeout_s", None)
     if timeout_s is not None and not 0 <= timeout_s <= MAX_TIMEOUT_S:
-        problem = (
+        out_of_range = (
             f"OPTIONS['TIMEOUT_S'] must be 0 (no limit) to {MAX_TIMEOUT_S:g} seconds "
             f"(got {timeout_s!r}; environment: TASKS_TIMEOUT_S)"
         )
-        return DEFAULT_POLICY, [problem]
+        return DEFAULT_POLICY, [out_of_range]
     retry = {f: getattr(DEFAULT_POLICY.retry, f) for f in ("base_s", "factor", "cap_s", "jitter")}
     retry.update(values)
     policy, problem = _policy(max_attempts, retry)
@@ -201,10 +201,11 @@ def time_limit(seconds: float) -> Callable[[Callable[..., Any]], Callable[..., A
     cancelled and fails as ``TimeoutError`` (retried like any failure; an async task is
     cancelled for real, a sync one's thread is abandoned: ``workers/README.md``). 0: no limit.
     A value out of range is refused here, at import."""
+    given: object = seconds  # checked as it comes: an untyped caller may pass anything
     if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, int | float)
-        or not 0 <= seconds <= MAX_TIMEOUT_S
+        isinstance(given, bool)
+        or not isinstance(given, int | float)
+        or not 0 <= given <= MAX_TIMEOUT_S
     ):
         raise ValueError(
             f"@time_limit: seconds must be 0 (no limit) to {MAX_TIMEOUT_S:g} (got {seconds!r})"
@@ -224,7 +225,7 @@ def time_limit(seconds: float) -> Callable[[Callable[..., Any]], Callable[..., A
     return mark
 
 
-def task_policy(task: Task, policy: TaskPolicy) -> TaskPolicy:
+def task_policy(task: Task[..., Any], policy: TaskPolicy) -> TaskPolicy:
     """The policy ``task`` runs under: the backend's, with the task's ``@retries`` and
     ``@time_limit`` applied (ValueError when they make no policy together)."""
     spec = getattr(task.func, RETRIES_ATTRIBUTE, None)

@@ -1,11 +1,13 @@
 """Each task's record: written by the worker in shared statements, read back with its item.
 
-The worker notes each attempt's start and outcome (``record_start``, ``record_end``); many
-tasks run at once, so the notes of the tasks that reach the same point in one pass of the
-event loop share one statement (as completions do), on the system login across tenants. The
-claim token is the fence there, as in ``complete_many``: each row is written only while the
-item is still held under the token of the claim that ran it, and no token matches another
-tenant's row. ``read_result`` reads an item and its record under the reader's tenant.
+The worker notes each attempt's start, and the error of each that failed (``record_start``,
+``record_end``); many tasks run at once, so the notes of the tasks that reach the same point in
+one pass of the event loop share one statement (as completions do), on the system login across
+tenants. The claim token is the fence there, as in ``complete_many``: each row is written only
+while the item is still held under the token of the claim that ran it, and no token matches
+another tenant's row. What a task returned is not noted here: it is its item's result, written
+by the statement that completes the item (``workqueue.api.result_of``). ``read_result`` reads
+an item, its result and its record under the reader's tenant.
 """
 
 from __future__ import annotations
@@ -47,10 +49,8 @@ class RecordEndParams(NamedTuple):
     org_ids: list[uuid.UUID]
     ids: list[uuid.UUID]
     tokens: list[uuid.UUID]
-    # JSON text of each return value (None: the attempt raised).
-    return_values: list[str | None]
-    # JSON text of each error ({"exception_class_path", "traceback"}; None: it returned).
-    errors: list[str | None]
+    # JSON text of each attempt's error ({"exception_class_path", "traceback"}).
+    errors: list[str]
     keep: int
 
 
@@ -74,14 +74,6 @@ class Started:
     errors: list[dict[str, str]]
 
 
-@dataclass(frozen=True)
-class Ended:
-    """An attempt's outcome, as the record stores it."""
-
-    return_value: str | None = None  # JSON text
-    error: str | None = None  # JSON text of {"exception_class_path", "traceback"}
-
-
 def error_json(exception_class_path: str, traceback: str) -> str:
     if len(traceback) > TRACEBACK_CHARS:
         traceback = "...\n" + traceback[-TRACEBACK_CHARS:]
@@ -89,7 +81,7 @@ def error_json(exception_class_path: str, traceback: str) -> str:
     return json.dumps({"exception_class_path": exception_class_path, "traceback": text})
 
 
-def record_start_plan(fences: list[runtime.Fence]) -> Plan:
+def record_start_plan(fences: list[runtime.Fence]) -> Plan[dict[uuid.UUID, Started]]:
     params = RecordStartParams(
         [f.org_id for f in fences], [f.item_id for f in fences], [f.claim_token for f in fences]
     )
@@ -100,13 +92,13 @@ def record_start_plan(fences: list[runtime.Fence]) -> Plan:
     }
 
 
-def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan:
+def record_end_plan(ends: list[tuple[runtime.Fence, str]]) -> Plan[set[uuid.UUID]]:
+    """Append each failed attempt's error (``error_json``) to its record."""
     params = RecordEndParams(
         [f.org_id for f, _ in ends],
         [f.item_id for f, _ in ends],
         [f.claim_token for f, _ in ends],
-        [e.return_value for _, e in ends],
-        [e.error for _, e in ends],
+        [error for _, error in ends],
         ERRORS_KEPT,
     )
     rows = yield System(RECORD_END, params)
@@ -114,13 +106,13 @@ def record_end_plan(ends: list[tuple[runtime.Fence, Ended]]) -> Plan:
 
 
 class Recorder:
-    """Writes the starts and the outcomes of the tasks running on one event loop, each kind of
+    """Writes the starts and the errors of the tasks running on one event loop, each kind of
     note in one statement per pass: the tasks that reach the same point while a statement is
     on its way join the next one, so nothing waits on a timer."""
 
     def __init__(self) -> None:
-        self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Any]]] = []
-        self._ends: list[tuple[runtime.Fence, Ended, asyncio.Future[Any]]] = []
+        self._starts: list[tuple[runtime.Fence, None, asyncio.Future[Started | None]]] = []
+        self._ends: list[tuple[runtime.Fence, str, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
 
     async def start(self, fence: runtime.Fence) -> Started | None:
@@ -128,12 +120,15 @@ class Recorder:
         None when the item is no longer held under that token."""
         return await self._submit(self._starts, fence, None)
 
-    async def end(self, fence: runtime.Fence, ended: Ended) -> bool:
-        """Store the attempt's outcome; False when the item is no longer held under the token."""
-        return await self._submit(self._ends, fence, ended)
+    async def failed(self, fence: runtime.Fence, error: str) -> bool:
+        """Store the failed attempt's error (``error_json``); False when the item is no longer
+        held under the token."""
+        return await self._submit(self._ends, fence, error)
 
-    async def _submit(self, queue: list[Any], fence: runtime.Fence, data: Any) -> Any:
-        future = asyncio.get_running_loop().create_future()
+    async def _submit[D, T](
+        self, queue: list[tuple[runtime.Fence, D, asyncio.Future[T]]], fence: runtime.Fence, data: D
+    ) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         queue.append((fence, data, future))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="task-records")
@@ -145,17 +140,17 @@ class Recorder:
             starts, self._starts = self._starts, []
             ends, self._ends = self._ends, []
             if starts:
-                plan = record_start_plan([f for f, _, _ in starts])
-                await self._write(starts, plan, lambda written, item_id: written.get(item_id))
+                started = record_start_plan([f for f, _, _ in starts])
+                await self._write(starts, started, lambda written, item_id: written.get(item_id))
             if ends:
-                plan = record_end_plan([(f, e) for f, e, _ in ends])
-                await self._write(ends, plan, lambda written, item_id: item_id in written)
+                ended = record_end_plan([(f, e) for f, e, _ in ends])
+                await self._write(ends, ended, lambda written, item_id: item_id in written)
 
     @staticmethod
-    async def _write(
-        batch: list[tuple[runtime.Fence, Any, asyncio.Future[Any]]],
-        plan: Plan,
-        answer: Callable[[Any, uuid.UUID], Any],
+    async def _write[W, T](
+        batch: list[tuple[runtime.Fence, Any, asyncio.Future[T]]],
+        plan: Plan[W],
+        answer: Callable[[W, uuid.UUID], T],
     ) -> None:
         """Run ``plan`` and settle each waiting task with ``answer(what it wrote, its id)``;
         a failed statement fails every waiting task (the worker's failure path takes it)."""
@@ -200,12 +195,12 @@ class Stored:
     worker_ids: list[str]
     started_at: datetime | None
     last_attempted_at: datetime | None
-    # JSON text of the return value (None: none stored).
+    # JSON text of the return value: the item's result (None: none stored).
     return_value: str | None
     errors: list[dict[str, str]]
 
 
-def read_plan(ctx: OpContext, item_id: uuid.UUID) -> Plan:
+def read_plan(ctx: OpContext, item_id: uuid.UUID) -> Plan[Stored | None]:
     rows = yield Tenant(ctx.org_id, READ_RESULT, ReadResultParams(item_id, DJANGO_TASK.name))
     if not rows.rows:
         return None

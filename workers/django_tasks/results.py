@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
+from typing import Any
 
 from workers.django_tasks.compat import TaskError, TaskResult, TaskResultStatus
 from workers.django_tasks.exceptions import (
@@ -40,7 +41,7 @@ def _run_after(stored: object) -> datetime | None:
     return datetime.fromisoformat(stored) if isinstance(stored, str) else None
 
 
-def task_result(item_id: uuid.UUID, stored: Stored, reader_alias: str) -> TaskResult:
+def task_result(item_id: uuid.UUID, stored: Stored, reader_alias: str) -> TaskResult[..., Any]:
     """The ``TaskResult`` of a stored task (read through the backend ``reader_alias``)."""
     # A status this backend does not know (an operator's own, say) is final: FAILED.
     status = STATUSES.get(stored.status, TaskResultStatus.FAILED)

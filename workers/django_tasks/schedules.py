@@ -30,7 +30,7 @@ from workers.schedules import Schedule, ScheduledItem, Tenants, register_schedul
 
 
 def schedule_task(
-    task: Task,
+    task: Task[..., Any],
     *,
     name: str | None = None,
     every: timedelta | None = None,
@@ -89,10 +89,10 @@ def schedule_task(
     )
 
 
-def scheduled(**options: Any) -> Callable[[Task], Task]:
+def scheduled(**options: Any) -> Callable[[Task[..., Any]], Task[..., Any]]:
     """``schedule_task`` as a decorator, above ``@task``; the task is left as it is."""
 
-    def declare(task: Task) -> Task:
+    def declare(task: Task[..., Any]) -> Task[..., Any]:
         schedule_task(task, **options)
         return task
 

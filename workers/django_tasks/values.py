@@ -75,7 +75,9 @@ def json_value(value: Any, where: str) -> Any:
     return _normalized(value, where, 0)
 
 
-def json_arguments(args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[list[Any], dict]:
+def json_arguments(
+    args: Sequence[Any], kwargs: Mapping[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
     """A task's arguments as JSON values, or an error naming the first that is not one."""
     for name in kwargs:  # a keyword's name is stored too: a key of the payload's kwargs
         json_value(name, f"kwargs[{name!r}]")

@@ -13,4 +13,5 @@ def db_now_minus(seconds: float) -> datetime:
     """The database's ``now()`` less ``seconds``."""
     with connections[system_alias()].cursor() as cursor:
         cursor.execute("SELECT now() - make_interval(secs => %s)", [float(seconds)])
-        return cursor.fetchone()[0]
+        moment: datetime = cursor.fetchone()[0]
+        return moment

@@ -17,6 +17,10 @@ class SweepSettings(View):
     naming every wrong one."""
 
     interval_s: float = setting("SWEEP_INTERVAL_S")
+    # The rescue (workers/sweep/rescue.py) also runs alone this often (0: only in each pass), and
+    # hands back a gone worker's items once its lock has been seen free this long.
+    rescue_interval_s: float = setting("SWEEP_RESCUE_INTERVAL_S")
+    rescue_grace_s: float = setting("SWEEP_RESCUE_GRACE_S")
     # A pass that takes longer is abandoned (its thread finishes the statement it is in).
     timeout_s: float = setting("SWEEP_TIMEOUT_S")
     batch: int = setting("SWEEP_BATCH")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outbox.relay import purge_relayed
+from outbox.api import purge_relayed
 from tenancy.contexts import RequestContext
 from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings

@@ -11,7 +11,7 @@ from wqcore.conf import wq_settings
 
 
 def run_once(rctx: RequestContext, settings: SweepSettings) -> int:
-    retention_s = float(wq_settings.IDEMPOTENCY_KEY_RETENTION_S)
+    retention_s = wq_settings.IDEMPOTENCY_KEY_RETENTION_S
     before = db_now_minus(retention_s)
     return runtime.purge_request_keys(
         rctx, before, batch=settings.batch, max_batches=settings.max_batches

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from outbox.relay import RelayResult, relay_all
+from outbox.api import RelayResult, relay_all
 from tenancy.contexts import RequestContext
 from workers.sweep.config import SweepSettings
 

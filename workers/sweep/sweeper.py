@@ -22,6 +22,7 @@ from workers.sweep import (
     purge_sessions,
     relay_outbox,
     requeue_stale,
+    rescue,
 )
 from workers.sweep.config import SweepSettings
 from wqcore.conf import system_alias
@@ -35,10 +36,11 @@ MUTEX = "workers.sweep"
 
 Step = Callable[[RequestContext, SweepSettings], Any]
 
-# The order matters: stale claims back first (work waiting), the outbox relayed, the schedules'
-# due ticks enqueued, then the purges. (The gauges are read by the one endpoint exporting them,
-# when scraped: workers.gauges.)
+# The order matters: a gone worker's items and stale claims back first (work waiting), the
+# outbox relayed, the schedules' due ticks enqueued, then the purges. (The gauges are read by the
+# one endpoint exporting them, when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
+    ("rescue", rescue.run_once),
     ("requeue_stale", requeue_stale.run_once),
     ("relay_outbox", relay_outbox.run_once),
     ("enqueue_schedules", enqueue_schedules.run_once),
@@ -47,6 +49,10 @@ STEPS: list[tuple[str, Step]] = [
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),
 ]
+
+# The rescue alone, on its own short timer (SWEEP_RESCUE_INTERVAL_S), without the mutex: it is
+# idempotent (workers/sweep/rescue.py), and a gone worker's items should not wait for a pass.
+RESCUE_STEPS: list[tuple[str, Step]] = [("rescue", rescue.run_once)]
 
 
 @dataclass
@@ -124,7 +130,8 @@ class SweepLock:
 
 def _row_exists(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT EXISTS (SELECT FROM workqueue_mutex WHERE name = %s)", [MUTEX])
-    return bool(row.fetchone()[0])  # type: ignore[index]
+    found = row.fetchone()  # EXISTS answers one row
+    return found is not None and bool(found[0])
 
 
 _LOCKS = threading.local()
@@ -140,9 +147,10 @@ def close_lock() -> None:
 def _lock() -> SweepLock:
     """This thread's holder (a sweep runs on one thread: the worker's maintenance thread, or
     ``manage.py sweep``'s)."""
-    if not hasattr(_LOCKS, "holder"):
-        _LOCKS.holder = SweepLock()
-    return _LOCKS.holder
+    holder: SweepLock | None = getattr(_LOCKS, "holder", None)
+    if holder is None:
+        holder = _LOCKS.holder = SweepLock()
+    return holder
 
 
 def sweep_once(
@@ -160,20 +168,35 @@ def sweep_once(
     if not lock.acquire(settings.timeout_s):
         log_event(logger, logging.DEBUG, "sweep_skipped", reason="another_sweeper")
         return None
-    started = time.monotonic()
-    result = PassResult()
     try:
-        for name, step in steps or STEPS:
-            try:
-                result.results[name] = step(rctx, settings)
-            except Exception as exc:
-                result.failed.append(name)
-                if outage is None or not outage.failed("sweep", exc):
-                    log_event(logger, logging.ERROR, "sweep_step_failed", exc_info=True, step=name)
-                # A broken connection must not fail every later step too.
-                for conn in connections.all(initialized_only=True):
-                    conn.close_if_unusable_or_obsolete()
+        return _run_steps(steps or STEPS, rctx, settings, outage)
     finally:
         lock.release()
+
+
+def rescue_once(settings: SweepSettings, outage: Outage | None = None) -> PassResult:
+    """Run the rescue alone (``RESCUE_STEPS``), without the sweep's mutex (it is idempotent:
+    workers/sweep/rescue.py); as ``sweep_once`` otherwise. Sync: run it off an event loop."""
+    return _run_steps(RESCUE_STEPS, new_request_context(AppType.SWEEP), settings, outage)
+
+
+def _run_steps(
+    steps: list[tuple[str, Step]],
+    rctx: RequestContext,
+    settings: SweepSettings,
+    outage: Outage | None,
+) -> PassResult:
+    started = time.monotonic()
+    result = PassResult()
+    for name, step in steps:
+        try:
+            result.results[name] = step(rctx, settings)
+        except Exception as exc:
+            result.failed.append(name)
+            if outage is None or not outage.failed("sweep", exc):
+                log_event(logger, logging.ERROR, "sweep_step_failed", exc_info=True, step=name)
+            # A broken connection must not fail every later step too.
+            for conn in connections.all(initialized_only=True):
+                conn.close_if_unusable_or_obsolete()
     result.took_s = time.monotonic() - started
     return result

@@ -16,7 +16,8 @@ For a site's tests (pytest-django or Django's ``TestCase``), beside ``workqueue.
   same claim, fencing token, lease, handler call and settle as ``runworker``, until nothing
   due is left (work the handlers enqueue included). It returns what became of each item and,
   by default, fails the test with each failing handler's traceback.
-- ``perform(kind, payload)`` enqueues one item in a lane of its own and runs just that one.
+- ``perform(kind, payload)`` enqueues one item in a lane of its own and runs just that one
+  (what its handler returned: ``perform(...).result``, as each ``Ran`` of a drain has it).
 - ``inline()`` runs each enqueue's lane as soon as its transaction commits (the work of a
   view runs before the test's next line; rolled-back work never runs).
 - ``context(tenant, user)`` is an ``OpContext`` to enqueue with outside a request, and

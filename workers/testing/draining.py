@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.models.functions import Now
 
-from outbox.relay import relay_all
+from outbox.api import relay_all
 from tenancy.contexts import AppType, OpContext, new_request_context
 from tenancy.scope import system_scope
 from workers.config import WorkerSettings
@@ -36,6 +36,11 @@ class Ran:
     item: runtime.WorkItem
     ended: str
     exception: BaseException | None = None
+
+    @property
+    def result(self) -> Any:
+        """What its handler returned, as its item stores it (None: nothing, or not done)."""
+        return self.item.result
 
     @property
     def failed(self) -> bool:
@@ -187,8 +192,16 @@ def drain(
     if kinds is None:
         kinds = [kind for kind in runtime.handled_kinds() if kind in runtime.known_kinds()]
     relay_all(new_request_context(AppType.WORKER))
+    # No sweep, so no rescue to tell: no liveness lock either (its session would cost each
+    # round a connection).
     settings = WorkerSettings.from_settings(
-        tuple(kinds), lane=lane, capacity=capacity, once=True, metrics_port=-1, sweep=False
+        tuple(kinds),
+        lane=lane,
+        capacity=capacity,
+        once=True,
+        metrics_port=-1,
+        sweep=False,
+        liveness_lock=False,
     )
     jobs: list[Job] = []
     while True:
@@ -218,7 +231,8 @@ def perform(
     """Enqueue one item of ``kind`` in a lane of its own and run just it, through a worker as
     ``drain`` does (its handler, its claim, its settle); returns its run. ``ctx``: the context
     to enqueue with (default ``context()``: the single tenant); ``options`` go to
-    ``enqueue`` (``max_attempts``, ``idempotency_key``, ...)."""
+    ``enqueue`` (``max_attempts``, ``idempotency_key``, ...). What the handler returned is
+    the run's ``result``."""
     _refuse_in_transaction("perform()")
     lane = f"test-{uuid.uuid4().hex[:12]}"
     item, _ = runtime.enqueue(ctx or context(), kind, dict(payload), lane=lane, **options)

@@ -7,9 +7,11 @@ from django.contrib import admin
 from workqueue.admin.controls import PauseAdmin, TenantShareAdmin
 from workqueue.admin.dead_letters import DeadLetterAdmin
 from workqueue.admin.items import WorkItemAdmin
-from workqueue.models import DeadLetter, Pause, TenantShare, WorkItem
+from workqueue.admin.rate_limits import RateLimitAdmin
+from workqueue.models import DeadLetter, Pause, RateLimit, TenantShare, WorkItem
 
 admin.site.register(WorkItem, WorkItemAdmin)
 admin.site.register(DeadLetter, DeadLetterAdmin)
 admin.site.register(TenantShare, TenantShareAdmin)
 admin.site.register(Pause, PauseAdmin)
+admin.site.register(RateLimit, RateLimitAdmin)

@@ -12,7 +12,8 @@ from collections import defaultdict
 from typing import Any
 
 from django import forms
-from django.contrib import admin, messages
+from django.contrib import messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import NON_FIELD_ERRORS
 from django.db import transaction
 from django.db.models import QuerySet
@@ -30,7 +31,7 @@ from workqueue.triage import MAX_BATCH, Drawn
 REFUSED_NAMED = 10
 
 
-class TriageAdmin(TenantAdmin):
+class TriageAdmin(TenantAdmin[WorkItem]):
     """A tenant table's admin whose items are triaged by the registered actions."""
 
     # The statuses the list shows: it offers the triage actions that act on one of them.
@@ -60,7 +61,8 @@ class TriageAdmin(TenantAdmin):
                 return handed
         selected = list(queryset.order_by("-id")[: MAX_BATCH + 1])
         if len(selected) > MAX_BATCH:
-            return self._refuse(request, f"Select at most {MAX_BATCH} items at a time")
+            self._refuse(request, f"Select at most {MAX_BATCH} items at a time")
+            return None
         eligible = [item for item in selected if item.status in action.acts_on]
         skipped = [item for item in selected if item.status not in action.acts_on]
         confirming = request.POST.get("confirm") == "yes"
@@ -74,7 +76,8 @@ class TriageAdmin(TenantAdmin):
             action.check(eligible)
         except Refused as exc:
             if not confirming:  # nothing to correct on a page not drawn yet
-                return self._refuse(request, str(exc))
+                self._refuse(request, str(exc))
+                return None
             return self._confirmation(request, action, eligible, skipped, form, str(exc))
         problem = self._act_if_valid(request, action, eligible, form) if confirming else None
         if confirming and problem is None:
@@ -109,7 +112,7 @@ class TriageAdmin(TenantAdmin):
         """Act if the confirmation form's inputs hold; else what to correct on the page."""
         if not form.is_valid():
             return "; ".join(
-                message if field == NON_FIELD_ERRORS else f"{field}: {message}"
+                str(message) if field == NON_FIELD_ERRORS else f"{field}: {message}"
                 for field, errors in form.errors.items()
                 for message in errors
             )
@@ -199,7 +202,7 @@ class TriageAdmin(TenantAdmin):
             "skipped": skipped,
             "form": form,
             "problem": problem,
-            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
             "operator": is_operator(request),
         }
         return TemplateResponse(

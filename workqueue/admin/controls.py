@@ -13,7 +13,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.admin_fence import OperatorWrites, TenantAdmin, is_operator
+from tenancy.admin_fence import OperatorWrites, is_operator
 from tenancy.contexts import actor_of
 from tenancy.modes import current_tenancy
 from workqueue.admin.scope import tenants_have_names
@@ -23,9 +23,10 @@ from workqueue.lanes import declared_lanes
 from workqueue.models import Pause, TenantShare
 from workqueue.pauses import pause, resume
 from wqcore.conf import system_alias, wq_settings
+from wqcore.generics import ModelAdmin, ModelForm
 
 
-class TenantShareForm(forms.ModelForm):
+class TenantShareForm(ModelForm[TenantShare]):
     class Meta:
         model = TenantShare
         fields = ("org_id", "weight", "max_in_flight")
@@ -49,7 +50,7 @@ class TenantShareForm(forms.ModelForm):
             )
 
 
-class TenantShareAdmin(OperatorWrites, TenantAdmin):
+class TenantShareAdmin(OperatorWrites[TenantShare]):
     """A tenant's share of the fair claim: set by the operator, read by the tenant's staff.
     Workers read a new cap within ``workqueue.claim.CAPS_CACHE_S`` seconds."""
 
@@ -69,17 +70,30 @@ class TenantShareAdmin(OperatorWrites, TenantAdmin):
         default = wq_settings.MAX_IN_FLIGHT
         return f"default ({default})" if default is not None else "none"
 
-    def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: TenantShare, form: Any, change: bool) -> None:
         obj.updated_at = timezone.now()
         super().save_model(request, obj, form, change)
         forget_caps()  # this process reads caps afresh; others within CAPS_CACHE_S
 
 
-class PauseForm(forms.ModelForm):
-    """Pause a declared lane, or one registered kind in it."""
+def _lane_choices() -> list[tuple[str, str]]:
+    return [(lane, lane) for lane in declared_lanes()]
 
-    lane = forms.ChoiceField(help_text="Workers claim none of this lane's items until resumed.")
+
+def _kind_choices() -> list[tuple[str, str]]:
+    return [("", "(the whole lane)")] + [(k, k) for k in known_kinds()]
+
+
+class PauseForm(ModelForm[Pause]):
+    """Pause a declared lane, or one registered kind in it (the choices read when the form is
+    drawn: a lane or kind declared later is offered too)."""
+
+    lane = forms.ChoiceField(
+        choices=_lane_choices,
+        help_text="Workers claim none of this lane's items until resumed.",
+    )
     kind = forms.ChoiceField(
+        choices=_kind_choices,
         required=False,
         help_text="Only this kind in the lane; empty: the whole lane. Running items finish.",
     )
@@ -88,24 +102,19 @@ class PauseForm(forms.ModelForm):
         model = Pause
         fields = ("lane", "kind", "reason")
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["lane"].choices = [(lane, lane) for lane in declared_lanes()]
-        self.fields["kind"].choices = [("", "(the whole lane)")] + [(k, k) for k in known_kinds()]
-
     def validate_unique(self) -> None:
         # Checked by the pause itself (on the system login): a lane paused already stays as
         # its first pause made it, and the operator is told so.
         pass
 
 
-def _request_id(request: HttpRequest) -> uuid.UUID | None:
+def request_id_of(request: HttpRequest) -> uuid.UUID | None:
     """The request's id for the audit entry (none outside the tenancy middleware)."""
     rctx = getattr(request, "rctx", None)
     return None if rctx is None else rctx.request_id
 
 
-class PauseAdmin(admin.ModelAdmin):
+class PauseAdmin(ModelAdmin[Pause]):
     """Paused lanes and kinds: the operator's only (a pause stops every tenant's work). Adding
     one pauses (``pause``), the "resume" action resumes (``resume``, which wakes the
     lane's workers); both audited with the operator as actor. No edits and no deletes: a pause
@@ -146,7 +155,7 @@ class PauseAdmin(admin.ModelAdmin):
             obj.lane,
             obj.kind or None,
             reason=obj.reason,
-            request_id=_request_id(request),
+            request_id=request_id_of(request),
         )
         # The admin's own message and redirect name the pause as it stands.
         found = Pause.objects.using(system_alias()).get(lane=paused.lane, kind=paused.kind)
@@ -158,7 +167,7 @@ class PauseAdmin(admin.ModelAdmin):
     def resume_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         if not is_operator(request):
             return
-        actor, request_id = actor_of(request.user), _request_id(request)
+        actor, request_id = actor_of(request.user), request_id_of(request)
         resumed = [
             ended.target
             for pause in queryset

@@ -94,7 +94,7 @@ class DeadLetterAdmin(WorkItemAdmin):
             pass
         found = queryset.filter(last_error__icontains=term[:ERROR_CONTAINS_MAX])
         if not (request.GET.get("failed") or request.GET.get(FailedFilter.since_parameter)):
-            window = timedelta(seconds=float(wq_settings.TRIAGE_SEARCH_WINDOW_S))
+            window = timedelta(seconds=wq_settings.TRIAGE_SEARCH_WINDOW_S)
             floor = ExpressionWrapper(Now() - window, output_field=DateTimeField())
             found = found.filter(updated_at__gte=floor)
         return found, False

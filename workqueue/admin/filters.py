@@ -82,8 +82,9 @@ class LaneFilter(admin.SimpleListFilter):
         lanes = set(read_lanes(scope_of(request), with_live=not dead_only))
         if not dead_only:
             lanes.update(declared_lanes())
-        if self.value():
-            lanes.add(self.value())
+        chosen = self.value()
+        if chosen:
+            lanes.add(chosen)
         return [(lane, lane) for lane in sorted(lanes)]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
@@ -105,7 +106,7 @@ class FailedFilter(admin.SimpleListFilter):
         if self.since_text is not None:
             self.used_parameters[self.since_parameter] = self.since_text
 
-    def expected_parameters(self) -> list[str]:
+    def expected_parameters(self) -> list[str | None]:
         return [self.parameter_name, self.since_parameter]
 
     def has_output(self) -> bool:

@@ -13,22 +13,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 from django.contrib import admin
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
-from audit.models import AuditEntry
-from audit.names import actor_names
+from audit.api import AuditEntry, actor_names
 from tenancy.admin_fence import admin_alias, is_operator
 from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
-from workqueue.admin.display import age, first_line, trace_link
+from workqueue.admin.display import age, first_line, progress_text, share, trace_link
 from workqueue.admin.filters import KindFilter, LaneFilter, TenantFilter
 from workqueue.admin.scope import tenants_have_names
 from workqueue.models import Attempt, Status, WorkItem
+from workqueue.progress import NOTE_MAX
 
 # The most attempts an item's page lists (the first ones: an item runs out of attempts long
 # before; one an operator requeued many times shows its first this many).
@@ -37,21 +38,35 @@ ATTEMPTS_SHOWN = 200
 HISTORY_SHOWN = 200
 
 
+def _pretty(value: Any) -> str | None:
+    """A stored JSON value, indented for reading (None: nothing stored)."""
+    if value is None:
+        return None
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
 class WorkItemAdmin(TriageAdmin):
     statuses = frozenset(Status.values)
-    list_display = (
+    # Typed as any tuple: the dead-letter list shows other columns and filters.
+    list_display: tuple[str, ...] = (
         "short_id",
         "tenant",
         "kind",
         "lane",
         "status",
+        "progress_shown",
         "tries",
         "error",
         "created",
         "updated",
     )
     list_display_links = ("short_id",)
-    list_filter = (TenantFilter, KindFilter, LaneFilter, "status")
+    list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
+        TenantFilter,
+        KindFilter,
+        LaneFilter,
+        "status",
+    )
     search_fields = ("id", "idempotency_key")
     search_help_text = "An item's id, or its idempotency key (exact)."
     # Time-ordered ids (UUIDv7): newest first is the primary key read backwards.
@@ -71,6 +86,7 @@ class WorkItemAdmin(TriageAdmin):
                     "available_at",
                     "idempotency_key",
                     "concurrency_key",
+                    "rate_key",
                 )
             },
         ),
@@ -145,6 +161,10 @@ class WorkItemAdmin(TriageAdmin):
     def tenant(self, item: WorkItem) -> str:
         return getattr(item, "tenant_name", None) or str(item.org_id)
 
+    @admin.display(description="progress")
+    def progress_shown(self, item: WorkItem) -> str:
+        return progress_text(item.progress)
+
     @admin.display(description="attempts")
     def tries(self, item: WorkItem) -> str:
         return f"{item.attempts}/{item.max_attempts}"
@@ -184,8 +204,8 @@ class WorkItemAdmin(TriageAdmin):
         form_url: str = "",
         obj: WorkItem | None = None,
     ) -> HttpResponse:
-        """The detail page: payload, full error, every attempt (worker, host, start, end,
-        outcome, traceback), history from the audit trail, triage."""
+        """The detail page: payload, result, full error, every attempt (worker, host, start,
+        end, outcome, traceback), history from the audit trail, triage."""
         if obj is not None:
             attempts = (
                 Attempt.objects.using(admin_alias(request))
@@ -196,9 +216,14 @@ class WorkItemAdmin(TriageAdmin):
                 item=obj,
                 attempts=list(attempts),
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
+                progress_line=progress_text(obj.progress, NOTE_MAX),
+                progress_share=share(obj.progress),
+                progress_at=(obj.progress or {}).get("at"),
+                meta_json=json.dumps(obj.meta, indent=2, sort_keys=True, ensure_ascii=False),
+                result_json=_pretty(obj.result),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
-                action_checkbox_name=admin.helpers.ACTION_CHECKBOX_NAME,
+                action_checkbox_name=ACTION_CHECKBOX_NAME,
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
 

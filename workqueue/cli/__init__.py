@@ -10,6 +10,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "pause",
     "resume",
     "paused",
+    "limit",
     "cancel",
     "requeue",
     "discard",

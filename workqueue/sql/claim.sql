@@ -11,6 +11,8 @@
 -- (not paused, below their cap) and the room the lane's cap leaves, read once; the locking subqueries take only an item
 -- without a key, or the first waiting item of its key while no item of that key is claimed (the unique index
 -- workitem_one_claimed_per_key refuses a second whatever a claimer believed).
+-- Rate limits (workqueue_ratelimit): rate_blocked and granted are the claim_rate_blocked and claim_rate_granted parts
+-- while any limit is set (workqueue/claim_statements.py), else granted is picked as it is and rate_blocked is unread.
 WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
 ), running AS (
@@ -20,6 +22,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
      WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
      GROUP BY w.org_id, w.kind
 ), {claim_controls}
+), {rate_blocked}
 ), start AS MATERIALIZED (
     SELECT gen_random_uuid() AS org_id
 ), tenants (org_id, first_org_id, n) AS (
@@ -88,6 +91,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT array_agg(id ORDER BY n) AS ids
       FROM (SELECT id, row_number() OVER () AS n FROM fair
             UNION ALL SELECT id, 1000000 + row_number() OVER () FROM fallback) AS p
+), {rate_granted}
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
@@ -99,7 +103,7 @@ UPDATE workqueue_workitem AS w
        updated_at = now(),
        updated_by = {system_actor}
   FROM commit_mode
- WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
+ WHERE w.id = ANY((SELECT ids FROM granted)::uuid[])
 RETURNING w.*
 )
 SELECT contexts.*, array_position((SELECT ids FROM picked), contexts.id) AS claim_order

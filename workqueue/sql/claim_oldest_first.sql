@@ -1,6 +1,7 @@
 -- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants (not of a paused lane or kind, within the lane's and each kind's cap, one per concurrency key: the controls as in claim.sql), skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
 -- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
 -- lookup, tenancy.modes), so a claim costs one round trip.
+-- Rate limits: rate_blocked and granted as in claim.sql.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
 WITH commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
@@ -11,15 +12,17 @@ WITH commit_mode AS MATERIALIZED (
      WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
      GROUP BY w.kind
 ), {claim_controls}
+), {rate_blocked}
 ), candidates AS (
     {locking}
 ), picked AS (
     -- a capped kind takes at most the room its cap leaves
-    SELECT c.id
-      FROM (SELECT id, kind, row_number() OVER (PARTITION BY kind ORDER BY priority DESC,
-                                                                        available_at) AS nth
+    SELECT array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id) AS ids
+      FROM (SELECT id, kind, priority, available_at,
+                   row_number() OVER (PARTITION BY kind ORDER BY priority DESC, available_at) AS nth
               FROM candidates) AS c
      WHERE c.nth <= COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = c.kind), c.nth)
+), {rate_granted}
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
@@ -31,7 +34,7 @@ UPDATE workqueue_workitem AS w
        updated_at = now(),
        updated_by = {system_actor}
   FROM commit_mode
- WHERE w.id = ANY((SELECT array_agg(id) FROM picked)::uuid[])
+ WHERE w.id = ANY((SELECT ids FROM granted)::uuid[])
 RETURNING w.*
 )
 SELECT * FROM ({claim_contexts}) AS contexts

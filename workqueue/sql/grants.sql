@@ -4,7 +4,7 @@
 -- stalls other tenants (LOCK beyond ROW EXCLUSIVE needs table-level UPDATE, DELETE or TRUNCATE).
 GRANT SELECT, INSERT ON workqueue_workitem TO {app};
 GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
-              last_error, payload, cancel_requested_at, updated_at, updated_by, waiting_on,
+              last_error, payload, cancel_requested_at, result, updated_at, updated_by, waiting_on,
               has_dependents)
    ON workqueue_workitem TO {app};
 -- A tenant reads its own share of the queue; the operator sets shares (system login).

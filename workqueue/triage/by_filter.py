@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
 
-from audit.services import APPEND_ENTRIES
+from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.dependents import HOLD_REQUEUED
@@ -169,7 +169,7 @@ def act_on_every_match(
     budget = int(max_batches or wq_settings.TRIAGE_MAX_BATCHES)
     counted = count_dead(dead, scope, until)
     swept = Swept(done=not counted.capped)
-    batch = int(wq_settings.TRIAGE_BATCH)
+    batch = wq_settings.TRIAGE_BATCH
     for org_id, items in sorted(counted.by_tenant.items(), key=lambda t: -t[1]):
         if budget <= 0:
             swept.done = False

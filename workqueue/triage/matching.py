@@ -116,7 +116,7 @@ def match_values(dead: DeadFilter, until: datetime | None) -> dict[str, Any]:
         "until": until,
         "since": dead.failed_since,
         "error_like": _like(dead.error_contains),
-        "window_s": float(wq_settings.TRIAGE_SEARCH_WINDOW_S),
+        "window_s": wq_settings.TRIAGE_SEARCH_WINDOW_S,
         "kind": dead.kind,
         "lane": dead.lane,
         "org_id": dead.org_id,

@@ -6,7 +6,7 @@ A ``Workflow`` declares steps and the edges between them (``after``: the parent 
 enqueued. ``enqueue_workflow`` writes it in the caller's transaction (``declare``); a step waits
 as ``waiting`` until the statement that ends its last parent makes it pending, in that
 statement (``workqueue/dependents.py``); ``cancel_workflow`` stops the rest (``cancel``); a
-step reads how its parents ended, page by page (``parents``).
+step reads how its parents ended and what they returned, page by page (``parents``).
 """
 
 from workqueue.workflows.builder import Group, Step, Workflow
@@ -16,8 +16,10 @@ from workqueue.workflows.parents import (
     Parent,
     ParentsPage,
     acount_parents,
+    aparent_results,
     aread_parents,
     count_parents,
+    parent_results,
     read_parents,
 )
 
@@ -32,9 +34,11 @@ __all__ = [
     "acancel_workflow",
     "acount_parents",
     "aenqueue_workflow",
+    "aparent_results",
     "aread_parents",
     "cancel_workflow",
     "count_parents",
     "enqueue_workflow",
+    "parent_results",
     "read_parents",
 ]

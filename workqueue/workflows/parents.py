@@ -1,5 +1,6 @@
 """What a step learns of the items it waited for (its parents): a group's callback reads how its
-members ended, counted, and each of them, page by page.
+members ended, counted, and each of them with its result, page by page; a chain's step reads
+what the steps before it returned (``parent_results``).
 
 Each page is one statement that reads the step's edges from the edge index in parent order, so
 a callback of a group of any size reads it in bounded pieces.
@@ -7,6 +8,7 @@ a callback of a group of any size reads it in bounded pieces.
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -15,6 +17,7 @@ from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import check_id
+from workqueue.results import READ_MAX
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, Tenant, transition
 
@@ -47,6 +50,8 @@ class Parent(NamedTuple):
     # What the step needs of it ("done" or "finished"), and whether that came true.
     needs: str
     met: bool
+    # What its handler returned (JSON), or None: not done (yet), or it returned None.
+    result: Any
 
 
 @dataclass(frozen=True)
@@ -73,10 +78,29 @@ def read_parents(
     start = _FIRST if after is None else check_id(after, "after")
     wanted = _check_limit(limit)
     rows: Rows = yield Tenant(ctx.org_id, READ_PARENTS, ReadParentsParams(child, start, wanted))
-    parents = [Parent(*row) for row in rows.rows]
+    parents = [
+        Parent(parent_id, kind, status, needs, met, None if text is None else json.loads(text))
+        for parent_id, kind, status, needs, met, text in rows.rows
+    ]
     # A page shorter than asked for is the last.
     more = len(parents) == wanted
     return ParentsPage(parents, parents[-1].id if more else None)
+
+
+@transition
+def parent_results(ctx: OpContext, item_id: Any) -> Plan[dict[uuid.UUID, Any]]:
+    """What each item the context's tenant's item ``item_id`` waits for returned, by id (None:
+    not done, or it returned None), read in one statement: a handler's way to the results its
+    step was handed (``parent_results(ctx, item.id)``, or ``await aparent_results(...)``). At
+    most ``results.READ_MAX`` parents; a callback of a larger group reads its members' results
+    page by page (``read_parents``: each ``Parent``'s ``result``)."""
+    page = yield from read_parents.plan(ctx, item_id, limit=READ_MAX + 1)
+    if len(page.parents) > READ_MAX:
+        raise InvalidPayload(
+            f"item_id: waits for more than {READ_MAX} items; read their results page by page "
+            "with read_parents (each Parent's result)"
+        )
+    return {parent.id: parent.result for parent in page.parents}
 
 
 @transition
@@ -89,4 +113,5 @@ def count_parents(ctx: OpContext, item_id: Any) -> Plan[dict[str, int]]:
 
 
 aread_parents = read_parents.aio
+aparent_results = parent_results.aio
 acount_parents = count_parents.aio

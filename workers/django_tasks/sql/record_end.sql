@@ -1,24 +1,19 @@
--- record_end: store each attempt's outcome on its task's record (the return value's JSON, or the error appended to the last `keep`), for each (org, id, token) still held under that token, across tenants; returns the ids written
+-- record_end: append each failed attempt's error to its task's record (keeping the last `keep`), for each (org, id, token) still held under that token, across tenants; returns the ids written
 -- FOR KEY SHARE: as in record_start, the item is checked as it is now.
 WITH held AS (
-    SELECT t.id, t.return_value, t.error
-      FROM unnest(%(org_ids)s::uuid[], %(ids)s::uuid[], %(tokens)s::uuid[],
-                  %(return_values)s::text[], %(errors)s::text[])
-           AS t(org_id, id, claim_token, return_value, error)
+    SELECT t.id, t.error
+      FROM unnest(%(org_ids)s::uuid[], %(ids)s::uuid[], %(tokens)s::uuid[], %(errors)s::text[])
+           AS t(org_id, id, claim_token, error)
       JOIN workqueue_workitem w
         ON w.id = t.id AND w.org_id = t.org_id AND w.claim_token = t.claim_token
        AND w.status = 'claimed'
        FOR KEY SHARE OF w
 )
 UPDATE workqueue_tasks_taskrecord AS r
-   SET return_value = held.return_value::jsonb,
-       errors = CASE
-           WHEN held.error IS NULL THEN r.errors
-           ELSE (SELECT jsonb_agg(e ORDER BY n)
+   SET errors = (SELECT jsonb_agg(e ORDER BY n)
                    FROM jsonb_array_elements(r.errors || jsonb_build_array(held.error::jsonb))
                         WITH ORDINALITY AS x(e, n)
                   WHERE n > jsonb_array_length(r.errors) + 1 - %(keep)s::integer)
-       END
   FROM held
  WHERE r.item_id = held.id
 RETURNING r.item_id

@@ -9,8 +9,8 @@ WITH held AS (
        FOR KEY SHARE OF w
 )
 INSERT INTO workqueue_tasks_taskrecord AS r
-       (item_id, org_id, worker_ids, started_at, last_attempted_at, return_value, errors)
-SELECT held.id, held.org_id, jsonb_build_array(held.claimed_by), now(), now(), NULL, '[]'::jsonb
+       (item_id, org_id, worker_ids, started_at, last_attempted_at, errors)
+SELECT held.id, held.org_id, jsonb_build_array(held.claimed_by), now(), now(), '[]'::jsonb
   FROM held
 ON CONFLICT (item_id) DO UPDATE
    SET worker_ids = r.worker_ids || excluded.worker_ids,

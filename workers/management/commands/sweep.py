@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import functools
 import signal
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from json import dumps
 from typing import Any
@@ -21,12 +23,13 @@ from workers.relayer import CHANNEL as OUTBOX_CHANNEL
 from workers.relayer import Relayer
 from workers.schedules import too_fine
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import STEPS, PassResult, close_lock, sweep_once
+from workers.sweep.sweeper import STEPS, PassResult, close_lock, rescue_once, sweep_once
 from workqueue.runtime import startup_problem
 from wqcore.conf import effective
 
 # What each step's result means, for people: the step's own words before its counts.
 STEP_WORDS = {
+    "rescue": "gone workers' items handed back",
     "requeue_stale": "stale claims handed back",
     "relay_outbox": "outbox rows relayed",
     "purge_outbox": "relayed outbox rows purged",
@@ -86,8 +89,10 @@ def human(result: PassResult | None) -> list[str]:
 
 class Command(BaseCommand):
     help = (
-        "Run the queue's maintenance: requeue stale items (dead-lettering those whose attempts "
-        "are spent), relay the outbox (also at once on each outbox_pending notice), purge "
+        "Run the queue's maintenance: hand back the items of workers whose process is gone "
+        "(their liveness lock free; also on a timer of its own, SWEEP_RESCUE_INTERVAL_S), "
+        "requeue stale items (dead-lettering those whose attempts are spent), relay the outbox "
+        "(also at once on each outbox_pending notice), purge "
         "relayed outbox rows, done items and dead letters (and discarded and cancelled items) "
         "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
@@ -145,7 +150,7 @@ class Command(BaseCommand):
         thread = ThreadPoolExecutor(1, thread_name_prefix="sweep")
         outage = Outage()
 
-        async def in_thread(fn: Any) -> Any:
+        async def in_thread[T](fn: Callable[[], T]) -> T:
             return await loop.run_in_executor(thread, fn)
 
         relayer = Relayer(in_thread, outage)
@@ -156,24 +161,47 @@ class Command(BaseCommand):
             on_notice=relayer.on_notice,
             channels=(OUTBOX_CHANNEL,),
         )
-        passes = PeriodicTask(
-            name="sweep",
-            operation=lambda: in_thread(lambda: sweep_once(settings, outage=outage)),
-            interval_s=settings.interval_s,
-            mode="fixed_delay",
-            timeout_s=settings.timeout_s,
-            stop=stop,
-            on_error="continue",
-            report=lambda exc: outage.failed("sweep", exc),
-        )
+        timers = _timers(settings, in_thread, stop, outage)
         self.stdout.write(f"sweeping every {settings.interval_s:g} s; SIGTERM or Ctrl-C stops")
         for line in too_fine():
             self.stderr.write(f"warning: {line}")
         unfold = fold_driver_warnings(outage)
         try:
-            await asyncio.gather(passes.run(), relayer.run(stop), listener.run(stop))
+            await asyncio.gather(
+                *(timer.run() for timer in timers), relayer.run(stop), listener.run(stop)
+            )
         finally:
             unfold()
             for close in (connections.close_all, close_lock):
                 await loop.run_in_executor(thread, close)
             thread.shutdown(wait=True)
+
+
+def _timers(
+    settings: SweepSettings,
+    in_thread: Callable[[Callable[[], Any]], Awaitable[Any]],
+    stop: asyncio.Event,
+    outage: Outage,
+) -> list[PeriodicTask]:
+    """The passes on their timer, and the rescue alone on its own (unless it is 0)."""
+    passes: list[tuple[str, float, Callable[[], Any]]] = [
+        ("sweep", settings.interval_s, lambda: sweep_once(settings, outage=outage))
+    ]
+    if settings.rescue_interval_s > 0:
+        passes.append(
+            ("rescue", settings.rescue_interval_s, lambda: rescue_once(settings, outage=outage))
+        )
+    return [
+        PeriodicTask(
+            name=name,
+            operation=functools.partial(in_thread, once),
+            interval_s=interval_s,
+            mode="fixed_delay",
+            timeout_s=settings.timeout_s,
+            stop=stop,
+            on_error="continue",
+            # The lock attempt meeting a server that went away is the outage's to log.
+            report=lambda exc: outage.failed("sweep", exc),
+        )
+        for name, interval_s, once in passes
+    ]

@@ -16,7 +16,7 @@ from wqcore.statements import sql_literal
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workqueue", "0005_pauses_and_keys"),
+        ("workqueue", "0010_rate_limits"),
     ]
 
     operations = [

@@ -1,0 +1,12 @@
+-- take_liveness_lock: take the worker's liveness lock (a session-level advisory lock on `key`, held until this session ends) and record its key in the worker's row (made if new), in one statement on the worker's liveness session; no row when another session holds that key
+WITH locked AS (
+    SELECT pg_try_advisory_lock(%(key)s::bigint) AS held
+)
+INSERT INTO workqueue_workers_worker AS w
+       (id, kind, lane, host, pid, started_at, last_beat_at, state, lock_key, lock_lost_at)
+SELECT %(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), 'running', %(key)s::bigint,
+       NULL
+  FROM locked
+ WHERE locked.held
+    ON CONFLICT (id) DO UPDATE SET lock_key = EXCLUDED.lock_key, lock_lost_at = NULL
+RETURNING w.lock_key
