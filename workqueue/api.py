@@ -1,5 +1,5 @@
-"""What a site's code calls: enqueue work, declare kinds and their handlers, cancel, hear outcomes,
-read results.
+"""What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
+cancel, hear outcomes, read results.
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -19,6 +19,19 @@ from workqueue.models import Status, WorkItem
 from workqueue.results import aresult_of, aresults_of, result_of, results_of
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
+from workqueue.workflows import (
+    Workflow,
+    acancel_workflow,
+    acount_parents,
+    aenqueue_workflow,
+    aparent_results,
+    aread_parents,
+    cancel_workflow,
+    count_parents,
+    enqueue_workflow,
+    parent_results,
+    read_parents,
+)
 
 __all__ = [
     "Conflict",
@@ -35,17 +48,28 @@ __all__ = [
     "Status",
     "WorkItem",
     "WorkQueueError",
+    "Workflow",
     "acancel",
     "acancel_matching",
+    "acancel_workflow",
+    "acount_parents",
     "aenqueue",
     "aenqueue_many",
+    "aenqueue_workflow",
+    "aparent_results",
+    "aread_parents",
     "aresult_of",
     "aresults_of",
     "cancel",
     "cancel_matching",
+    "cancel_workflow",
+    "count_parents",
     "enqueue",
     "enqueue_many",
+    "enqueue_workflow",
     "handles",
+    "parent_results",
+    "read_parents",
     "register",
     "result_of",
     "results_of",

@@ -1,6 +1,8 @@
 """Cancel: stop what should not run.
 
-A pending item is cancelled at once (status ``cancelled``: the claim never sees it again). A
+A waiting or pending item is cancelled at once (status ``cancelled``: the claim never sees it
+again; the items that wait for it with ``finished`` go on, those that need it ``done`` stay
+held: ``workqueue/dependents.py``). A
 claimed one is its holder's, fenced by the claim token, so cancelling it is a request
 (``cancel_requested_at``): the holder's next lease renewal reports it (``extend_leases``
 returns it beside each renewed id, no round trip of its own), the worker cancels the handler
@@ -30,6 +32,7 @@ from audit.api import APPEND_ENTRIES, AppendEntriesParams
 from tenancy.contexts import OpContext, RequestContext
 from tenancy.services import operator_context
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_ENDED
 from workqueue.enqueue import READ_ITEMS, ReadItemsParams
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound
 from workqueue.fence import Fence
@@ -44,8 +47,9 @@ from wqcore.store import Plan, Rows, Step, System, Tenant, transition
 
 logger = logging.getLogger(__name__)
 
-# What a cancel acts on: a pending item (at once) or a claimed one (its holder is asked).
-CANCELLABLE = frozenset({Status.PENDING.value, Status.CLAIMED.value})
+# What a cancel acts on: a waiting or pending item (at once) or a claimed one (its holder is
+# asked).
+CANCELLABLE = frozenset({Status.WAITING.value, Status.PENDING.value, Status.CLAIMED.value})
 # The statuses that end an item: a cancel leaves them as they are.
 FINAL = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED})
 # Items per statement of a bulk cancel, by default: one audit entry each, in the same
@@ -81,13 +85,17 @@ class CancelHeldParams(NamedTuple):
 
 
 # The cancel of the locked rows and its audit entries, spelled once for both (by id, as drawn).
-CANCEL_SEEN = Statement("cancel_seen", AppendEntriesParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+CANCEL_SEEN = Statement(
+    "cancel_seen", AppendEntriesParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)
+)
 CANCEL_ITEMS = Statement("cancel_items", CancelItemsParams, SQL_DIR, includes=(CANCEL_SEEN,))
 CANCEL_DRAWN = Statement("cancel_drawn", TriageParams, SQL_DIR, includes=(CANCEL_SEEN,))
 CANCEL_MATCHING = Statement(
-    "cancel_matching", CancelMatchingParams, SQL_DIR, includes=(APPEND_ENTRIES,)
+    "cancel_matching", CancelMatchingParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)
 )
-CANCEL_HELD = Statement("cancel_held", CancelHeldParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+CANCEL_HELD = Statement(
+    "cancel_held", CancelHeldParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)
+)
 
 
 class ItemTenantParams(NamedTuple):
@@ -107,13 +115,13 @@ def is_cancel_requested(item: WorkItem) -> bool:
 
 @transition
 def cancel(ctx: OpContext, item_id: Any) -> Plan[WorkItem]:
-    """Cancel the context's tenant's item ``item_id``: a pending one is ``cancelled`` at once
-    (never claimed); a claimed one gets a cancel request, which its holder learns at its next
-    lease renewal (the item is returned still ``claimed``, with ``cancel_requested_at``). Each
-    with an audit entry naming ``ctx``'s user, in the same statement. Asking again returns the
-    item as it is. Raises ``NotFound`` (no such item in this tenant, or not a UUID:
-    ``InvalidPayload``) or ``Conflict`` (already done, failed or discarded: nothing changes).
-    Joins the caller's transaction."""
+    """Cancel the context's tenant's item ``item_id``: a waiting or pending one is
+    ``cancelled`` at once (never claimed); a claimed one gets a cancel request, which its holder
+    learns at its next lease renewal (the item is returned still ``claimed``, with
+    ``cancel_requested_at``). Each with an audit entry naming ``ctx``'s user, in the same
+    statement. Asking again returns the item as it is. Raises ``NotFound`` (no such item in
+    this tenant, or not a UUID: ``InvalidPayload``) or ``Conflict`` (already done, failed or
+    discarded: nothing changes). Joins the caller's transaction."""
     wanted = check_id(item_id, "id")
     params = CancelItemsParams([wanted], ctx.user_id, ctx.request_id)
     rows: Rows = yield Tenant(ctx.org_id, CANCEL_ITEMS, params)
@@ -164,7 +172,7 @@ def operator_cancel(rctx: RequestContext, actor: str, item_id: Any) -> Plan[Work
 @transition
 def cancel_drawn(ctx: OpContext, drawn: Sequence[Drawn]) -> Plan[Triaged]:
     """Cancel the context's tenant's items as the operator's page drew them (at most
-    ``MAX_BATCH``): a pending one only if still pending with the ``updated_at`` it was drawn
+    ``MAX_BATCH``): a waiting or pending one only if still so with the ``updated_at`` it was drawn
     with; a claimed one if still claimed (its ``updated_at`` moves at every lease renewal, so
     the fence is its status: the request asks whoever holds it now to stop), by a cancel
     request to its holder. The rest come back in ``refused``. Audited per item with ``ctx``'s
@@ -203,7 +211,7 @@ class Filter:
 
     kind: str
     lane: str | None = None
-    statuses: tuple[str, ...] = (Status.PENDING.value, Status.CLAIMED.value)
+    statuses: tuple[str, ...] = (Status.WAITING.value, Status.PENDING.value, Status.CLAIMED.value)
 
     @classmethod
     def checked(cls, kind: Any, lane: Any = None, statuses: Any = None) -> Filter:
@@ -213,7 +221,7 @@ class Filter:
         for status in wanted:
             if status not in CANCELLABLE:
                 raise InvalidPayload(
-                    f"status: a cancel acts on pending or claimed items, not {status!r}"
+                    f"status: a cancel acts on waiting, pending or claimed items, not {status!r}"
                 )
         return cls(kind, lane, wanted)
 
@@ -282,8 +290,8 @@ def cancel_matching(
     max_batches: int | None = None,
 ) -> Plan[BulkCancelled]:
     """Cancel every item of the context's tenant of ``kind`` (and ``lane``; ``statuses``,
-    pending and claimed by default) as ``cancel`` does each, ``batch`` per statement (each its
-    own short transaction unless the caller holds one), until a batch comes back short or
+    waiting, pending and claimed by default) as ``cancel`` does each, ``batch`` per statement
+    (each its own short transaction unless the caller holds one), until a batch comes back short or
     ``max_batches`` ran. Resumable: running it again goes on with what is left. Rows another
     transaction holds locked are skipped (a later run takes them). Audited per item with
     ``ctx``'s user."""

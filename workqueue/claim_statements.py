@@ -18,6 +18,7 @@ from django.db.models.functions import Now
 
 from tenancy.modes import claim_contexts_sql
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_ENDED
 from workqueue.lookups import AnyOf
 from workqueue.models import Status, WorkItem
 from wqcore.statements import Locking, NoParams, Statement, locking
@@ -274,4 +275,4 @@ CLAIM_OLDEST_FIRST, CLAIM_OLDEST_FIRST_LIMITED = (
 )
 RATE_LIMITS_IN_EFFECT = Statement("rate_limits_in_effect", NoParams, SQL_DIR)
 CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
-FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR)
+FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR, includes=(RELEASE_ENDED,))

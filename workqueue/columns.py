@@ -40,6 +40,7 @@ from workqueue.models import Status, WorkItem, new_item_id
 from workqueue.rows import items_from_rows
 from wqcore.arrays import (
     BinaryArray,
+    BoolArray,
     IntArray,
     SmallIntArray,
     TextArray,
@@ -178,8 +179,9 @@ class Author(NamedTuple):
 # The author's columns: Author's fields, and ``updated_by`` (nobody else has changed it yet).
 AUTHORED = {name: name for name in Author._fields} | {"updated_by": "created_by"}
 # What every item starts as: pending, no attempt spent, no error, no claim, no cancel request,
-# no result (written by the statement that completes it: workqueue/results.py), no progress
-# and no metadata (an empty object, as JSON text: each item read back gets a dict of its own).
+# in no workflow, waiting for nothing and waited for by nothing, no result (written by the
+# statement that completes it: workqueue/results.py), no progress and no metadata (an empty
+# object, as JSON text: each item read back gets a dict of its own).
 STARTS_AS: dict[str, Any] = {
     "status": Status.PENDING.value,
     "attempts": 0,
@@ -189,9 +191,20 @@ STARTS_AS: dict[str, Any] = {
     "claim_token": None,
     "lease_expires_at": None,
     "cancel_requested_at": None,
+    "workflow_id": None,
+    "waiting_on": 0,
+    "has_dependents": False,
     "result": None,
     "progress": None,
     "meta": "{}",
+}
+# What a workflow's insert gives each of its steps instead (workqueue/workflows), each sent as
+# an array beside NewItem's columns: its edges (its status and unmet edges follow from them and
+# its parents: the insert says how), whether it is a parent, and its workflow.
+STEP_PLACED: dict[str, type[BinaryArray]] = {
+    "waiting_on": IntArray,
+    "has_dependents": BoolArray,
+    "workflow_id": UUIDArray,
 }
 # Stamped with the insert's own moment (the server's now()).
 AT_INSERT = ("created_at", "updated_at")
@@ -262,35 +275,49 @@ def _element(name: str) -> str:
     return _given_sql(name, value)
 
 
-def many_insert_parts() -> dict[str, str]:
+def _row_value(name: str, placed: dict[str, type[BinaryArray]], values: dict[str, str]) -> str:
+    if name in values:
+        return values[name]
+    if name in GIVEN:
+        return _element(name)
+    return f"i.{name}" if name in placed else _stamped_sql(name)
+
+
+def many_insert_parts(
+    placed: dict[str, type[BinaryArray]] | None = None, values: dict[str, str] | None = None
+) -> dict[str, str]:
     """``sql/enqueue_many_rows.sql``'s column list, values (a row per element of the given
-    columns' arrays, unnested side by side as ``i``), the arrays and their names."""
+    columns' arrays, unnested side by side as ``i``), the arrays and their names; with
+    ``placed``, those columns too come from arrays of their own, not from ``STARTS_AS``; with
+    ``values``, those columns take that SQL (the including statement's own)."""
+    placed, values = placed or {}, values or {}
     arrays = [f"%({name})s::{given.array.sql_type}" for name, given in GIVEN.items()]
+    arrays += [f"%({name})s::{array.sql_type}" for name, array in placed.items()]
     return {
         "item_columns": ", ".join(insert_columns()),
-        "item_values": ", ".join(
-            _element(name) if name in GIVEN else _stamped_sql(name) for name in insert_columns()
-        ),
+        "item_values": ", ".join(_row_value(name, placed, values) for name in insert_columns()),
         "item_arrays": ", ".join(arrays),
-        "given_columns": ", ".join(GIVEN),
+        "given_columns": ", ".join([*GIVEN, *placed]),
     }
 
 
 # -- the parameters the statements take -------------------------------------------------------
 
 
-def _params(name: str, fields: Sequence[str]) -> type[Any]:
+def statement_params(name: str, fields: Sequence[str]) -> type[Any]:
     """A statement's parameters, a named tuple of ``fields`` (made from the declaration above,
     which a type checker cannot read as a list)."""
     return namedtuple(name, fields)
 
 
 # One item's columns, then its author's.
-EnqueueParams = _params("EnqueueParams", (*GIVEN, *Author._fields))
+EnqueueParams = statement_params("EnqueueParams", (*GIVEN, *Author._fields))
 # Each given column as an array (element n of each is row n), then the author's columns.
-EnqueueRowsParams = _params("EnqueueRowsParams", (*GIVEN, *Author._fields))
+EnqueueRowsParams = statement_params("EnqueueRowsParams", (*GIVEN, *Author._fields))
 # The same, and the lane announced on work_available ("*" when the batch spans lanes).
-EnqueueManyParams = _params("EnqueueManyParams", (*GIVEN, *Author._fields, "notice"))
+EnqueueManyParams = statement_params("EnqueueManyParams", (*GIVEN, *Author._fields, "notice"))
+# A workflow's steps: each given column as an array, each placed one too, then the author's.
+STEP_ROW_FIELDS = (*GIVEN, *STEP_PLACED, *Author._fields)
 
 
 def one_params(author: Author, row: Row) -> Any:
@@ -301,11 +328,17 @@ def many_params(author: Author, rows: Sequence[Row]) -> Any:
     """The bulk insert's parameters for ``rows`` (at least one): each column as the binary
     array its ``Given`` names (wqcore.arrays), which the server reads without parsing a
     document."""
-    columns = list(zip(*rows, strict=True))
-    lanes = columns[_LANE]
+    arrays = many_arrays(rows)
+    lanes = list(arrays[_LANE])
     notice = lanes[0] if lanes.count(lanes[0]) == len(lanes) else "*"
-    arrays = [given.array(values) for given, values in zip(GIVEN.values(), columns, strict=True)]
     return EnqueueManyParams(*arrays, *author, notice)
+
+
+def many_arrays(rows: Sequence[Row]) -> list[BinaryArray]:
+    """Each given column of ``rows`` (at least one) as the binary array its ``Given`` names
+    (wqcore.arrays), in ``NewItem``'s order."""
+    columns = list(zip(*rows, strict=True))
+    return [given.array(values) for given, values in zip(GIVEN.values(), columns, strict=True)]
 
 
 # -- the item an insert stored ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce, Now
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_ENDED
 from workqueue.lanes import declared_lanes
 from workqueue.lookups import AnyOf
 from workqueue.metrics import DEAD_LETTERED
@@ -105,11 +106,17 @@ def _purge_locking() -> Locking:
     return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
 
 
+# The statuses of ended items: the only ones the purge deletes.
+PURGEABLE = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED})
+
+# What the hand-back writes beside the items: a dead letter's audit entry, each attempt it ends,
+# and the waiting items its dead letters and cancels release.
+_REQUEUE_INCLUDES = (APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED)
 REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS),
+    includes=_REQUEUE_INCLUDES,
     build_locking=lambda: {"locking": _stale_locking()},
     build_parts=lambda: _cause(AttemptOutcome.LEASE_EXPIRED, "lease expired"),
 )
@@ -119,7 +126,7 @@ REQUEUE_HELD = Statement(
     "requeue_stale",
     RequeueHeldParams,
     SQL_DIR,
-    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS),
+    includes=_REQUEUE_INCLUDES,
     build_locking=lambda: {"locking": _held_locking()},
     build_parts=lambda: _cause(AttemptOutcome.HOLDER_GONE, "holder gone"),
 )
@@ -245,9 +252,15 @@ def purge_items(
     ``before``, in every tenant; returns how many. Bounded: batches of ``batch``, at most
     ``max_batches`` per call; it stops early when a batch comes back smaller than ``batch``.
 
+    Only ended items are purged (``PURGEABLE``): an item still to run (a step waiting for its
+    parents, above all) never is, whatever ``statuses`` says.
+
     Takes no tenant: retention is the operator's rule for the whole table, and one statement
     per batch across tenants is what keeps the purge cheap; runs on the system login.
     """
+    unended = sorted(set(statuses) - PURGEABLE)
+    if unended:
+        raise ValueError(f"statuses: only ended items are purged, not {', '.join(unended)}")
     params = PurgeItemsParams([str(s) for s in statuses], before, int(batch))
     total = 0
     for _ in range(max_batches):

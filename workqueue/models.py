@@ -12,6 +12,9 @@ from uuid_utils.compat import uuid7
 
 
 class Status(models.TextChoices):
+    # Waits for other items, its parents, to finish (workqueue/workflows): no claim sees it; the
+    # completion of its last parent makes it pending.
+    WAITING = "waiting", "Waiting"
     # Waiting to be claimed, from available_at on.
     PENDING = "pending", "Pending"
     # Held by one worker under a lease and a claim token.
@@ -79,6 +82,15 @@ class WorkItem(models.Model):
     # When someone asked to cancel it (workqueue/cancel.py). A claimed item stays claimed until
     # its holder learns of the request at its next lease renewal and ends it cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    # The workflow it is a step of (workqueue/workflows): every step of one declaration shares
+    # it, the id of the workflow's first step. None for a plain item.
+    workflow_id = models.UUIDField(null=True, blank=True)
+    # How many of its edges (``Dependency``) are not met yet; a waiting item becomes pending
+    # when this reaches 0, in the statement that ends its last parent.
+    waiting_on = models.IntegerField(db_default=0)
+    # Whether some item waits for this one (it is a parent of an edge): the statements that end
+    # an item meet edges only for these, so ending a plain item costs nothing more.
+    has_dependents = models.BooleanField(db_default=False)
     # What the handler returned (JSON), written by the statement that marks the item done,
     # under its claim token; NULL until then, and when the handler returned None. Bounded like
     # the payload (WORKQUEUE["MAX_PAYLOAD_BYTES"]); kept as long as the item.
@@ -105,6 +117,10 @@ class WorkItem(models.Model):
             ),
             models.CheckConstraint(
                 condition=models.Q(attempts__gte=0), name="workitem_attempts_not_negative"
+            ),
+            # Each edge is counted once: below 0 would be a count gone wrong.
+            models.CheckConstraint(
+                condition=models.Q(waiting_on__gte=0), name="workitem_waiting_on_not_negative"
             ),
             # One claimed item per (tenant, concurrency key), whatever any claimer believes.
             # Partial: items without a key, and items not claimed, cost it nothing.
@@ -157,10 +173,52 @@ class WorkItem(models.Model):
                 condition=models.Q(status__in=["failed", "discarded", "cancelled"]),
                 name="workitem_triage_idx",
             ),
+            # A workflow's steps still to end (its cancel). Live steps only: plain items, and a
+            # step's completion (a member's: its new row is done), cost it nothing.
+            models.Index(
+                fields=["workflow_id"],
+                condition=models.Q(
+                    workflow_id__isnull=False, status__in=["waiting", "pending", "claimed"]
+                ),
+                name="workitem_workflow_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.kind} {self.id} ({self.status})"
+
+
+class Needs(models.TextChoices):
+    # The child waits until the parent is done (a dead parent holds it).
+    DONE = "done", "Done"
+    # The child waits until the parent has finished, however: done, failed for good,
+    # cancelled or discarded (a group's on_complete).
+    FINISHED = "finished", "Finished"
+
+
+class Dependency(models.Model):
+    """An edge of a workflow: ``child_id`` waits for ``parent_id`` (as ``needs`` says). Written
+    with the child, in the declaration's statement, and never changed: whether it is met follows
+    from the parent's status (done meets it; failed for good, cancelled or discarded meet it when
+    it needs ``finished``), and the statement that changes that status moves the child's
+    ``waiting_on`` (``workqueue/dependents.py``). No foreign keys: the statements that end an
+    item do not check one, and the purge deletes an item's edges with it."""
+
+    # One edge per pair; its first column finds a parent's edges when the parent ends.
+    pk = models.CompositePrimaryKey("parent_id", "child_id")
+    org_id = models.UUIDField()
+    parent_id = models.UUIDField()
+    child_id = models.UUIDField()
+    needs = models.CharField(max_length=10, choices=Needs.choices, default=Needs.DONE)
+
+    class Meta:
+        indexes = [
+            # A child's parents in order: a callback reads its members page by page.
+            models.Index(fields=["child_id", "parent_id"], name="dependency_child_idx")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.child_id} after {self.parent_id} ({self.needs})"
 
 
 class TenantShare(models.Model):

@@ -16,6 +16,7 @@ from typing import NamedTuple
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_DONE, RELEASE_ENDED
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence, Fences
 from workqueue.inputs import storable_text, storable_traceback
@@ -92,14 +93,19 @@ class ExtendLeasesParams(NamedTuple):
 
 # Included where a statement settles a claim: records each attempt it ended (Attempt).
 RECORD_ATTEMPTS = Statement("record_attempts", NoParams, SQL_DIR)
-COMPLETE = Statement("complete", CompleteParams, SQL_DIR, includes=(RECORD_ATTEMPTS,))
-RETRY = Statement("retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS,))
+COMPLETE = Statement("complete", CompleteParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE))
+RETRY = Statement("retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_ENDED))
 DEAD_LETTER = Statement(
-    "dead_letter", DeadLetterParams, SQL_DIR, includes=(APPEND_ENTRIES, RECORD_ATTEMPTS)
+    "dead_letter",
+    DeadLetterParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED),
 )
-GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR)
+GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR, includes=(RELEASE_ENDED,))
 EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
-COMPLETE_MANY = Statement("complete_many", CompleteManyParams, SQL_DIR, includes=(RECORD_ATTEMPTS,))
+COMPLETE_MANY = Statement(
+    "complete_many", CompleteManyParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE)
+)
 EXTEND_LEASES = Statement("extend_leases", ExtendLeasesParams, SQL_DIR)
 
 # The longest retry delay a caller may ask ``fail`` for.

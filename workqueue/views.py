@@ -101,6 +101,8 @@ def item_json(item: api.WorkItem) -> dict[str, Any]:
         "updated_at": when(item.updated_at),
         "traceparent": item.traceparent,
         "cancel_requested_at": when(item.cancel_requested_at),
+        # The workflow it is a step of (its status "waiting" while its parents run), or None.
+        "workflow_id": str(item.workflow_id) if item.workflow_id else None,
         # What its handler returned (JSON; null until it is done, or when it returned None).
         "result": item.result,
     }
@@ -135,7 +137,7 @@ def sign_in_url() -> str:
         return str(settings.LOGIN_URL)
 
 
-def _member(request: HttpRequest) -> OpContext | JsonResponse:
+def member_context(request: HttpRequest) -> OpContext | JsonResponse:
     """The signed-in member's context, or the answer that refuses the request."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
@@ -154,7 +156,7 @@ def _member(request: HttpRequest) -> OpContext | JsonResponse:
     return op
 
 
-def _no_query(request: HttpRequest) -> JsonResponse | None:
+def refuse_query(request: HttpRequest) -> JsonResponse | None:
     """The API takes nothing from the query string: a parameter there (a tenant, an author) is
     refused by name, as an unknown body field is, never ignored while the request goes ahead."""
     if not request.GET:
@@ -168,7 +170,7 @@ def _no_query(request: HttpRequest) -> JsonResponse | None:
     )
 
 
-def _not_allowed(allowed: str) -> JsonResponse:
+def not_allowed(allowed: str) -> JsonResponse:
     return json_error(405, f"method not allowed: use {allowed}", "", Allow=allowed)
 
 
@@ -254,17 +256,17 @@ def _run_at(value: Any) -> datetime | None:
     return check_when(when, "run_at")
 
 
-@csrf_exempt  # checked in _member once the user is known, as Django checks session requests
+@csrf_exempt  # checked in member_context once the user is known, as Django checks session requests
 def work_collection(request: HttpRequest) -> JsonResponse:
     """POST: enqueue one item in the member's tenant, by the member. 201 with the item; 200
     with the existing item when its ``idempotency_key`` was used before (``outcome``), or with
     the stored answer when the ``Idempotency-Key`` header replays an earlier request."""
     if request.method != "POST":
-        return _not_allowed("POST")
-    op = _member(request)
+        return not_allowed("POST")
+    op = member_context(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = _no_query(request)
+    refused = refuse_query(request)
     if refused is not None:
         return refused
     body = _body(request)
@@ -313,14 +315,14 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
     """GET: the item, read under the member's tenant (row-level security): 404 for an id of
     another tenant, as for one that does not exist."""
     if request.method not in ("GET", "HEAD"):
-        return _not_allowed("GET")
-    op = _member(request)
+        return not_allowed("GET")
+    op = member_context(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = _no_query(request)
+    refused = refuse_query(request)
     if refused is not None:
         return refused
-    wanted = _item_id(item_id)
+    wanted = parse_id(item_id)
     # The view runs in the member's tenant scope: the everyday login sees this tenant's rows only.
     item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
     if item is None:
@@ -332,14 +334,15 @@ def work_item(request: HttpRequest, item_id: str) -> JsonResponse:
 CANCEL_ANY = frozenset({Role.OWNER, Role.ADMIN})
 
 
-def _item_id(item_id: str) -> uuid.UUID | None:
+def parse_id(item_id: str) -> uuid.UUID | None:
+    """An id from a URL, or None when it is no UUID (answered as one that does not exist)."""
     try:
         return uuid.UUID(item_id) if len(item_id) <= 64 else None
     except ValueError:
         return None
 
 
-@csrf_exempt  # checked in _member once the user is known, as Django checks session requests
+@csrf_exempt  # checked in member_context once the user is known, as Django checks session requests
 def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
     """POST: cancel the item, in the member's tenant, by the member (``api.cancel``, audited
     with them as actor). 200 with the item ``cancelled`` (now, or before: ``outcome``); 202
@@ -348,11 +351,11 @@ def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
     for a member cancelling another member's item (owners and admins cancel any); 409 when it
     is done, failed or discarded already. The body is empty (or ``{}``)."""
     if request.method != "POST":
-        return _not_allowed("POST")
-    op = _member(request)
+        return not_allowed("POST")
+    op = member_context(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = _no_query(request)
+    refused = refuse_query(request)
     if refused is not None:
         return refused
     try:
@@ -360,7 +363,7 @@ def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
             return json_error(400, "body: cancel takes no body (send none, or {})")
     except RequestDataTooBig:
         return json_error(413, "body: larger than the server accepts (DATA_UPLOAD_MAX_MEMORY_SIZE)")
-    wanted = _item_id(item_id)
+    wanted = parse_id(item_id)
     # Read under the member's tenant (row-level security): another tenant's id is not found.
     item = api.WorkItem.objects.filter(pk=wanted).first() if wanted else None
     if item is None:

@@ -10,7 +10,8 @@ joins:
 - ``UUIDArray``: ``uuid[]`` (statements wrap their ``list[uuid.UUID]`` parameters in it:
   ``wqcore.statements.Statement.bind_native``);
 - ``TextArray``: ``text[]``, ``SmallIntArray``: ``smallint[]``, ``IntArray``: ``integer[]``,
-  ``TimestamptzArray``: ``timestamptz[]`` of aware datetimes (a bulk enqueue's columns).
+  ``BoolArray``: ``boolean[]``, ``TimestamptzArray``: ``timestamptz[]`` of aware datetimes (a
+  bulk enqueue's columns).
 
 Each may hold None (NULL). A column whose values are all the same (a batch's kind, lane,
 priority) is written once and repeated.
@@ -61,6 +62,12 @@ class IntArray(list[int | None]):
     sql_type = "integer[]"
 
 
+class BoolArray(list[bool | None]):
+    """A list of booleans (or None) to be sent as a binary ``boolean[]``."""
+
+    sql_type = "boolean[]"
+
+
 class TimestamptzArray(list[datetime | None]):
     """A list of aware datetimes (or None) to be sent as a binary ``timestamptz[]``."""
 
@@ -68,7 +75,7 @@ class TimestamptzArray(list[datetime | None]):
 
 
 # Any of them (a bulk enqueue's column is sent as one).
-BinaryArray = UUIDArray | TextArray | SmallIntArray | IntArray | TimestamptzArray
+BinaryArray = UUIDArray | TextArray | SmallIntArray | IntArray | BoolArray | TimestamptzArray
 
 
 def _uuid(value: object) -> bytes:
@@ -89,6 +96,13 @@ def _text(value: str) -> bytes:
 def _int(size: int) -> Callable[[int], bytes]:
     packed = struct.Struct("!ih" if size == 2 else "!ii").pack
     return lambda value: packed(size, value)
+
+
+_TRUE, _FALSE = _LENGTH(1) + b"\x01", _LENGTH(1) + b"\x00"
+
+
+def _bool(value: bool) -> bytes:
+    return _TRUE if value else _FALSE
 
 
 def _timestamptz(value: datetime) -> bytes:
@@ -138,4 +152,5 @@ psycopg.adapters.register_dumper(UUIDArray, UUIDArrayBinaryDumper)
 _dumper(TextArray, 1009, 25, _text)
 _dumper(SmallIntArray, 1005, 21, _int(2))
 _dumper(IntArray, 1007, 23, _int(4))
+_dumper(BoolArray, 1000, 16, _bool)
 _dumper(TimestamptzArray, 1185, 1184, _timestamptz)

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from workqueue import claim, enqueue, enqueue_many, maintenance, results, settle
+from workqueue.workflows import cancel as workflow_cancel
+from workqueue.workflows import declare, parents
 from wqcore.store import aclose_async_store
 
 # The transitions a contract test runs on both faces (calling one runs it on Django's
@@ -26,6 +28,11 @@ PAIRED = {
     "release": settle,
     "requeue_held": maintenance,
     "requeue_stale": maintenance,
+    "enqueue_workflow": declare,
+    "cancel_workflow": workflow_cancel,
+    "read_parents": parents,
+    "count_parents": parents,
+    "parent_results": parents,
     "result_of": results,
     "results_of": results,
 }

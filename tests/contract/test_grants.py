@@ -90,14 +90,14 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item and one attempt of it, an
     outbox row, an audit entry, a queue share, a shipment and a notice, a stored API answer, a
-    task record, and a signed-in session for B's user."""
+    task record, a workflow edge, and a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
     from workers.demo.models import Shipment, ShipmentNotice
     from workers.django_tasks.models import TaskRecord
-    from workqueue.models import Attempt, TenantShare
+    from workqueue.models import Attempt, Dependency, TenantShare
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
@@ -105,6 +105,9 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
         TaskRecord.objects.using("admin").create(item_id=item.id, org_id=ctx.org_id)
         Attempt.objects.using("admin").create(
             org_id=ctx.org_id, item_id=item.id, attempt=1, worker="w", outcome="retried"
+        )
+        Dependency.objects.using("admin").create(
+            org_id=ctx.org_id, parent_id=item.id, child_id=uuid.uuid4()
         )
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)

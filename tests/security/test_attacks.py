@@ -219,6 +219,23 @@ sql_attack(
     "plant a security-definer function",
     "CREATE FUNCTION sneaky() RETURNS int LANGUAGE sql SECURITY DEFINER AS 'SELECT 1'",
 )
+# Workflow edges: a tenant's own, read under row-level security, never written after they are
+# declared; the function that moves waiting steps acts as its caller, under the same fence.
+sql_attack(
+    "release B's waiting step through the dependents function",
+    "SELECT workqueue_move_dependents_v1(ARRAY[%(b_held)s]::uuid[], '{done,finished}', -1)",
+    sees_nothing=True,
+)
+sql_attack(
+    "make B's step wait for an item of A's",
+    "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
+    " VALUES (%(b_org)s, %(a_item)s, %(b_held)s, 'done')",
+)
+sql_attack(
+    "rewrite B's edges",
+    "UPDATE workqueue_dependency SET needs = 'finished' WHERE org_id = %(b_org)s",
+)
+sql_attack("drop B's edges", "DELETE FROM workqueue_dependency WHERE org_id = %(b_org)s")
 sql_attack("read a server file", "SELECT pg_read_file('/etc/passwd')")
 sql_attack("run a server program", "COPY (SELECT 1) TO PROGRAM 'true'")
 

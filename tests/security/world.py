@@ -181,6 +181,10 @@ def build() -> World:
     for held_ctx, held in claim(worker, HELD, [NOTE.name], "w", 300, 2):
         name = "a" if held.org_id == ctxs["a"].org_id else "b"
         made[name].update(held=held, held_ctx=held_ctx)
+        # A workflow step waiting for the held item (an edge, a waiting item).
+        workflow = api.Workflow()
+        workflow.step("NOOP", {"n": 9}, lane=PARKED, after=[held.id])
+        api.enqueue_workflow(ctxs[name], workflow)
     # Relayed now, so no worker's relayer changes B's rows while an attack runs.
     relay_pending(worker)
     session = SessionStore()

@@ -21,6 +21,8 @@ from workers.django_tasks.records import Stored
 from workqueue.runtime import Status
 
 STATUSES: dict[str, TaskResultStatus] = {
+    # A step of a workflow whose parents have not ended: it will run, as a pending one will.
+    Status.WAITING: TaskResultStatus.READY,
     Status.PENDING: TaskResultStatus.READY,
     Status.CLAIMED: TaskResultStatus.RUNNING,
     Status.DONE: TaskResultStatus.SUCCESSFUL,

@@ -4,8 +4,8 @@ status, tenant), as the site's operator.
     manage.py queue cancel 0193...                         # one item, whatever its tenant
     manage.py queue cancel --kind SEND_RECEIPT [--lane L] [--tenant T] [--status pending]
 
-A pending item is cancelled at once; a running one's worker is asked and ends it at its next
-lease renewal. The bulk cancel runs in statements of ``--batch`` items (each its own short
+A waiting or pending item is cancelled at once; a running one's worker is asked and ends it at
+its next lease renewal. The bulk cancel runs in statements of ``--batch`` items (each its own short
 transaction, audited per item) until nothing more matches; stopped midway (Ctrl-C,
 ``--max-batches``), running it again goes on with the rest. The audit entries name
 ``--actor`` (default ``(cli:<login name>)``).
@@ -42,7 +42,7 @@ def add_arguments(parser: CommandParser) -> None:
         "--status",
         action="append",
         choices=sorted(CANCELLABLE),
-        help="bulk: only items of this status (repeat for both; default pending and claimed)",
+        help="bulk: only items of this status (repeat for more; default: all three)",
     )
     parser.add_argument("--batch", type=int, default=BULK_BATCH, help="bulk: items per statement")
     parser.add_argument("--max-batches", type=int, help="bulk: stop after this many statements")

@@ -81,9 +81,10 @@ def run(command: BaseCommand, **options: Any) -> None:
         out("(no work items)")
     out("")
     totals = ", ".join(f"{s} {stats['by_status'].get(s, 0)}" for s in statuses)
-    out(f"total: {totals}; oldest waiting {stats['oldest_age_s']:.1f} s")
+    # "due", not "waiting": waiting is the status of steps whose parents have not ended.
+    out(f"total: {totals}; oldest due {stats['oldest_age_s']:.1f} s")
     for lane in stats["lanes"]:
-        out(f"lane {lane['lane']}: {lane['due']} due, oldest waiting {lane['oldest_age_s']:.1f} s")
+        out(f"lane {lane['lane']}: {lane['due']} due, oldest due {lane['oldest_age_s']:.1f} s")
     out(f"dead letters: {stats['dead_letters']}")
     for group in stats["dead_letter_groups"]:
         out(f"  {group['items']:>8}  {group['kind']}  {group['error']}")

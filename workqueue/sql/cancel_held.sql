@@ -1,4 +1,4 @@
--- cancel_held: end the item cancelled, by its holder once its lease renewal reported a cancel request, only for the holder of this claim token; appends the work.cancelled audit entry in the same statement
+-- cancel_held: end the item cancelled, by its holder once its lease renewal reported a cancel request, only for the holder of this claim token; appends the work.cancelled audit entry and meets the edges it ends (those a waiting item needs finished) in the same statement
 WITH moved AS (
     UPDATE workqueue_workitem
        SET status = 'cancelled', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
@@ -13,5 +13,7 @@ WITH moved AS (
       FROM moved m
 ), audited AS (
 {append_entries}
-)
-SELECT * FROM moved
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m
+), {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r

@@ -1,17 +1,17 @@
--- cancel_matching: cancel up to batch items of one kind (and lane, and statuses; in one tenant or, with org_id null on the system login, every tenant) as cancel_items does each, skipping rows another transaction has locked (a later batch or run takes them); appends an audit entry per item naming the actor; returns how many were cancelled and how many holders were asked
+-- cancel_matching: cancel up to batch items of one kind (and lane, and statuses; in one tenant or, with org_id null on the system login, every tenant) as cancel_items does each (meeting the edges a cancelled one ends), skipping rows another transaction has locked (a later batch or run takes them); appends an audit entry per item naming the actor; returns how many were cancelled and how many holders were asked
 WITH seen AS (
     SELECT w.id, w.status AS status_before
       FROM workqueue_workitem w
      WHERE w.kind = %(kind)s::text
        AND (%(lane)s::text IS NULL OR w.lane = %(lane)s::text)
        AND (%(org_id)s::uuid IS NULL OR w.org_id = %(org_id)s::uuid)
-       AND w.status = ANY(%(statuses)s::text[]) AND w.status IN ('pending', 'claimed')
+       AND w.status = ANY(%(statuses)s::text[]) AND w.status IN ('waiting', 'pending', 'claimed')
        AND w.cancel_requested_at IS NULL
      LIMIT %(batch)s
        FOR UPDATE SKIP LOCKED
 ), moved AS (
     UPDATE workqueue_workitem AS w
-       SET status = CASE WHEN seen.status_before = 'pending' THEN 'cancelled' ELSE 'claimed' END,
+       SET status = CASE WHEN seen.status_before = 'claimed' THEN 'claimed' ELSE 'cancelled' END,
            cancel_requested_at = now(), updated_at = now(), updated_by = {system_actor}
       FROM seen
      WHERE w.id = seen.id
@@ -27,7 +27,9 @@ WITH seen AS (
       FROM moved m
 ), audited AS (
 {append_entries}
-)
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m WHERE m.status = 'cancelled'
+), {move_dependents}
 SELECT count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
        count(*) FILTER (WHERE status = 'claimed') AS requested
-  FROM moved
+  FROM moved, (SELECT count(*) FROM dependents) AS r

@@ -1,4 +1,4 @@
--- complete: mark the item done with its result (JSON text, or NULL), only for the holder of this claim token, and record its attempt in the same statement
+-- complete: mark the item done with its result (JSON text, or NULL), only for the holder of this claim token, and record its attempt and meet its edges (the items waiting for it) in the same statement
 WITH done AS (
 UPDATE workqueue_workitem
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
@@ -11,5 +11,7 @@ RETURNING *
       FROM done d
 ), attempts AS (
 {record_attempts}
-)
-SELECT * FROM done
+), parent_items AS (
+    SELECT d.id, d.has_dependents FROM done d
+), {move_dependents}
+SELECT d.* FROM done d, (SELECT count(*) FROM dependents) AS r

@@ -1,4 +1,4 @@
--- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it and record the failed attempt (its worker, error and traceback) in the same statement
+-- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it, record the failed attempt (its worker, error and traceback) and meet the edges it ends (those a waiting item needs finished) in the same statement
 -- claimed_by is kept: a dead letter names the worker of its last attempt.
 WITH failed AS (
     UPDATE workqueue_workitem
@@ -22,5 +22,7 @@ WITH failed AS (
       FROM failed f
 ), attempts AS (
 {record_attempts}
-)
-SELECT * FROM failed
+), parent_items AS (
+    SELECT f.id, f.has_dependents FROM failed f
+), {move_dependents}
+SELECT f.* FROM failed f, (SELECT count(*) FROM dependents) AS r

@@ -1,4 +1,5 @@
--- give_back: hand the item back without spending an attempt (defer, release, snooze), only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again)
+-- give_back: hand the item back without spending an attempt (defer, release, snooze), only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again, and the edges it ends are met: those a waiting item needs finished)
+WITH given AS (
 UPDATE workqueue_workitem
    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
        available_at = now() + make_interval(secs => %(delay_s)s::float8),
@@ -8,3 +9,7 @@ UPDATE workqueue_workitem
        updated_by = {system_actor}
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 RETURNING *
+), parent_items AS (
+    SELECT g.id, g.has_dependents FROM given g WHERE g.status = 'cancelled'
+), {move_dependents}
+SELECT g.* FROM given g, (SELECT count(*) FROM dependents) AS r

@@ -4,7 +4,8 @@
 -- stalls other tenants (LOCK beyond ROW EXCLUSIVE needs table-level UPDATE, DELETE or TRUNCATE).
 GRANT SELECT, INSERT ON workqueue_workitem TO {app};
 GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
-              last_error, payload, cancel_requested_at, result, updated_at, updated_by)
+              last_error, payload, cancel_requested_at, result, updated_at, updated_by, waiting_on,
+              has_dependents)
    ON workqueue_workitem TO {app};
 -- A tenant reads its own share of the queue; the operator sets shares (system login).
 GRANT SELECT ON workqueue_tenantshare TO {app};
@@ -16,3 +17,7 @@ GRANT UPDATE (status_code, body) ON workqueue_storedresponse TO {app};
 -- expired lease) record the attempt they end; its record is never changed (no UPDATE, no
 -- DELETE: the purge, on the system login, deletes it with its item).
 GRANT SELECT, INSERT ON workqueue_attempt TO {app};
+-- Workflow edges: a declaration inserts them with its steps (and marks an existing parent as one:
+-- has_dependents, above); the statements that end an item read them. An edge never changes (the
+-- purge, on the system login, deletes it with its item).
+GRANT SELECT, INSERT ON workqueue_dependency TO {app};

@@ -1,4 +1,4 @@
--- requeue_dead: put the tenant's dead letters back to pending (attempts reset, due after delay_s), only those still as the operator saw them (status failed and the same updated_at), appending a work.requeued audit entry per item that keeps the error and attempts it had; announce each lane on work_available when due now
+-- requeue_dead: put the tenant's dead letters back to pending (attempts reset, due after delay_s), only those still as the operator saw them (status failed and the same updated_at), appending a work.requeued audit entry per item that keeps the error and attempts it had; announce each lane on work_available when due now; what waits for one to finish (a group's on_complete not yet started) waits for its new end
 -- seen reads the rows as drawn; the UPDATE repeats the fence, so a row changed meanwhile (re-checked after a concurrent write commits) is left alone.
 WITH drawn AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(statuses)s::text[], %(updated_ats)s::timestamptz[])
@@ -29,5 +29,8 @@ WITH drawn AS (
     SELECT pg_notify('work_available', l.lane)
       FROM (SELECT DISTINCT lane FROM moved) AS l
      WHERE %(delay_s)s::float8 = 0
-)
-SELECT m.* FROM moved m, (SELECT count(*) FROM announced) AS a
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m
+), {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM announced) AS a,
+       (SELECT count(*) FROM dependents) AS r

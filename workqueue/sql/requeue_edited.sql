@@ -1,4 +1,4 @@
--- requeue_edited: replace a dead letter's payload and put it back to pending now (attempts reset), only if it is still as the operator saw it (status failed and the same updated_at), appending a work.requeued_edited audit entry with the payload before and after and the error and attempts it had; announce its lane on work_available
+-- requeue_edited: replace a dead letter's payload and put it back to pending now (attempts reset), only if it is still as the operator saw it (status failed and the same updated_at), appending a work.requeued_edited audit entry with the payload before and after and the error and attempts it had; announce its lane on work_available; what waits for it to finish waits for its new end
 WITH seen AS (
     SELECT w.id, w.attempts, w.last_error, w.payload
       FROM workqueue_workitem w
@@ -23,5 +23,8 @@ WITH seen AS (
 {append_entries}
 ), announced AS (
     SELECT pg_notify('work_available', m.lane) FROM moved m
-)
-SELECT m.* FROM moved m, (SELECT count(*) FROM announced) AS a
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m
+), {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM announced) AS a,
+       (SELECT count(*) FROM dependents) AS r

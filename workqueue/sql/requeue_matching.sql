@@ -1,4 +1,4 @@
--- requeue_matching: put back to pending (attempts reset, due now) up to `batch` of the tenant's dead letters a triage filter matches, newest first from `before` down, fenced: only items still failed and not changed since `until` (the moment the operator confirmed); a work.requeued audit entry per item keeps its error, attempts and the filter; announce the lanes on work_available. Returns how many it read, the oldest it read (the next batch's `before`) and how many it changed
+-- requeue_matching: put back to pending (attempts reset, due now) up to `batch` of the tenant's dead letters a triage filter matches, newest first from `before` down, fenced: only items still failed and not changed since `until` (the moment the operator confirmed); a work.requeued audit entry per item keeps its error, attempts and the filter; announce the lanes on work_available; what waits for one to finish waits for its new end. Returns how many it read, the oldest it read (the next batch's `before`) and how many it changed
 WITH picked AS (
     SELECT m.id, m.attempts, m.last_error, m.updated_at
       FROM (
@@ -15,7 +15,7 @@ WITH picked AS (
            updated_at = now(), updated_by = {system_actor}
       FROM picked p
      WHERE w.id = p.id AND w.status = 'failed' AND w.updated_at = p.updated_at
-    RETURNING w.id, w.org_id, w.kind, w.lane, p.attempts AS attempts_before,
+    RETURNING w.id, w.org_id, w.kind, w.lane, w.has_dependents, p.attempts AS attempts_before,
               p.last_error AS error_before
 ), entries AS (
     SELECT m.org_id, 'work.requeued' AS action, 'workqueue.workitem' AS subject_type,
@@ -28,6 +28,9 @@ WITH picked AS (
 {append_entries}
 ), announced AS (
     SELECT pg_notify('work_available', l.lane) FROM (SELECT DISTINCT lane FROM moved) AS l
-)
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m
+), {move_dependents}
 SELECT (SELECT count(*) FROM picked) AS read, (SELECT min(updated_at) FROM picked) AS oldest,
-       (SELECT count(*) FROM moved) AS changed, (SELECT count(*) FROM announced) AS lanes
+       (SELECT count(*) FROM moved) AS changed, (SELECT count(*) FROM announced) AS lanes,
+       (SELECT count(*) FROM dependents) AS dependents

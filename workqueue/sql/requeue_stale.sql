@@ -1,4 +1,4 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before`, or (the rescue's locking) those the named gone holders claimed before `before` (the locking subquery is one of the querysets workqueue/maintenance.py compiles; the error and the attempt's outcome say which); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry, and each attempt so ended is recorded, and the lanes of the items handed back are announced on work_available, in the same statement
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before`, or (the rescue's locking) those the named gone holders claimed before `before` (the locking subquery is one of the querysets workqueue/maintenance.py compiles; the error and the attempt's outcome say which); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry (and the edges it ends met: those a waiting item needs finished), and each attempt so ended is recorded, and the lanes of the items handed back are announced on work_available, in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
 -- `stale` names each row's holder as it was (the update clears it for a requeued item; a dead letter keeps it).
 WITH stale AS (
@@ -37,8 +37,10 @@ RETURNING w.*
       FROM moved m JOIN stale s ON s.id = m.id
 ), attempts AS (
 {record_attempts}
-), announced AS (
+), parent_items AS (
+    SELECT m.id, m.has_dependents FROM moved m WHERE m.status IN ('failed', 'cancelled')
+), {move_dependents}, announced AS (
     SELECT pg_notify('work_available', l.lane)
       FROM (SELECT DISTINCT lane FROM moved WHERE status = 'pending') AS l
 )
-SELECT m.* FROM moved m, (SELECT count(*) FROM announced) AS a
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r, (SELECT count(*) FROM announced) AS a

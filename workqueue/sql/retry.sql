@@ -1,4 +1,4 @@
--- retry: hand the item back for another attempt after a delay, only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again), and record the failed attempt (its worker, error and traceback) in the same statement
+-- retry: hand the item back for another attempt after a delay, only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again, and the edges it ends are met: those a waiting item needs finished), and record the failed attempt (its worker, error and traceback) in the same statement
 -- `held` reads the row as it was before this statement (its holder, which the update clears).
 WITH held AS (
     SELECT id, claimed_by FROM workqueue_workitem
@@ -18,5 +18,7 @@ RETURNING *
       FROM retried r JOIN held h ON h.id = r.id
 ), attempts AS (
 {record_attempts}
-)
-SELECT * FROM retried
+), parent_items AS (
+    SELECT r.id, r.has_dependents FROM retried r WHERE r.status = 'cancelled'
+), {move_dependents}
+SELECT r.* FROM retried r, (SELECT count(*) FROM dependents) AS rel

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
+from workqueue.dependents import HOLD_REQUEUED
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import is_aware
 from workqueue.triage.matching import DEAD_MATCHING, DeadFilter, count_dead, match_values
@@ -45,7 +46,7 @@ REQUEUE_MATCHING = Statement(
     "requeue_matching",
     MatchingActionParams,
     SQL_DIR,
-    includes=(DEAD_MATCHING, APPEND_ENTRIES),
+    includes=(DEAD_MATCHING, APPEND_ENTRIES, HOLD_REQUEUED),
 )
 DISCARD_MATCHING = Statement(
     "discard_matching",

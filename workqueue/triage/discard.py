@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
+from workqueue.dependents import RELEASE_ENDED
 from workqueue.triage.drawn import (
     DISCARDABLE,
     Drawn,
@@ -19,7 +20,7 @@ from workqueue.triage.drawn import (
 from wqcore.statements import Statement
 from wqcore.store import Plan, Tenant, transition
 
-DISCARD = Statement("discard", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+DISCARD = Statement("discard", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED))
 
 
 @transition

@@ -28,7 +28,7 @@ MAX_BATCH = 100
 MAX_DELAY_S = 30 * 86400
 # What each action may act on: a claimed item is its holder's (the claim token fences it).
 REQUEUEABLE = frozenset({Status.FAILED.value})
-DISCARDABLE = frozenset({Status.FAILED.value, Status.PENDING.value})
+DISCARDABLE = frozenset({Status.FAILED.value, Status.PENDING.value, Status.WAITING.value})
 
 
 class Drawn(NamedTuple):

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
+from workqueue.dependents import HOLD_REQUEUED
 from workqueue.enqueue import READ_ITEMS, ReadItemsParams
 from workqueue.exceptions import Conflict
 from workqueue.kinds import get_kind, validate_payload
@@ -46,9 +47,11 @@ class RequeueEditedParams(NamedTuple):
     request_id: uuid.UUID
 
 
-REQUEUE_DEAD = Statement("requeue_dead", RequeueDeadParams, SQL_DIR, includes=(APPEND_ENTRIES,))
+REQUEUE_DEAD = Statement(
+    "requeue_dead", RequeueDeadParams, SQL_DIR, includes=(APPEND_ENTRIES, HOLD_REQUEUED)
+)
 REQUEUE_EDITED = Statement(
-    "requeue_edited", RequeueEditedParams, SQL_DIR, includes=(APPEND_ENTRIES,)
+    "requeue_edited", RequeueEditedParams, SQL_DIR, includes=(APPEND_ENTRIES, HOLD_REQUEUED)
 )
 
 

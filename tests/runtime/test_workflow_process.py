@@ -1,0 +1,118 @@
+"""Workflows run by real ``manage.py runworker`` processes: a chain's steps in order, each handed
+what the one before it returned, a group's members spread over two workers and its callback
+started exactly once."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.runtime import workflow_kinds
+from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
+from tests.runtime.workflow_kinds import STEP, noted
+from workers.models import Worker as WorkerRow
+from workers.models import WorkerState
+from workqueue import api
+from workqueue.models import Attempt, Status
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+assert workflow_kinds  # registers TEST_STEP in this process, to enqueue it
+
+
+def _start() -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [PYTHON, "manage.py", "runworker", STEP.name, "--metrics-port", "-1"],
+        cwd=ROOT,
+        env=subprocess_env(WORKER_HANDLER_MODULES="tests.runtime.workflow_kinds"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def _stop(procs: list[subprocess.Popen[str]]) -> list[str]:
+    outputs = []
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            outputs.append(proc.communicate(timeout=30)[0])
+        finally:
+            proc.kill()
+    return outputs
+
+
+def _step(label: str, log: Path, **extra: object) -> api.NewItem:
+    return api.NewItem(STEP.name, {"label": label, "log": str(log), **extra})
+
+
+def test_a_chain_runs_in_order(ctx, tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    wf = api.Workflow()
+    wf.chain(*(_step(label, log, sleep_s=0.1, handed=True) for label in ("a", "b", "c")))
+    declared = api.enqueue_workflow(ctx, wf)
+    procs = [_start()]
+    try:
+        _wait(lambda: count(id__in=declared.ids, status=Status.DONE) == 3)
+    finally:
+        outputs = _stop(procs)
+    assert procs[0].returncode == 0, outputs[0]
+    assert noted(str(log)) == [
+        ("a", "start"),
+        ("a", "handed"),
+        ("a", "end"),
+        ("b", "start"),
+        ("b", "handed a"),
+        ("b", "end"),
+        ("c", "start"),
+        ("c", "handed b"),
+        ("c", "end"),
+    ]
+
+
+def test_a_group_over_two_workers_starts_its_callback_once(ctx, tmp_path: Path) -> None:
+    log = tmp_path / "steps.log"
+    wf = api.Workflow()
+    group = wf.group(
+        [_step(f"m{n}", log, sleep_s=0.05) for n in range(200)],
+        on_success=_step("success", log, callback=True),
+        on_complete=_step("complete", log, callback=True),
+    )
+    procs = [_start(), _start()]
+    try:
+        # Both workers up before the group is there, so both take members.
+        _wait(
+            lambda: WorkerRow.objects.using("admin").filter(state=WorkerState.RUNNING).count() == 2
+        )
+        declared = api.enqueue_workflow(ctx, wf)
+        callbacks = [declared[group.on_success], declared[group.on_complete]]
+        _wait(lambda: count(id__in=callbacks, status=Status.DONE) == 2)
+    finally:
+        outputs = _stop(procs)
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    lines = noted(str(log))
+    starts = [label for label, what in lines if what == "start"]
+    # Every member once, each callback once, and only after every member ended.
+    assert sorted(starts) == sorted([f"m{n}" for n in range(200)] + ["success", "complete"])
+    last_member_end = max(i for i, (label, _) in enumerate(lines) if label.startswith("m"))
+    first_callback = min(lines.index(("success", "start")), lines.index(("complete", "start")))
+    assert first_callback > last_member_end
+    assert ("success", "parents done=200") in lines and ("complete", "parents done=200") in lines
+    members = [declared[m] for m in group.members]
+    workers = Attempt.objects.using("admin").filter(item_id__in=members).values("worker")
+    assert workers.distinct().count() == 2
