@@ -79,11 +79,14 @@ def test_claim_order_is_priority_then_age_and_skips_what_is_not_due(face, ctx, w
 
 
 def test_claiming_a_batch_costs_one_statement(ctx, worker_rctx, monkeypatch) -> None:
-    # Whether caps are in effect is read once per CAPS_CACHE_S (its own statement): read it
-    # now and keep the reading, so the claims counted here are the claims alone.
+    # Whether caps and rate limits are in effect is read once per CAPS_CACHE_S and
+    # RATE_LIMITS_CACHE_S (statements of their own): read them now and keep the readings, so
+    # the claims counted here are the claims alone.
     claim.forget_caps()
+    claim.forget_rate_limits()
     assert claim.claim(worker_rctx, "default", None, "w1", 30, 1) == []
     monkeypatch.setattr(claim, "CAPS_CACHE_S", float("inf"))
+    monkeypatch.setattr(claim, "RATE_LIMITS_CACHE_S", float("inf"))
     for _ in range(20):
         api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:

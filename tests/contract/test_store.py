@@ -48,9 +48,12 @@ def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(
         conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
 
     monkeypatch.setattr(async_face, "_configure", configure_then_trace)
-    # Whether any cap is in effect is read at most every CAPS_CACHE_S, in a statement of its
-    # own: read it now, so the traced claim is one like all the others in between.
+    # Whether any cap or rate limit is in effect is read at most every CAPS_CACHE_S and
+    # RATE_LIMITS_CACHE_S, in statements of their own: read them now and keep the readings, so
+    # the traced claim is one like all the others in between.
     claim.claim(worker_rctx, "default", ["NOOP"], "w0", 30, 1)
+    monkeypatch.setattr(claim, "CAPS_CACHE_S", float("inf"))
+    monkeypatch.setattr(claim, "RATE_LIMITS_CACHE_S", float("inf"))
 
     async def claim_once() -> int:
         try:

@@ -48,8 +48,10 @@ def test_a_woken_claim_of_an_empty_lane_takes_nothing(face, ctx, worker_rctx) ->
 
 
 def test_a_woken_claim_is_one_statement(ctx, worker_rctx, monkeypatch) -> None:
-    assert claim.claim(worker_rctx, "default", None, "w1", 30, 1) == []  # caps read and kept
+    # caps and rate limits read and kept
+    assert claim.claim(worker_rctx, "default", None, "w1", 30, 1) == []
     monkeypatch.setattr(claim, "CAPS_CACHE_S", float("inf"))
+    monkeypatch.setattr(claim, "RATE_LIMITS_CACHE_S", float("inf"))
     api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
         assert len(claim.claim(worker_rctx, "default", None, "w1", 30, 10, woken=True)) == 1
