@@ -38,6 +38,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.db import close_old_connections, connections, reset_queries
 
+from workers import timers
 from workers.claiming import ClaimLoop
 from workers.completing import Completer
 from workers.config import LEASE_CONNECTIONS, METRICS_PORT_SPAN, WorkerSettings
@@ -54,7 +55,7 @@ from workers.relayer import Relayer
 from workers.reporting import Reporter
 from workers.running import Runner
 from workers.sweep.config import SweepSettings
-from workers.sweep.sweeper import close_lock, rescue_once, sweep_once
+from workers.sweep.sweeper import close_lock
 from workers.watchdog import LoopWatchdog
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
@@ -86,9 +87,28 @@ class Worker:
         self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
         self._handler_pool = _handler_pool(settings)
         self.liveness = _liveness(self.worker_id, settings)
-        # What running handlers report, written throttled (and before each outcome).
+        self._build_route(settings, on_ended)
+        self.relayer = Relayer(self.in_maintenance_thread, self.outage)
+        self.listener = Listener(
+            settings.lane,
+            self.claim_loop.wake,
+            self.outage,
+            on_notice=self.relayer.on_notice,
+            channels=(CHANNEL, OUTBOX_CHANNEL),
+        )
+        self.http: ThreadingHTTPServer | None = None
+        self._publishing: asyncio.Future[bool] | None = None
+        # Set by run(): the watchdog on this worker's loop, and the keeper's thread.
+        self.watchdog: LoopWatchdog | None = None
+        self._off_loop: OffLoop | None = None
+
+    def _build_route(
+        self, settings: WorkerSettings, on_ended: Callable[[Job], None] | None
+    ) -> None:
+        """The item's route: the claim loop (claiming under the liveness lock) hands each item
+        to the runner, which hands its outcome to the completer; the reporter writes what
+        running handlers report (throttled, and before each outcome)."""
         self.reporter = Reporter(self.outage, interval_s=settings.progress_flush_s)
-        # The item's route: claim loop -> runner -> completer.
         self.completer = Completer(
             self.outage,
             flush_ms=settings.complete_flush_ms,
@@ -105,24 +125,15 @@ class Worker:
             reporter=self.reporter,
         )
         self.liveness_lock = fencing_lock(
-            self.worker_id, settings, self.outage, self.runner, lambda: self.claim_loop.held
+            self.worker_id, settings, self.outage, self.runner, self._claims_held
         )
         self.claim_loop = ClaimLoop(
             settings, self.worker_id, self.outage, self.runner, self.completer, self.liveness_lock
         )
-        self.relayer = Relayer(self._in_maintenance_thread, self.outage)
-        self.listener = Listener(
-            settings.lane,
-            self.claim_loop.wake,
-            self.outage,
-            on_notice=self.relayer.on_notice,
-            channels=(CHANNEL, OUTBOX_CHANNEL),
-        )
-        self.http: ThreadingHTTPServer | None = None
-        self._publishing: asyncio.Future[bool] | None = None
-        # Set by run(): the watchdog on this worker's loop, and the keeper's thread.
-        self.watchdog: LoopWatchdog | None = None
-        self._off_loop: OffLoop | None = None
+
+    def _claims_held(self) -> asyncio.Event:
+        # The claim loop's event, set while a liveness lock is held (the lock is made first).
+        return self.claim_loop.held
 
     def request_stop(self) -> None:
         """First signal: drain. Second: cancel what runs now (still releasing it)."""
@@ -164,10 +175,20 @@ class Worker:
         )
         off_loop.start()
         background = [
-            asyncio.create_task(self._heartbeat_task().run(), name="heartbeat"),
+            asyncio.create_task(
+                timers.heartbeat_task(
+                    self,
+                ).run(),
+                name="heartbeat",
+            ),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
             asyncio.create_task(self.listener.run(self.stopped), name="listen"),
-            asyncio.create_task(self._progress_task().run(), name="progress"),
+            asyncio.create_task(
+                timers.progress_task(
+                    self,
+                ).run(),
+                name="progress",
+            ),
             *self._extra_tasks(),
         ]
         try:
@@ -241,99 +262,35 @@ class Worker:
         """The outbox relayer, and the sweep on its timer unless it is turned off here."""
         tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
         if self.settings.sweep:
-            tasks.append(asyncio.create_task(self._sweep_task().run(), name="sweep"))
+            tasks.append(
+                asyncio.create_task(
+                    timers.sweep_task(
+                        self,
+                    ).run(),
+                    name="sweep",
+                )
+            )
             if self.sweep_settings.rescue_interval_s > 0:
-                rescue = self._sweep_task(rescue=True)
+                rescue = timers.sweep_task(self, rescue=True)
                 tasks.append(asyncio.create_task(rescue.run(), name="rescue"))
         return tasks
 
-    async def _in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
+    async def in_maintenance_thread[T](self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the maintenance thread (the relay's and the sweep's, one at a time)."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._maintenance_thread, _closing_broken(fn))
 
-    # -- timers, each on the periodic primitive ------------------------------------------------
-
-    def _heartbeat_task(self) -> PeriodicTask:
-        s = self.settings
-        return PeriodicTask(
-            name="heartbeat",
-            operation=self._heartbeat,
-            interval_s=s.heartbeat_interval_s,
-            mode="fixed_rate",
-            # The beat is in memory; the publish inside is bounded on its own (_publish).
-            timeout_s=None,
-            stop=self.stopped,
-            on_error="continue",
-        )
-
-    def _progress_task(self) -> PeriodicTask:
-        """Writes what running handlers reported, each item at most once per interval."""
-        reporter = self.reporter
-        return PeriodicTask(
-            name="progress",
-            operation=reporter.flush_due,
-            interval_s=reporter.tick_s,
-            mode="fixed_rate",
-            # A write hung on a database that does not answer gives way to the next.
-            timeout_s=max(reporter.interval_s, self.settings.renew_timeout_s or 5.0),
-            stop=self.stopped,
-            on_error="continue",
-            report=lambda exc: self.outage.failed("progress", exc),
-        )
-
     def _off_loop_tasks(self, stop: asyncio.Event) -> list[PeriodicTask]:
         """What runs on the keeper's thread, on its loop, until ``stop`` (that loop's event)."""
-        tasks = [self._lease_task(stop)]
+        tasks = [timers.lease_task(self, stop)]
         if self.watchdog is not None:
-            tasks.append(self._watchdog_task(self.watchdog, stop))
+            tasks.append(timers.watchdog_task(self, self.watchdog, stop))
         if self.liveness_lock is not None:
             tasks.append(liveness_task(self.liveness_lock, stop, self.outage))
         return tasks
 
-    def _lease_task(self, stop: asyncio.Event) -> PeriodicTask:
-        keeper = self.runner.leases
-        return PeriodicTask(
-            name="lease_keeper",
-            operation=keeper.renew_once,
-            interval_s=keeper.interval_s,
-            mode="result_aware",
-            # A failed renewal is retried sooner: half the lease is the whole budget.
-            delay_for=lambda renewed: keeper.interval_s if renewed else keeper.retry_s,
-            error_delay_s=keeper.retry_s,
-            # Each renewal is bounded by its own timeout inside renew_once.
-            timeout_s=None,
-            stop=stop,
-            on_error="continue",
-        )
-
-    def _watchdog_task(self, watchdog: LoopWatchdog, stop: asyncio.Event) -> PeriodicTask:
-        return PeriodicTask(
-            name="loop_watchdog",
-            operation=watchdog.check,
-            interval_s=watchdog.interval_s,
-            mode="fixed_rate",
-            timeout_s=None,  # never waits: it reads two clocks and sends a probe
-            stop=stop,
-            on_error="continue",
-        )
-
-    def _sweep_task(self, rescue: bool = False) -> PeriodicTask:
-        """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
-        sweep = self.sweep_settings
-        once = rescue_once if rescue else sweep_once
-        return PeriodicTask(
-            name="rescue" if rescue else "sweep",
-            operation=lambda: self._in_maintenance_thread(lambda: once(sweep, outage=self.outage)),
-            interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
-            mode="fixed_delay",
-            timeout_s=sweep.timeout_s,
-            stop=self.stopped,
-            on_error="continue",
-            # The lock attempt meeting a server that went away is the outage's to log.
-            report=lambda exc: self.outage.failed("sweep", exc),
-        )
-
-    async def _heartbeat(self) -> None:
+    async def heartbeat(self) -> None:
+        """Beat (what /healthz reads) and publish the beat."""
         self.liveness.beat()
         await self._publish()
 

@@ -1,0 +1,91 @@
+"""The worker's timers, each on the periodic primitive (``periodic.py``): its heartbeat, its
+progress writes, its lease renewals and loop watchdog (on the keeper's thread), its sweep and
+rescue passes. Each is made from the worker it serves; ``Worker`` starts them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from workers.periodic import PeriodicTask
+from workers.sweep.sweeper import rescue_once, sweep_once
+from workers.watchdog import LoopWatchdog
+
+if TYPE_CHECKING:
+    from workers.worker import Worker
+
+
+def heartbeat_task(worker: Worker) -> PeriodicTask:
+    s = worker.settings
+    return PeriodicTask(
+        name="heartbeat",
+        operation=worker.heartbeat,
+        interval_s=s.heartbeat_interval_s,
+        mode="fixed_rate",
+        # The beat is in memory; the publish inside is bounded on its own (_publish).
+        timeout_s=None,
+        stop=worker.stopped,
+        on_error="continue",
+    )
+
+
+def progress_task(worker: Worker) -> PeriodicTask:
+    """Writes what running handlers reported, each item at most once per interval."""
+    reporter = worker.reporter
+    return PeriodicTask(
+        name="progress",
+        operation=reporter.flush_due,
+        interval_s=reporter.tick_s,
+        mode="fixed_rate",
+        # A write hung on a database that does not answer gives way to the next.
+        timeout_s=max(reporter.interval_s, worker.settings.renew_timeout_s or 5.0),
+        stop=worker.stopped,
+        on_error="continue",
+        report=lambda exc: worker.outage.failed("progress", exc),
+    )
+
+
+def lease_task(worker: Worker, stop: asyncio.Event) -> PeriodicTask:
+    keeper = worker.runner.leases
+    return PeriodicTask(
+        name="lease_keeper",
+        operation=keeper.renew_once,
+        interval_s=keeper.interval_s,
+        mode="result_aware",
+        # A failed renewal is retried sooner: half the lease is the whole budget.
+        delay_for=lambda renewed: keeper.interval_s if renewed else keeper.retry_s,
+        error_delay_s=keeper.retry_s,
+        # Each renewal is bounded by its own timeout inside renew_once.
+        timeout_s=None,
+        stop=stop,
+        on_error="continue",
+    )
+
+
+def watchdog_task(worker: Worker, watchdog: LoopWatchdog, stop: asyncio.Event) -> PeriodicTask:
+    return PeriodicTask(
+        name="loop_watchdog",
+        operation=watchdog.check,
+        interval_s=watchdog.interval_s,
+        mode="fixed_rate",
+        timeout_s=None,  # never waits: it reads two clocks and sends a probe
+        stop=stop,
+        on_error="continue",
+    )
+
+
+def sweep_task(worker: Worker, rescue: bool = False) -> PeriodicTask:
+    """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
+    sweep = worker.sweep_settings
+    once = rescue_once if rescue else sweep_once
+    return PeriodicTask(
+        name="rescue" if rescue else "sweep",
+        operation=lambda: worker.in_maintenance_thread(lambda: once(sweep, outage=worker.outage)),
+        interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
+        mode="fixed_delay",
+        timeout_s=sweep.timeout_s,
+        stop=worker.stopped,
+        on_error="continue",
+        # The lock attempt meeting a server that went away is the outage's to log.
+        report=lambda exc: worker.outage.failed("sweep", exc),
+    )
