@@ -170,6 +170,17 @@ def refuse_query(request: HttpRequest) -> JsonResponse | None:
     )
 
 
+def posting_member(request: HttpRequest) -> OpContext | JsonResponse:
+    """For a POST of the API: the signed-in member's context, or the answer that refuses the
+    request (another method, no member, a query string)."""
+    if request.method != "POST":
+        return not_allowed("POST")
+    op = member_context(request)
+    if isinstance(op, JsonResponse):
+        return op
+    return refuse_query(request) or op
+
+
 def not_allowed(allowed: str) -> JsonResponse:
     return json_error(405, f"method not allowed: use {allowed}", "", Allow=allowed)
 
@@ -261,14 +272,9 @@ def work_collection(request: HttpRequest) -> JsonResponse:
     """POST: enqueue one item in the member's tenant, by the member. 201 with the item; 200
     with the existing item when its ``idempotency_key`` was used before (``outcome``), or with
     the stored answer when the ``Idempotency-Key`` header replays an earlier request."""
-    if request.method != "POST":
-        return not_allowed("POST")
-    op = member_context(request)
+    op = posting_member(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = refuse_query(request)
-    if refused is not None:
-        return refused
     body = _body(request)
     if isinstance(body, JsonResponse):
         return body
@@ -350,14 +356,9 @@ def cancel_item(request: HttpRequest, item_id: str) -> JsonResponse:
     next lease renewal; 404 for an id of another tenant, as for one that does not exist; 403
     for a member cancelling another member's item (owners and admins cancel any); 409 when it
     is done, failed or discarded already. The body is empty (or ``{}``)."""
-    if request.method != "POST":
-        return not_allowed("POST")
-    op = member_context(request)
+    op = posting_member(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = refuse_query(request)
-    if refused is not None:
-        return refused
     try:
         if request.body.strip() not in (b"", b"{}"):
             return json_error(400, "body: cancel takes no body (send none, or {})")

@@ -16,10 +16,8 @@ from workqueue.models import WorkItem
 from workqueue.views import (
     CANCEL_ANY,
     json_error,
-    member_context,
-    not_allowed,
     parse_id,
-    refuse_query,
+    posting_member,
 )
 from workqueue.workflows.cancel import REASON_MAX, cancel_workflow
 
@@ -54,14 +52,9 @@ def cancel_workflow_view(request: HttpRequest, workflow_id: str) -> JsonResponse
     workflow of another tenant, as for one that does not exist; 403 for a member cancelling
     another member's workflow (owners and admins cancel any). The body is empty, ``{}`` or
     ``{"reason": "..."}``."""
-    if request.method != "POST":
-        return not_allowed("POST")
-    op = member_context(request)
+    op = posting_member(request)
     if isinstance(op, JsonResponse):
         return op
-    refused = refuse_query(request)
-    if refused is not None:
-        return refused
     reason = _reason(request)
     if isinstance(reason, JsonResponse):
         return reason
