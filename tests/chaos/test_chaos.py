@@ -1,8 +1,10 @@
-"""Proof under faults (issue 13): real ``runworker`` processes work through 5,000 items while
-the test kills them, cuts every database connection, freezes one past its lease, and restarts
-PostgreSQL itself in immediate mode. At the end every item is done exactly once in effect,
-nothing is left claimed, stale writes were refused, and each poison item is a dead letter after
-exactly ``max_attempts`` claims, its attempts counted across the crash.
+"""Proof under faults: real ``runworker`` processes work through 5,000 items while the test
+kills them, cuts every database connection, freezes one past its lease, and restarts PostgreSQL
+itself in immediate mode. Some of the items are workflows' steps (chains, and groups with their
+callbacks). At the end every item is done exactly once in effect, nothing is left claimed or
+waiting, no step ran before the steps it waits for were done, stale writes were refused, and
+each poison item is a dead letter after exactly ``max_attempts`` claims, its attempts counted
+across the crash.
 
 The fleet is deployed as operators run it (each worker sweeps), with a short lease. Work
 becomes due across a window (``available_at``) so the faults land while items run; a share
@@ -43,7 +45,7 @@ from tests.chaos.kinds import EFFECT, POISON
 from tests.chaos.rescue_times import held_by, rescue_times
 from tests.helpers import fresh_async_connections
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
-from workqueue.api import NewItem, enqueue, enqueue_many
+from workqueue.api import NewItem, Workflow, enqueue, enqueue_many, enqueue_workflow
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("committed")]
 
@@ -52,6 +54,9 @@ LEASE_S = 2.0
 ENQUEUED = 4_800  # through enqueue_many, due across the window
 EMITTED = 200  # through outbox.emit, during the faults
 POISONED = 4  # due across the window; 2 more are claimed just before the restart
+CHAINS, CHAIN_LENGTH = 30, 3  # workflows of effect steps, started across the window
+GROUPS, GROUP_SIZE = 3, 100  # each with an on_success and an on_complete callback
+STEP_S = 0.1  # each step's handler takes this long: every other kill aims at a step's holder
 WINDOW_S = 20.0  # items fall due across this many seconds
 KILLS_UNTIL_S = WINDOW_S + 4  # a random worker is SIGKILLed every 0.5-1 s until then
 TERMINATE_AT_S, FREEZE_AT_S, RESTART_AT_S = 4.0, 8.0, 15.0
@@ -222,6 +227,9 @@ class Fleet:
         if not candidates:
             return
         pid = rng.choice(candidates)
+        if rng.random() < 0.5:
+            # Mid-workflow: a worker that runs a step now, when one does.
+            pid = rng.choice(list(self.holding(steps=True)) or [pid])
         if held := held_by(query, pid):
             self.held_at_kills.append(held)
         self.procs[pid].popen.send_signal(signal.SIGKILL)
@@ -229,19 +237,24 @@ class Fleet:
         self.kills += 1
         self.reap()
 
-    def holding(self) -> dict[int, int]:
-        """Claimed items per live worker pid (worker ids read host:pid:suffix); an item that
-        sleeps past the lease counts for 100, so a worker holding one is frozen first (its
-        handler wakes up stale and its compare-and-set is refused)."""
+    def holding(self, steps: bool = False) -> dict[int, int]:
+        """Claimed items per live worker pid, unprotected (worker ids read host:pid:suffix); an
+        item that sleeps past the lease counts for 100, so a worker holding one is frozen first
+        (its handler wakes up stale and its compare-and-set is refused). ``steps``: workflows'
+        steps only."""
         counts: Counter[int] = Counter()
         for claimed_by, slow in query(
-            "SELECT claimed_by, coalesce((payload->>'sleep_s')::float8 > 0, false)"
+            "SELECT claimed_by, coalesce((payload->>'sleep_s')::float8 > %s, false)"
             " FROM workqueue_workitem WHERE status = 'claimed'"
+            " AND (workflow_id IS NOT NULL OR NOT %s)",
+            [STEP_S, steps],
         ):
             parts = (claimed_by or "").split(":")
             if len(parts) >= 3 and parts[-2].isdigit():
                 counts[int(parts[-2])] += 100 if slow else 1
-        return {pid: n for pid, n in counts.items() if pid in self.procs}
+        return {
+            pid: n for pid, n in counts.items() if pid in self.procs and pid not in self.protected
+        }
 
     def stop_all(self) -> dict[int, int | None]:
         """SIGTERM every worker (scraping its refusals first); returns pid -> refused."""
@@ -432,6 +445,41 @@ def _fill(ctxs: list[OpContext], due: datetime) -> list[uuid.UUID]:
     return ids
 
 
+def _fill_workflows(ctxs: list[OpContext], due: datetime) -> int:
+    """``CHAINS`` chains and ``GROUPS`` groups (with both callbacks) of effect steps, their
+    first steps due across the window, so kills land between a step and the next; numbered
+    after every other effect item. Returns how many steps they hold."""
+    n = ENQUEUED + EMITTED
+    steps = 0
+    for c in range(CHAINS + GROUPS):
+        at = due + timedelta(seconds=WINDOW_S * (c + 0.5) / (CHAINS + GROUPS))
+        wf = Workflow()
+        if c < CHAINS:
+            wf.chain(
+                *(
+                    NewItem(
+                        EFFECT.name,
+                        {"n": n + i, "sleep_s": STEP_S},
+                        available_at=at if i == 0 else None,
+                    )
+                    for i in range(CHAIN_LENGTH)
+                )
+            )
+        else:
+            wf.group(
+                [
+                    NewItem(EFFECT.name, {"n": n + i, "sleep_s": STEP_S}, available_at=at)
+                    for i in range(GROUP_SIZE)
+                ],
+                on_success=NewItem(EFFECT.name, {"n": n + GROUP_SIZE}),
+                on_complete=NewItem(EFFECT.name, {"n": n + GROUP_SIZE + 1}),
+            )
+        steps += len(wf.steps)
+        n += len(wf.steps)
+        enqueue_workflow(ctxs[c % len(ctxs)], wf)
+    return steps
+
+
 def _emit_retrying(ctx: OpContext, n: int) -> None:
     """One work row through the outbox, in the test's own session (cut by the faults too)."""
     for _ in range(50):
@@ -451,6 +499,7 @@ def test_five_thousand_items_through_kills_cuts_a_freeze_and_a_database_crash(
     ctxs = [make_ctx() for _ in range(3)]
     due = datetime.now(UTC) + timedelta(seconds=3)  # after the fleet is up
     _fill(ctxs, due)
+    steps = _fill_workflows(ctxs, due)
     fleet = Fleet(tmp_path)
     findings = Findings()
     for _ in range(WORKERS):
@@ -485,7 +534,7 @@ def test_five_thousand_items_through_kills_cuts_a_freeze_and_a_database_crash(
             if not schedule and not running and emitted == EMITTED and now > t0 + KILLS_UNTIL_S:
                 left = query(
                     "SELECT (SELECT count(*) FROM workqueue_workitem"
-                    "        WHERE status IN ('pending', 'claimed'))"
+                    "        WHERE status IN ('pending', 'claimed', 'waiting'))"
                     "     + (SELECT count(*) FROM workqueue_outbox_outboxrow"
                     "         WHERE status = 'pending')"
                 )[0][0]
@@ -498,11 +547,15 @@ def test_five_thousand_items_through_kills_cuts_a_freeze_and_a_database_crash(
             step.close()
         survivors = fleet.stop_all()
     took_s = time.monotonic() - t0
-    _check(fleet, findings, survivors, took_s)
+    _check(fleet, findings, survivors, took_s, steps)
 
 
 def _check(
-    fleet: Fleet, findings: Findings, survivors: dict[int, int | None], took_s: float
+    fleet: Fleet,
+    findings: Findings,
+    survivors: dict[int, int | None],
+    took_s: float,
+    steps: int,
 ) -> None:
     assert not fleet.unexpected, "a worker died that the test did not kill:\n" + "\n".join(
         fleet.unexpected
@@ -542,7 +595,28 @@ def _check(
         """,
         [POISON.name],
     )
-    claimed = query("SELECT count(*) FROM workqueue_workitem WHERE status = 'claimed'")[0][0]
+    claimed = query(
+        "SELECT count(*) FROM workqueue_workitem WHERE status IN ('claimed', 'waiting')"
+    )[0][0]
+    # The workflows: their steps all done, and no step run before every step it waits for was
+    # done (its first run began after its parent's completing statement).
+    (steps_done, edges, early) = query(
+        """
+        SELECT (SELECT count(*) FROM workqueue_workitem
+                 WHERE workflow_id IS NOT NULL AND status = 'done'),
+               (SELECT count(*) FROM workqueue_dependency),
+               (SELECT count(*) FROM workqueue_dependency d
+                 WHERE coalesce((SELECT min(r.at) FROM chaos_run r WHERE r.item_id = d.child_id)
+                                  <= (SELECT max(a.ended_at) FROM workqueue_attempt a
+                                       WHERE a.item_id = d.parent_id AND a.outcome = 'done'),
+                                true))
+        """
+    )[0]
+    held = list({item_id for _, pairs in fleet.held_at_kills for item_id, _ in pairs})
+    steps_killed = query(
+        "SELECT count(*) FROM workqueue_workitem WHERE id = ANY(%s) AND workflow_id IS NOT NULL",
+        [held],
+    )[0][0]
     outbox = dict(query("SELECT status, count(*) FROM workqueue_outbox_outboxrow GROUP BY 1"))
     outbox_items = query(
         "SELECT count(*) FROM workqueue_outbox_outboxrow o JOIN workqueue_workitem w ON w.id = o.id"
@@ -564,9 +638,13 @@ def _check(
         f" {queue_refused + refused_cas} (queue fence {queue_refused}, record CAS {refused_cas};"
         f" the frozen worker's /metrics {findings.frozen_refused}), poison dead-lettered"
         f" {dead}/{len(poison)}, redelivered after effect {redelivered}, lost {lost},"
-        f" doubled {doubled}, {rescue}, {took_s:.0f} s",
+        f" doubled {doubled}, {rescue}, workflows {CHAINS} chains and {GROUPS} groups"
+        f" ({steps_done}/{steps} steps done, {steps_killed} held by a killed worker, {edges} edges,"
+        f" {early} run early), {took_s:.0f} s",
     )
-    assert effect_items >= ENQUEUED + EMITTED and not_done == 0, statuses
+    assert effect_items >= ENQUEUED + EMITTED + steps and not_done == 0, statuses
+    assert steps_done == steps and early == 0
+    assert edges == CHAINS * (CHAIN_LENGTH - 1) + GROUPS * 2 * GROUP_SIZE
     assert without_effect == 0 and doubled == 0
     assert claimed == 0
     assert outbox == {"relayed": EMITTED} and outbox_items == EMITTED, outbox
