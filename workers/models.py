@@ -75,3 +75,20 @@ class ScheduleState(models.Model):
 
     def __str__(self) -> str:
         return f"schedule {self.name}"
+
+
+class RescueTurn(models.Model):
+    """When a rescue timer last looked for gone workers, by the database's clock, and how many
+    workers had a liveness lock then. Each look reads every worker's row and lock: were every
+    worker to look each SWEEP_RESCUE_INTERVAL_S, a fleet would pay with the square of its size.
+    So a timer looks only when no look was taken in most of an interval (``find_gone_holders``
+    takes the turn), and each worker asks less often the larger the fleet (about four asks an
+    interval between them: ``workers.sweep.rescue``). One row (id 1), written by the look's own
+    statement."""
+
+    id = models.SmallIntegerField(primary_key=True)
+    looked_at = models.DateTimeField()
+    workers = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"rescue looked at {self.looked_at}"

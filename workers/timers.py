@@ -8,6 +8,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from workers.periodic import PeriodicTask
+from workers.sweep.rescue import ask_delay_s
 from workers.sweep.sweeper import rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
 
@@ -74,18 +75,38 @@ def watchdog_task(worker: Worker, watchdog: LoopWatchdog, stop: asyncio.Event) -
     )
 
 
-def sweep_task(worker: Worker, rescue: bool = False) -> PeriodicTask:
-    """The sweep's passes; ``rescue``: the rescue alone, on its own timer."""
+def sweep_task(worker: Worker) -> PeriodicTask:
+    """The sweep's passes."""
     sweep = worker.sweep_settings
-    once = rescue_once if rescue else sweep_once
     return PeriodicTask(
-        name="rescue" if rescue else "sweep",
-        operation=lambda: worker.in_maintenance_thread(lambda: once(sweep, outage=worker.outage)),
-        interval_s=sweep.rescue_interval_s if rescue else sweep.interval_s,
+        name="sweep",
+        operation=lambda: worker.in_maintenance_thread(
+            lambda: sweep_once(sweep, outage=worker.outage)
+        ),
+        interval_s=sweep.interval_s,
         mode="fixed_delay",
         timeout_s=sweep.timeout_s,
         stop=worker.stopped,
         on_error="continue",
         # The lock attempt meeting a server that went away is the outage's to log.
+        report=lambda exc: worker.outage.failed("sweep", exc),
+    )
+
+
+def rescue_task(worker: Worker) -> PeriodicTask:
+    """The rescue alone, on its own timer: it asks for the look the less often the larger the
+    fleet (``workers.sweep.rescue.ask_delay_s``)."""
+    sweep = worker.sweep_settings
+    return PeriodicTask(
+        name="rescue",
+        operation=lambda: worker.in_maintenance_thread(
+            lambda: rescue_once(sweep, outage=worker.outage)
+        ),
+        interval_s=sweep.rescue_interval_s,
+        mode="result_aware",
+        delay_for=lambda done: ask_delay_s(sweep, done.results.get("rescue")),
+        timeout_s=sweep.timeout_s,
+        stop=worker.stopped,
+        on_error="continue",
         report=lambda exc: worker.outage.failed("sweep", exc),
     )

@@ -262,16 +262,9 @@ class Worker:
         """The outbox relayer, and the sweep on its timer unless it is turned off here."""
         tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
         if self.settings.sweep:
-            tasks.append(
-                asyncio.create_task(
-                    timers.sweep_task(
-                        self,
-                    ).run(),
-                    name="sweep",
-                )
-            )
+            tasks.append(asyncio.create_task(timers.sweep_task(self).run(), name="sweep"))
             if self.sweep_settings.rescue_interval_s > 0:
-                rescue = timers.sweep_task(self, rescue=True)
+                rescue = timers.rescue_task(self)
                 tasks.append(asyncio.create_task(rescue.run(), name="rescue"))
         return tasks
 

@@ -15,7 +15,7 @@ from audit.models import AuditEntry
 from tenancy.contexts import OpContext, service_context
 from tests.helpers import row
 from workers.liveness_lock import TAKE_LIVENESS_LOCK, TakeParams, new_key, session_params
-from workers.models import Worker
+from workers.models import RescueTurn, Worker
 from workers.sweep import rescue
 from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings
@@ -65,6 +65,11 @@ def _claimed(ctx: OpContext, rctx, worker_id: str, n: int) -> list[WorkItem]:  #
     return [item for _, item in claim(rctx, "default", ["NOOP"], worker_id, 30, n)]
 
 
+def _nothing(rescued: rescue.Rescued) -> bool:
+    """Nobody marked, forgotten or handed back (the fleet's size aside)."""
+    return rescued._replace(fleet=0) == rescue.Rescued()
+
+
 def _seen_free_long_ago(worker_id: str) -> None:
     """Back-date the rescue's first look (the database's clock decides the grace)."""
     Worker.objects.using("admin").filter(pk=worker_id).update(lock_lost_at=db_now_minus(5.0))
@@ -85,7 +90,7 @@ def test_a_gone_holders_items_go_back_after_the_grace_and_nothing_else_moves(
     WorkItem.objects.using("admin").filter(pk=mine[0].id).update(attempts=5)  # spent (max 5)
     runtime.cancel(ctx, mine[1].id)  # asked to cancel while claimed
 
-    assert rescue.run_once(worker_rctx, SETTINGS) == rescue.Rescued()  # every lock held
+    assert _nothing(rescue.run_once(worker_rctx, SETTINGS))  # every lock held
     _end(gone_session)  # the process died: its session, and its lock, with it
     first = rescue.run_once(worker_rctx, SETTINGS)
     assert (first.marked, first.holders) == (1, 0)  # seen free once: not yet
@@ -108,7 +113,7 @@ def test_a_gone_holders_items_go_back_after_the_grace_and_nothing_else_moves(
     # Nothing left held: the gone worker's lock is forgotten, and never read again.
     assert rescue.run_once(worker_rctx, SETTINGS).forgotten == 1
     assert Worker.objects.using("admin").get(pk=gone).lock_key is None
-    assert rescue.run_once(worker_rctx, SETTINGS) == rescue.Rescued()
+    assert _nothing(rescue.run_once(worker_rctx, SETTINGS))
 
 
 def test_a_worker_that_took_a_new_lock_keeps_what_it_claimed_under_it(
@@ -121,7 +126,7 @@ def test_a_worker_that_took_a_new_lock_keeps_what_it_claimed_under_it(
     _seen_free_long_ago(worker)
     sessions.append(_take(worker))  # it reconnected: a new key, the mark cleared
     items = _claimed(ctx, worker_rctx, worker, 2)
-    assert rescue.run_once(worker_rctx, SETTINGS) == rescue.Rescued()
+    assert _nothing(rescue.run_once(worker_rctx, SETTINGS))
     assert {row(i.id).status for i in items} == {Status.CLAIMED}
 
 
@@ -134,3 +139,32 @@ def test_only_what_the_holder_claimed_before_the_look_goes_back(face, ctx, worke
     moved = face.requeue_held(held_ctx, ["host:5:gone", "x"], db_now_minus(-1))
     assert moved.requeued == 2
     assert {row(i.id).status for i in items} == {Status.PENDING}
+
+
+def test_the_fleets_timers_take_turns_to_look_and_a_pass_always_looks(worker_rctx) -> None:
+    """A timer's look within most of an interval of another's finds nothing, not even a gone
+    worker; once the interval has passed the next timer looks; a sweep pass's step looks
+    whenever it runs."""
+    gone_session = _take("host:6:gone")
+    _end(gone_session)
+    timer = SweepSettings(batch=10, max_batches=2, rescue_grace_s=1.0, rescue_interval_s=60)
+    assert rescue.run_on_timer(worker_rctx, timer).marked == 1  # the first look takes the turn
+    Worker.objects.using("admin").filter(pk="host:6:gone").update(lock_lost_at=None)
+    assert _nothing(rescue.run_on_timer(worker_rctx, timer))  # not its turn
+    assert rescue.run_once(worker_rctx, timer).marked == 1  # a pass looks anyway
+    Worker.objects.using("admin").filter(pk="host:6:gone").update(lock_lost_at=None)
+    RescueTurn.objects.using("admin").update(looked_at=db_now_minus(60 * rescue.TURN_SHARE))
+    assert rescue.run_on_timer(worker_rctx, timer).marked == 1  # its turn again
+
+
+def test_each_worker_asks_the_less_often_the_larger_the_fleet() -> None:
+    settings = SweepSettings(rescue_interval_s=0.5)
+
+    def delays(fleet: int) -> list[float]:
+        return [rescue.ask_delay_s(settings, rescue.Rescued(fleet=fleet)) for _ in range(100)]
+
+    failed = rescue.ask_delay_s(settings, None)
+    assert all(0.375 <= d <= 0.625 for d in [*delays(2), failed])  # every interval, or so
+    assert all(1.5 <= d <= 2.5 for d in delays(16))  # 16 workers: 4 asks an interval
+    assert all(3.0 <= d <= 5.0 for d in delays(400))  # at most every 8 intervals
+    assert len(set(delays(2))) > 1  # spread, so the fleet's timers do not fall in step

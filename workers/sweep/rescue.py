@@ -17,12 +17,14 @@ The marks are the database's (its clock, in the workers' rows), so any sweeper's
 and running the step twice at once hands nothing back twice (each item is locked ``SKIP
 LOCKED`` and changed only while claimed). It runs first in each pass, and on a timer of its own
 (``SWEEP_RESCUE_INTERVAL_S``), without the sweep's mutex: it is idempotent and the mutex would
-cost more than the step.
+cost more than the step. The fleet's timers take turns (``RescueTurn``, in the same statement):
+about one look an interval between them, however many workers sweep.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import uuid
 from collections import defaultdict
 from datetime import datetime
@@ -41,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 class FindParams(NamedTuple):
     grace_s: float
+    # 0: look now. Else look only if no look was taken in the last turn_s seconds.
+    turn_s: float
 
 
 FIND_GONE_HOLDERS = Statement("find_gone_holders", FindParams, Path(__file__).parents[1] / "sql")
@@ -55,6 +59,8 @@ class Rescued(NamedTuple):
     requeued: int = 0
     dead_lettered: int = 0
     cancelled: int = 0
+    # Workers that held a liveness lock at the last look (this one's, or another's).
+    fleet: int = 0
 
 
 class Found(NamedTuple):
@@ -62,25 +68,57 @@ class Found(NamedTuple):
     forgotten: int
     # The database's clock at the look: only items claimed before it are handed back.
     seen_at: datetime
+    fleet: int
     # Each tenant's gone holders.
     holders: dict[uuid.UUID, list[str]]
 
 
-def find_gone(grace_s: float) -> Found:
+def find_gone(grace_s: float, turn_s: float = 0.0) -> Found:
     """Mark the workers newly seen without their lock, forget those gone with nothing held, and
     return the tenants of what those gone for ``grace_s`` hold. Takes no tenant: which workers
-    are gone is read across tenants, on the system login; the hand-back is each tenant's."""
-    rows = execute(System(FIND_GONE_HOLDERS, FindParams(float(grace_s)))).rows
+    are gone is read across tenants, on the system login; the hand-back is each tenant's.
+    ``turn_s``: look only when no look was taken in that many seconds (else find nothing)."""
+    rows = execute(System(FIND_GONE_HOLDERS, FindParams(float(grace_s), float(turn_s)))).rows
     holders: dict[uuid.UUID, list[str]] = defaultdict(list)
-    for _, _, _, holder, org_id in rows:
+    for *_, holder, org_id in rows:
         if holder is not None:
             holders[org_id].append(holder)
-    marked, forgotten, seen_at = rows[0][:3]
-    return Found(int(marked), int(forgotten), seen_at, dict(holders))
+    marked, forgotten, seen_at, fleet = rows[0][:4]
+    return Found(int(marked), int(forgotten), seen_at, int(fleet), dict(holders))
+
+
+# A timer takes the turn once this share of its interval has passed since the last look: the
+# fleet's timers are not in step, and a turn asked for a moment early must not wait a whole
+# interval more.
+TURN_SHARE = 0.8
+# How many asks an interval the fleet makes between them: each worker asks every
+# fleet / ASKS intervals, so asks refused at the turn stay few however large the fleet. At most
+# every MAX_SPREAD intervals: the fleet counts every worker with a lock, and where only some of
+# them sweep, those few must still ask often enough.
+ASKS = 4
+MAX_SPREAD = 8
+
+
+def ask_delay_s(settings: SweepSettings, rescued: Rescued | None) -> float:
+    """When a worker's timer asks again, after an ask that found ``rescued`` (None: it failed),
+    spread at random a quarter either way so the fleet's timers do not fall in step."""
+    fleet = rescued.fleet if rescued is not None else 0
+    spread = min(float(MAX_SPREAD), max(1.0, fleet / ASKS))
+    return settings.rescue_interval_s * spread * random.uniform(0.75, 1.25)
 
 
 def run_once(rctx: RequestContext, settings: SweepSettings) -> Rescued:
-    found = find_gone(settings.rescue_grace_s)
+    """The rescue as a step of a sweep pass (one sweeper at a time): it always looks."""
+    return _rescue(rctx, settings, find_gone(settings.rescue_grace_s))
+
+
+def run_on_timer(rctx: RequestContext, settings: SweepSettings) -> Rescued:
+    """The rescue on a worker's own timer: it looks when its turn comes (``RescueTurn``)."""
+    turn_s = settings.rescue_interval_s * TURN_SHARE
+    return _rescue(rctx, settings, find_gone(settings.rescue_grace_s, turn_s))
+
+
+def _rescue(rctx: RequestContext, settings: SweepSettings, found: Found) -> Rescued:
     requeued = dead = cancelled = 0
     for org_id, holders in found.holders.items():
         ctx = service_context(rctx, org_id)
@@ -103,4 +141,4 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Rescued:
             dead_lettered=dead,
             cancelled=cancelled,
         )
-    return Rescued(found.marked, found.forgotten, len(gone), requeued, dead, cancelled)
+    return Rescued(found.marked, found.forgotten, len(gone), requeued, dead, cancelled, found.fleet)

@@ -54,7 +54,8 @@ STEPS: list[tuple[str, Step]] = [
 
 # The rescue alone, on its own short timer (SWEEP_RESCUE_INTERVAL_S), without the mutex: it is
 # idempotent (workers/sweep/rescue.py), and a gone worker's items should not wait for a pass.
-RESCUE_STEPS: list[tuple[str, Step]] = [("rescue", rescue.run_once)]
+# The fleet's timers take turns to look.
+RESCUE_STEPS: list[tuple[str, Step]] = [("rescue", rescue.run_on_timer)]
 
 
 @dataclass
