@@ -25,7 +25,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from audit.api import actor_names
-from tenancy.admin_fence import admin_alias, is_operator
+from tenancy.admin_fence import admin_alias
 from workqueue.admin.scope import actor_in, scope_of, tenants_have_names
 from workqueue.exceptions import NotFound
 from workqueue.models import Status, WorkItem
@@ -142,7 +142,7 @@ class WorkflowPages:
         self, request: HttpRequest, title: str, template: str, first: WorkItem, **extra: Any
     ) -> TemplateResponse:
         tenant = str(first.org_id)
-        if is_operator(request) and tenants_have_names():
+        if tenants_have_names():
             from tenancy.models import Org
 
             named = Org.objects.using(admin_alias(request)).filter(pk=first.org_id).first()
