@@ -60,7 +60,8 @@ def test_the_workflow_page_shows_steps_counts_callbacks_and_the_dead_step(
     staff: Person, worker_rctx
 ) -> None:
     declared, group, dead = stuck_group(staff.ctx, worker_rctx)
-    # Reached from any of its items.
+    # Reached from any of its items: the list's column, and each item's page.
+    assert page_of(declared.workflow_id) in staff.client.get(ITEMS).text
     item_page = staff.client.get(f"{ITEMS}{declared[group.on_success]}/change/")
     assert item_page.status_code == 200
     assert page_of(declared.workflow_id) in item_page.text
