@@ -135,6 +135,13 @@ def test_another_tenants_workflow_is_not_there_for_staff(
     assert page_of(declared.workflow_id) in operator.client.get(DEAD).text
     # The other tenant's staff see no trace of it on their dead letters' list.
     assert page_of(declared.workflow_id) not in other.client.get(DEAD).text
+    # The operator cancels it in its tenant, audited as themselves.
+    done = operator.client.post(f"{page_of(declared.workflow_id)}cancel/", {"confirm": "yes"})
+    assert done.status_code == 302
+    entries = AuditEntry.objects.using("admin").filter(action="work.cancelled")
+    assert entries.count() == 2
+    assert {(e.actor, e.org_id) for e in entries} == {(str(operator.user.pk), staff.org_id)}
+    assert {e.data["reason"] for e in entries} == {"workflow cancelled in the admin"}
 
 
 def test_cancel_the_workflow_asks_first_then_cancels_and_audits(staff: Person, worker_rctx) -> None:
