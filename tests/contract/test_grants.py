@@ -90,14 +90,14 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item and one attempt of it, an
     outbox row, an audit entry, a queue share, a shipment and a notice, a stored API answer, a
-    task record, a workflow edge, and a signed-in session for B's user."""
+    task record, a workflow edge and a workflow step, and a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
     from workers.demo.models import Shipment, ShipmentNotice
     from workers.django_tasks.models import TaskRecord
-    from workqueue.models import Attempt, Dependency, TenantShare
+    from workqueue.models import Attempt, Dependency, TenantShare, WorkflowStep
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
@@ -108,6 +108,9 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
         )
         Dependency.objects.using("admin").create(
             org_id=ctx.org_id, parent_id=item.id, child_id=uuid.uuid4()
+        )
+        WorkflowStep.objects.using("admin").create(
+            org_id=ctx.org_id, workflow_id=item.id, item_id=item.id, place=0
         )
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)

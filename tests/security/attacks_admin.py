@@ -241,6 +241,26 @@ def _b_detail_pages(scene: Scene) -> None:
         nothing_of_b(w, response)
 
 
+@attack("admin", "A's staff open or cancel B's workflow; their own page shows nothing of B's")
+def _b_workflow(scene: Scene) -> None:
+    w = scene.world
+    client = staff_of_a(w)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT org_id, workflow_id FROM workqueue_workitem WHERE workflow_id IS NOT NULL"
+        )
+        workflows = dict(cursor.fetchall())
+    theirs, ours = workflows[w.b.org_id], workflows[w.a.org_id]
+    page = f"{ITEMS}workflow/{theirs}/"
+    assert client.get(page).status_code == 404
+    assert client.get(f"{page}cancel/").status_code == 404
+    assert client.post(f"{page}cancel/", {"confirm": "yes"}).status_code == 404
+    assert row(theirs).status == Status.WAITING
+    own = client.get(f"{ITEMS}workflow/{ours}/")
+    assert own.status_code == 200
+    nothing_of_b(w, own)
+
+
 @attack("admin", "A's staff read attempts: their dead letter lists its own; B's stay out of reach")
 def _attempts(scene: Scene) -> None:
     w = scene.world

@@ -236,6 +236,22 @@ sql_attack(
     "UPDATE workqueue_dependency SET needs = 'finished' WHERE org_id = %(b_org)s",
 )
 sql_attack("drop B's edges", "DELETE FROM workqueue_dependency WHERE org_id = %(b_org)s")
+# A workflow's steps as declared: read under row-level security, never written after.
+sql_attack(
+    "read B's workflow steps",
+    "SELECT count(*) FROM workqueue_workflowstep WHERE org_id = %(b_org)s",
+    sees_nothing=True,
+)
+sql_attack(
+    "plant an item of A's among B's workflow's steps",
+    "INSERT INTO workqueue_workflowstep (org_id, workflow_id, item_id, place)"
+    " VALUES (%(b_org)s, %(b_held)s, %(a_item)s, 0)",
+)
+sql_attack(
+    "rewrite B's workflow steps",
+    "UPDATE workqueue_workflowstep SET place = 0 WHERE org_id = %(b_org)s",
+)
+sql_attack("drop B's workflow steps", "DELETE FROM workqueue_workflowstep WHERE org_id = %(b_org)s")
 sql_attack("read a server file", "SELECT pg_read_file('/etc/passwd')")
 sql_attack("run a server program", "COPY (SELECT 1) TO PROGRAM 'true'")
 

@@ -34,6 +34,7 @@ from workqueue.admin.filters import (
 )
 from workqueue.admin.items import WorkItemAdmin
 from workqueue.admin.scope import actor_in, scope_of
+from workqueue.admin.workflows import HoldingChangeList, holding_text
 from workqueue.exceptions import InvalidPayload
 from workqueue.models import Status, WorkItem
 from workqueue.triage import (
@@ -63,7 +64,17 @@ class DeadLetterAdmin(WorkItemAdmin):
 
     # A dead letter is final: no action on live items (cancel) is offered here.
     statuses = frozenset({Status.FAILED.value})
-    list_display = ("short_id", "tenant", "kind", "lane", "tries", "error", "failed", "created")
+    list_display = (
+        "short_id",
+        "tenant",
+        "kind",
+        "lane",
+        "tries",
+        "error",
+        "holds_up",
+        "failed",
+        "created",
+    )
     list_filter = (TenantFilter, KindFilter, LaneFilter, FailedFilter)
     ordering = ("-updated_at",)
     search_help_text = (
@@ -111,6 +122,14 @@ class DeadLetterAdmin(WorkItemAdmin):
             **(extra_context or {}),
         }
         return super().changelist_view(request, extra)
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[HoldingChangeList]:
+        return HoldingChangeList
+
+    @admin.display(description="holds up")
+    def holds_up(self, item: WorkItem) -> str:
+        """The workflow a dead step holds up, and how many of its steps wait for it."""
+        return holding_text(getattr(item, "holding", None))
 
     @admin.display(description="failed")
     def failed(self, item: WorkItem) -> str:

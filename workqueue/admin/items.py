@@ -27,9 +27,11 @@ from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
 from workqueue.admin.display import age, first_line, progress_text, share, trace_link
 from workqueue.admin.filters import KindFilter, LaneFilter, TenantFilter
-from workqueue.admin.scope import tenants_have_names
+from workqueue.admin.scope import scope_of, tenants_have_names
+from workqueue.admin.workflows import WorkflowPages, counted, workflow_link
 from workqueue.models import Attempt, Status, WorkItem
 from workqueue.progress import NOTE_MAX
+from workqueue.workflows.overview import read_holding
 
 # The most attempts an item's page lists (the first ones: an item runs out of attempts long
 # before; one an operator requeued many times shows its first this many).
@@ -45,7 +47,7 @@ def _pretty(value: Any) -> str | None:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-class WorkItemAdmin(TriageAdmin):
+class WorkItemAdmin(WorkflowPages, TriageAdmin):
     statuses = frozenset(Status.values)
     # Typed as any tuple: the dead-letter list shows other columns and filters.
     list_display: tuple[str, ...] = (
@@ -57,6 +59,7 @@ class WorkItemAdmin(TriageAdmin):
         "progress_shown",
         "tries",
         "error",
+        "workflow",
         "created",
         "updated",
     )
@@ -117,6 +120,9 @@ class WorkItemAdmin(TriageAdmin):
         ),
     )
 
+    def get_urls(self) -> list[Any]:
+        return [*self.workflow_urls(), *super().get_urls()]
+
     # -- who --
 
     def get_list_filter(self, request: HttpRequest) -> tuple[Any, ...]:
@@ -173,6 +179,10 @@ class WorkItemAdmin(TriageAdmin):
     def error(self, item: WorkItem) -> str:
         return first_line(item.last_error, 80)
 
+    @admin.display(description="workflow")
+    def workflow(self, item: WorkItem) -> str:
+        return workflow_link(item.workflow_id)
+
     @admin.display(description="created")
     def created(self, item: WorkItem) -> str:
         return age(item.created_at)
@@ -223,9 +233,21 @@ class WorkItemAdmin(TriageAdmin):
                 result_json=_pretty(obj.result),
                 history=self._history(request, obj),
                 triage=self._triage_for(request, obj),
+                workflow=workflow_link(obj.workflow_id),
+                **self._holding(request, obj),
                 action_checkbox_name=ACTION_CHECKBOX_NAME,
             )
         return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def _holding(self, request: HttpRequest, item: WorkItem) -> dict[str, str]:
+        """How many waiting items need the item done, and the workflow they are steps of."""
+        if not item.has_dependents:
+            return {}
+        holding = read_holding([item.id], scope=scope_of(request)).get(item.id)
+        if holding is None or not holding.waiting:
+            return {}
+        held = holding.workflows[0] if holding.workflows else item.workflow_id
+        return {"holding": counted(holding.waiting), "held_workflow": workflow_link(held)}
 
     def _history(self, request: HttpRequest, item: WorkItem) -> list[tuple[AuditEntry, str]]:
         """The item's audit entries, oldest first, each with its actor's name and its data."""

@@ -30,6 +30,10 @@ class Status(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+# Every status but done: what the workflow index covers (a step's completion adds it no entry).
+NOT_DONE = [status for status in Status.values if status != Status.DONE]
+
+
 def new_item_id() -> uuid.UUID:
     """A time-ordered id (UUIDv7): inserts append to the primary key's last pages instead of
     dirtying random ones, which keeps enqueues and their WAL small."""
@@ -172,13 +176,14 @@ class WorkItem(models.Model):
                 condition=models.Q(status__in=["failed", "discarded", "cancelled"]),
                 name="workitem_triage_idx",
             ),
-            # A workflow's steps still to end (its cancel). Live steps only: plain items, and a
-            # step's completion (a member's: its new row is done), cost it nothing.
+            # A workflow's steps that are not done, by status: its live ones (what its cancel
+            # reads) and those that ended otherwise (a dead step holding the rest, cancelled,
+            # discarded), which its admin page counts and lists. Never done rows: plain items,
+            # and a step's completion (a member's: its new row is done), cost it nothing; the
+            # endings it takes are rare. (Every step, done ones too: ``WorkflowStep``.)
             models.Index(
-                fields=["workflow_id"],
-                condition=models.Q(
-                    workflow_id__isnull=False, status__in=["waiting", "pending", "claimed"]
-                ),
+                fields=["workflow_id", "status"],
+                condition=models.Q(workflow_id__isnull=False, status__in=NOT_DONE),
                 name="workitem_workflow_idx",
             ),
         ]
@@ -323,12 +328,16 @@ class Mutex(models.Model):
         return self.name
 
 
-# The operator's controls live beside (``controls.py``); their models are the app's like these.
+# The operator's controls live beside (``controls.py``), and a workflow's steps as declared
+# (``workflows.py``); their models are the app's like these.
 from workqueue.models.controls import Pause, RateBucket, RateLimit, TenantShare  # noqa: E402
+from workqueue.models.workflows import Callback, WorkflowStep  # noqa: E402
 
 __all__ = [
+    "NOT_DONE",
     "Attempt",
     "AttemptOutcome",
+    "Callback",
     "DeadLetter",
     "Dependency",
     "Mutex",
@@ -340,5 +349,6 @@ __all__ = [
     "StoredResponse",
     "TenantShare",
     "WorkItem",
+    "WorkflowStep",
     "new_item_id",
 ]

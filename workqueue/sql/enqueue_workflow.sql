@@ -1,4 +1,4 @@
--- enqueue_workflow: insert a workflow's steps (parallel arrays, one per column) and its edges, in the tenant this statement names for its own transaction, marking the existing items its steps wait for as parents (and locking them); each step waits for its edges not met yet (an existing parent's as its status says once locked), or is pending when none is left; nothing is written when its first step exists (declared before under the workflow's key) or an existing parent is not found; announce the lanes of its pending steps on work_available (delivered at commit); returns whether it was fresh and written, the parents found and the steps inserted
+-- enqueue_workflow: insert a workflow's steps (parallel arrays, one per column), each one's place and callback (workqueue_workflowstep) and its edges, in the tenant this statement names for its own transaction, marking the existing items its steps wait for as parents (and locking them); each step waits for its edges not met yet (an existing parent's as its status says once locked), or is pending when none is left; nothing is written when its first step exists (declared before under the workflow's key) or an existing parent is not found; announce the lanes of its pending steps on work_available (delivered at commit); returns whether it was fresh and written, the parents found and the steps inserted
 -- An existing parent's status is read as its row lock leaves it (the UPDATE waits for a settle in flight and reads
 -- what it wrote): ended as an edge needs, that edge is met now and not counted; not ended, the statement that ends it
 -- will see the edge (workqueue_move_dependents_v1 reads a fresh snapshot) and move the step then.
@@ -30,7 +30,15 @@ WITH tenant AS MATERIALIZED (
       LEFT JOIN met m ON m.child_id = i.id
      WHERE (SELECT yes FROM ready)
     ON CONFLICT DO NOTHING
-    RETURNING lane, status
+    RETURNING id, lane, status
+), placed AS (
+    INSERT INTO workqueue_workflowstep (org_id, workflow_id, item_id, place, callback)
+    SELECT %(org_id)s::uuid, %(anchor)s::uuid, s.id, (o.place - 1)::integer, c.which
+      FROM steps s
+      JOIN unnest(%(id)s::uuid[]) WITH ORDINALITY AS o(id, place) ON o.id = s.id
+      LEFT JOIN unnest(%(callback_ids)s::uuid[], %(callback_kinds)s::text[]) AS c(id, which)
+             ON c.id = s.id
+    ON CONFLICT DO NOTHING
 ), edges AS (
     INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)
     SELECT %(org_id)s::uuid, e.parent_id, e.child_id, e.needs

@@ -21,3 +21,6 @@ GRANT SELECT, INSERT ON workqueue_attempt TO {app};
 -- has_dependents, above); the statements that end an item read them. An edge never changes (the
 -- purge, on the system login, deletes it with its item).
 GRANT SELECT, INSERT ON workqueue_dependency TO {app};
+-- A workflow's steps as declared: written by its declaration beside the steps, read by its
+-- admin page; never changed (the purge, on the system login, deletes each with its item).
+GRANT SELECT, INSERT ON workqueue_workflowstep TO {app};

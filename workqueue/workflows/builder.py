@@ -13,7 +13,7 @@ from typing import Any
 
 from workqueue.enqueue import NewItem
 from workqueue.exceptions import InvalidPayload
-from workqueue.models import Needs
+from workqueue.models import Callback, Needs
 
 # The most steps and edges one declaration may hold: it is one transaction and one statement.
 MAX_STEPS = 200_000
@@ -76,6 +76,8 @@ class Workflow:
         self.key = key
         self.steps: list[Step] = []
         self.edges: list[Edge] = []
+        # The groups' callbacks, by step index: which one each is (kept for the admin's page).
+        self.callbacks: dict[int, str] = {}
 
     def step(
         self,
@@ -160,4 +162,7 @@ class Workflow:
         complete = (
             self.step(on_complete, after_finished=members) if on_complete is not None else None
         )
+        for callback, which in ((success, Callback.ON_SUCCESS), (complete, Callback.ON_COMPLETE)):
+            if callback is not None:
+                self.callbacks[callback.index] = which
         return Group(members, success, complete)

@@ -1,13 +1,14 @@
 """enqueue_workflow: put a whole workflow on the queue, in the caller's transaction.
 
 Its steps are inserted by one statement (the bulk enqueue's insert, ``enqueue_many_rows``, with
-each step's edges, parent flag and workflow placed beside its columns) and its edges in the same
-one. A step whose edges are all met (none, or to existing items that ended as needed) is pending
-at once; the others are ``waiting``, which no claim sees, until the statement that ends their
-last parent makes them pending. Before it, at most
-two reads: the ids of a keyed workflow, checked against other tenants' items (as a bulk
-enqueue checks ids its caller chose), and the existing items steps wait for, checked in the
-tenant (another tenant's is not found, as under row-level security it is not there).
+each step's edges, parent flag and workflow placed beside its columns), and its edges and each
+step's place and callback (``WorkflowStep``) in the same one. A step whose edges are all met
+(none, or to existing items that ended as needed) is pending at once; the others are
+``waiting``, which no claim sees, until the statement that ends their last parent makes them
+pending. Before it, at most two reads: the ids of a keyed workflow, checked against other
+tenants' items (as a bulk enqueue checks ids its caller chose), and the existing items steps
+wait for, checked in the tenant (another tenant's is not found, as under row-level security it
+is not there).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ EnqueueWorkflowParams = statement_params(
     (
         *STEP_ROW_FIELDS,
         "anchor",
+        "callback_ids",
+        "callback_kinds",
         "parent_items",
         "edge_parents",
         "edge_children",
@@ -119,8 +122,9 @@ def _check_existing(shape: Shape, found: Sequence[WorkItem]) -> None:
                 )
 
 
-def _params(author: Author, shape: Shape) -> Any:
+def _params(author: Author, shape: Shape, workflow: Workflow) -> Any:
     rows = shape.rows
+    callbacks = sorted(workflow.callbacks.items())
     placed: dict[str, list[Any]] = {
         "waiting_on": shape.edge_counts,
         "has_dependents": shape.has_dependents,
@@ -132,6 +136,8 @@ def _params(author: Author, shape: Shape) -> Any:
         *(array(placed[name]) for name, array in STEP_PLACED.items()),
         *author,
         anchor=rows[0].id,
+        callback_ids=UUIDArray([shape.ids[index] for index, _ in callbacks]),
+        callback_kinds=TextArray([which for _, which in callbacks]),
         parent_items=list(shape.existing),
         edge_parents=UUIDArray(parents),
         edge_children=UUIDArray(children),
@@ -163,7 +169,7 @@ def enqueue_workflow(ctx: OpContext, workflow: Workflow) -> Plan[Declared]:
             author.org_id, READ_ITEMS, ReadItemsParams(list(shape.existing), [])
         )
         _check_existing(shape, items_of(found))
-    rows: Rows = yield Tenant(author.org_id, ENQUEUE_WORKFLOW, _params(author, shape))
+    rows: Rows = yield Tenant(author.org_id, ENQUEUE_WORKFLOW, _params(author, shape, workflow))
     fresh, written, parents, steps = rows.rows[0][:4]
     if fresh and not written:
         raise Conflict(
