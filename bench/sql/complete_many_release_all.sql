@@ -15,7 +15,7 @@ RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at, w.has_dependen
 ), attempts AS (
 {record_attempts}
 ), dependents AS (
-    SELECT workqueue_move_dependents_v1(array_agg(d.id), '{done,finished}'::text[], -1)
+    SELECT workqueue_move_dependents_v2(array_agg(d.id), '{done,finished}'::text[], -1)
       FROM done d
 )
 SELECT d.id FROM done d, (SELECT count(*) FROM dependents) AS r

@@ -21,6 +21,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -190,6 +191,62 @@ sql_attack("grant itself BYPASSRLS", "ALTER ROLE CURRENT_USER BYPASSRLS")
 sql_attack("create a role", "CREATE ROLE sneaky LOGIN BYPASSRLS")
 
 
+def _b_waiting_step(scene: Scene) -> None:
+    """B's own doing: a chain of two, its second step waiting for its first (due in a day)."""
+    later = datetime.now(UTC) + timedelta(days=1)
+    wf = api.Workflow()
+    wf.chain(
+        api.NewItem("NOOP", {}, lane=worlds.PARKED, available_at=later),
+        api.NewItem("NOOP", {}, lane=worlds.PARKED),
+    )
+    api.enqueue_workflow(scene.world.b.ctx, wf)
+
+
+def _planted_edge(scene: Scene) -> None:
+    """A plants an edge from an item of its own to B's waiting step (the edge in A's name, as
+    row-level security lets it), marks its item a parent, and has it completed by a worker:
+    B's step must not move."""
+    w = scene.world
+    mine, _ = api.enqueue(w.a.ctx, "NOOP", {}, lane=worlds.PARKED)
+    token = uuid.uuid4()
+    with connections["admin"].cursor() as cursor:  # claimed by A's worker (a claim of its own)
+        cursor.execute(
+            "UPDATE workqueue_workitem SET status = 'claimed', claim_token = %s,"
+            " claimed_by = 'x:1:y', claimed_at = now(), attempts = 1,"
+            " lease_expires_at = now() + interval '1 hour' WHERE id = %s",
+            [token, mine.id],
+        )
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM workqueue_workitem WHERE org_id = %s AND status = 'waiting'",
+            [w.b.org_id],
+        )
+        theirs = [r[0] for r in cursor.fetchall()]
+    assert theirs
+    with tenant_scope(w.a.org_id), connections["default"].cursor() as cursor:
+        for child in theirs:
+            cursor.execute(
+                "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
+                " VALUES (%s, %s, %s, 'done')",
+                [w.a.org_id, mine.id, child],
+            )
+        cursor.execute(
+            "UPDATE workqueue_workitem SET has_dependents = true WHERE id = %s", [mine.id]
+        )
+    assert complete_many([runtime.Fence(w.a.org_id, mine.id, token)]) == {mine.id}
+    assert {row(child).status for child in theirs} == {"waiting"}
+
+
+ATTACKS.append(
+    Attack(
+        "sql",
+        "release B's waiting step by an edge planted in A's name",
+        _planted_edge,
+        prepare=_b_waiting_step,
+    )
+)
+
+
 @attack("sql", "grant the queue to everyone")
 def _grant_public(scene: Scene) -> None:
     # A grant by a role without the grant option is a warning, not an error: check its effect.
@@ -221,11 +278,13 @@ sql_attack(
 )
 # Workflow edges: a tenant's own, read under row-level security, never written after they are
 # declared; the function that moves waiting steps acts as its caller, under the same fence.
-sql_attack(
-    "release B's waiting step through the dependents function",
-    "SELECT workqueue_move_dependents_v1(ARRAY[%(b_held)s]::uuid[], '{done,finished}', -1)",
-    sees_nothing=True,
-)
+for version in ("v1", "v2"):
+    sql_attack(
+        f"release B's waiting step through the dependents function ({version})",
+        f"SELECT workqueue_move_dependents_{version}(ARRAY[%(b_held)s]::uuid[],"
+        " '{done,finished}', -1)",
+        sees_nothing=True,
+    )
 sql_attack(
     "make B's step wait for an item of A's",
     "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"

@@ -1,7 +1,7 @@
 -- enqueue_workflow: insert a workflow's steps (parallel arrays, one per column), each one's place and callback (workqueue_workflowstep) and its edges, in the tenant this statement names for its own transaction, marking the existing items its steps wait for as parents (and locking them); each step waits for its edges not met yet (an existing parent's as its status says once locked), or is pending when none is left; nothing is written when its first step exists (declared before under the workflow's key) or an existing parent is not found; announce the lanes of its pending steps on work_available (delivered at commit); returns whether it was fresh and written, the parents found and the steps inserted
 -- An existing parent's status is read as its row lock leaves it (the UPDATE waits for a settle in flight and reads
 -- what it wrote): ended as an edge needs, that edge is met now and not counted; not ended, the statement that ends it
--- will see the edge (workqueue_move_dependents_v1 reads a fresh snapshot) and move the step then.
+-- will see the edge (workqueue_move_dependents_v2 reads a fresh snapshot) and move the step then.
 WITH tenant AS MATERIALIZED (
     SELECT {set_tenant}
 ), fresh AS MATERIALIZED (
