@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +29,24 @@ class ProjectConfig(AppConfig):
         observability.configure_tracing()
 
 
-def grant_logins(using: str = "admin", **_: Any) -> None:
+def grant_logins(using: str = "admin", plan: Any = None, **kwargs: Any) -> None:
     """After a migrate as the owner: the queue's grants on its tables (tenancy.grants), then
     this site's on Django's own (``sql/site_grants.sql``: sign-in on the system login, the
-    catalogs read-only to the everyday login)."""
+    catalogs read-only to the everyday login). Not after a migrate backwards: this code names
+    tables the older schema lacks; the grants wait for the code that matches it."""
     from psycopg import sql
 
     from tenancy.grants import apply_grants
     from wqcore.conf import owner_alias, system_alias, tenant_alias
 
     if using != owner_alias():
+        return
+    if any(backwards for _, backwards in plan or ()):
+        out = kwargs.get("stdout") or sys.stdout
+        out.write(
+            "migrated backwards: the logins' grants are left as they were; deploy the code that"
+            " matches this schema, then run manage.py grant_logins\n"
+        )
         return
     apply_grants()
     logins = {

@@ -244,3 +244,22 @@ def test_an_admin_member_of_one_tenant_reads_no_other_users() -> None:
     result = _as_tenant(mine.org_id, "SELECT count(*) FROM auth_user")
     assert isinstance(result, DatabaseError)
     assert OrgFactory()  # the factories (owner login) are unaffected
+
+
+def test_a_migrate_backwards_leaves_the_grants_for_the_code_that_matches() -> None:
+    """The reference site's post-migrate grants name this code's tables: after a migrate
+    backwards (some gone) they wait, saying why, instead of failing on a missing table."""
+    import io
+
+    from project.apps import grant_logins
+    from wqcore.conf import owner_alias
+
+    out = io.StringIO()
+    with connections[owner_alias()].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM information_schema.role_table_grants")
+        before = cursor.fetchone()
+    grant_logins(using=owner_alias(), plan=[(object(), True)], stdout=out)
+    with connections[owner_alias()].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM information_schema.role_table_grants")
+        assert cursor.fetchone() == before
+    assert "run manage.py grant_logins" in out.getvalue()
