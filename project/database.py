@@ -12,7 +12,7 @@ The product uses three logins on one database:
 Behind a transaction pooler (PgBouncer's ``pool_mode = transaction``; ``DATABASE_POOLER``) the
 connections send nothing at connect that the pooler would refuse, use no server-side cursors,
 and the store prepares nothing; the connections that need a session of their own (the workers'
-LISTEN) reach PostgreSQL at ``DATABASE_DIRECT_URL`` instead (README, "Behind PgBouncer").
+LISTEN) reach PostgreSQL at ``DATABASE_DIRECT_URL`` instead (docs/howto/pgbouncer.md).
 
 With no ``DATABASE_URL`` the project uses an embedded PostgreSQL in a git-ignored folder; the
 set-up path (``bin/run``, ``bin/test``: ``python -m project.embedded start`` then

@@ -6,7 +6,7 @@
 - ``orgs``: the tenancy app's orgs and memberships (add ``tenancy`` to ``INSTALLED_APPS``). A
   request's tenant is the member's org; an org can be marked gone (its work is not run); work
   runs as its author while they are still a member. With its three logins this is the strongest
-  fence (README: "Tenancy").
+  fence (docs/howto/tenancy.md).
 - a dotted path: the site's own tenants. It names a callable ``tenant_for(request)`` giving the
   request's tenant (a model instance, a primary key, or None for none); the queue keeps each
   tenant's rows under the id ``tenant_id(tenant)`` gives (the tenant's UUID primary key as it

@@ -84,7 +84,7 @@ class WorkerSettings(View):
     lane: str = setting("WORKER_LANE", "--lane")
     # Items run at once. None: two claim batches when every handler is async and none uses
     # threads (the next batch is claimed while the last one's handlers run, so the claim's round
-    # trip and the handlers' Python overlap: README, "Benchmarks"); when any is sync (one thread
+    # trip and the handlers' Python overlap: bench/RESULTS.md); when any is sync (one thread
     # and one connection each), what the pool leaves after the worker's own connections. (An
     # async handler that only sometimes uses threads, ``uses_threads``, keeps one batch and
     # gets the threads the pool leaves: see ``threads``; a second batch would only wait for

@@ -3,7 +3,7 @@
 They describe the database, not a process, so exactly one endpoint exports them: the web's
 ``/metrics/queue`` (``workers/urls.py``, which a site includes; or ``registry()`` served where
 it likes). Workers export only their own counters, and the web's ``/metrics``
-only its own, so a ``sum()`` across processes is right (README, "Metrics"). One statement on the
+only its own, so a ``sum()`` across processes is right (docs/howto/metrics.md). One statement on the
 system login reads the items by lane, kind and status, the outbox lag and the live workers
 (each part named in its own app and embedded here); the result is kept for
 ``WORKQUEUE["GAUGES_CACHE_S"]``, and concurrent scrapes share one read, so a scrape storm

@@ -21,7 +21,7 @@ from typing import Any
 
 WORKLOADS = ("drain", "wake", "enqueue", "depth", "bloat", "raw", "fairness")
 
-# Defaults are the full-size figures from the README; the harness passes explicit
+# Defaults are the full-size figures of bench/RESULTS.md; the harness passes explicit
 # (possibly --quick scaled) values, these only matter for manual runs.
 DEFAULTS: dict[str, dict[str, int | float]] = {
     "drain": {"n": 20_000, "procs": 1},

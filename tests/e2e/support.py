@@ -26,7 +26,9 @@ MARKS = [
         CHROMIUM is None, reason="Debian's chromium is not installed: apt-get install chromium"
     ),
 ]
-SHOTS = Path(__file__).with_name("screenshots")
+# Where the documentation shows them (git-ignored): its pictures of the admin are the browser
+# tests', taken at their last run.
+SHOTS = Path(__file__).resolve().parents[2] / "docs" / "assets" / "screenshots"
 PASSWORD = "correct horse battery staple"
 
 

@@ -6,7 +6,8 @@ opens the gauges and finds their numbers, then books a shipment on the demo page
 its notice's work get done. Then a bad deploy: 250 dead letters of one kind and error are one
 row of the grouped dead letters, requeued by one filter action, and the lane they wait in (no
 worker serves it) is flagged on the gauges page. Each page is saved as a screenshot in
-``tests/e2e/screenshots/`` (git-ignored).
+``docs/assets/screenshots/`` (git-ignored), where the documentation shows them: its pictures of
+the admin are this test's, taken at its last run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
             "UPDATE workqueue_workitem SET lane = %s WHERE id = %s", [PARKED_LANE, dead.id]
         )
     connections.close_all()
-    SHOTS.mkdir(exist_ok=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
     for old in SHOTS.glob("*.png"):
         old.unlink()
     # Playwright's sync API runs an event loop on this thread; the test reads the database

@@ -14,16 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +27,8 @@ import psycopg
 import pytest
 from django.db import connections
 from psycopg import sql
+
+from tests.install.pages import code_blocks, file_parts, free_port, get
 
 ROOT = Path(__file__).resolve().parents[2]
 SECTION = "## Add it to your site"
@@ -50,26 +47,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("django_db_setup")]
 
 def install_blocks() -> list[tuple[str, str]]:
     """The fenced code blocks of the README's install section, in order: (language, text)."""
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index(f"\n{SECTION}\n")
-    end = re.compile(r"\n#{2,3} ").search(readme, start + len(SECTION) + 2)
-    section = readme[start : end.start() if end else None]
-    return [(m[1], m[2]) for m in re.finditer(r"^```(\w+)\n(.*?)^```$", section, re.M | re.S)]
-
-
-def file_parts(block: str) -> list[tuple[str, str]]:
-    """A Python block cut where a comment names a file (``# settings.py``, ``# myapp/work.py:
-    ...``): (that file, its code)."""
-    parts: list[tuple[str, str]] = []
-    for line in block.splitlines(keepends=True):
-        named = re.match(r"# ([\w/]+\.py)\b", line)
-        if named:
-            parts.append((named[1], ""))
-        elif parts:
-            parts[-1] = (parts[-1][0], parts[-1][1] + line)
-        elif line.strip():
-            raise AssertionError(f"a README block's code comes before any file name: {line!r}")
-    return parts
+    return code_blocks(ROOT / "README.md", SECTION)
 
 
 def _run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
@@ -141,28 +119,6 @@ def database() -> Iterator[dict[str, str]]:
             conn.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(name)))
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _get(url: str, server: subprocess.Popen[str]) -> tuple[int, bytes]:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                return answer.status, answer.read()
-        except urllib.error.HTTPError as refused:
-            return refused.code, refused.read()
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"runserver did not answer {url}: {server.communicate()}"
-                ) from None
-            time.sleep(0.2)
-
-
 class Site:
     def __init__(self, root: Path, venv: Path) -> None:
         self.root = root
@@ -224,7 +180,7 @@ def test_the_readme_install_section_gives_a_site_that_checks_clean_and_answers(
     assert checked.strip() == "System check identified no issues (0 silenced).", checked
     site.manage("shell", "-c", "import myapp.views")  # the README's view, as written
 
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [str(venv / "bin" / "python"), "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
         cwd=root,
@@ -234,12 +190,12 @@ def test_the_readme_install_section_gives_a_site_that_checks_clean_and_answers(
         text=True,
     )
     try:
-        status, body = _get(f"http://127.0.0.1:{port}/healthz", server)
+        status, body = get(f"http://127.0.0.1:{port}/healthz", server)
         assert status == 200, body
         assert json.loads(body) == {"database": "ok", "migrations": "applied", "healthy": True}
-        status, body = _get(f"http://127.0.0.1:{port}/metrics", server)
+        status, body = get(f"http://127.0.0.1:{port}/metrics", server)
         assert status == 200 and b"python_info" in body, body[:500]
-        status, body = _get(f"http://127.0.0.1:{port}/metrics/queue", server)
+        status, body = get(f"http://127.0.0.1:{port}/metrics/queue", server)
         assert status == 200 and b"workqueue_work_failed" in body, body[:500]
     finally:
         server.terminate()

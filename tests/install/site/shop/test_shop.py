@@ -8,7 +8,7 @@ from shop.models import Order
 from shop.tasks import order_count
 from workers import testing
 
-# The helpers' worker sees committed rows only (README, "Testing your code").
+# The helpers' worker sees committed rows only (docs/howto/testing.md).
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
