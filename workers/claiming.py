@@ -138,7 +138,13 @@ class ClaimLoop:
             # (the wake event, cleared before the claim) or due by then (the poll) comes next.
             if s.once:
                 if not self.runner.in_flight() and not self.reserved:
-                    return
+                    if not self.completer.backlog:
+                        return
+                    # The statement that completes an item makes its workflow's next steps
+                    # due: look again once the completions are written.
+                    self.written.clear()
+                    await self._wait(self.written, None, stop)
+                    continue
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
                 continue
