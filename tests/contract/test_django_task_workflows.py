@@ -80,7 +80,7 @@ def test_a_chain_is_one_workflow_of_task_items_each_waiting_for_the_one_before(
     with _Enqueued() as enqueued:
         made = chain(
             step(tasks.add, 1, b=2),
-            tasks.adds_to_parents.using(priority=5),
+            tasks.tenant_of_the_run.using(priority=5),  # a task alone: no arguments
             step(tasks.flaky.using(run_after=when), fail_times=0),
         ).enqueue()
     first, second, third = made.results
@@ -102,7 +102,7 @@ def test_a_chain_is_one_workflow_of_task_items_each_waiting_for_the_one_before(
     assert _edges() == {(first.id, second.id, "done"), (second.id, third.id, "done")}
     assert enqueued.seen == [
         ("tests.tasks.add", first.id),
-        ("tests.tasks.adds_to_parents", second.id),
+        ("tests.tasks.tenant_of_the_run", second.id),
         ("tests.tasks.flaky", third.id),
     ]
     # Each step's result reads back as any task's: a waiting step is READY.
@@ -133,7 +133,7 @@ def test_a_group_waits_its_callbacks_for_its_members(member: OpContext) -> None:
 
 
 def test_a_group_takes_one_callback_or_none(member: OpContext) -> None:
-    only = group([tasks.adds_to_parents.using(priority=1)], on_complete=tasks.tenant_of_the_run)
+    only = group([tasks.tenant_of_the_run.using(priority=1)], on_complete=tasks.tenant_of_the_run)
     made = only.enqueue()
     assert made.on_success is None and made.on_complete is not None
     assert len(_items()) == 2
@@ -167,7 +167,7 @@ def test_a_rolled_back_transaction_takes_the_whole_workflow_back(member: OpConte
 
 def test_aenqueue_joins_djangos_sync_thread(member: OpContext) -> None:
     async def go() -> Any:
-        made = await chain(step(tasks.add, 1, 2), tasks.adds_to_parents).aenqueue(key="k")
+        made = await chain(step(tasks.add, 1, 2), tasks.tenant_of_the_run).aenqueue(key="k")
         return made, await tasks.add.aget_result(made.results[0].id)
 
     made, read = asyncio.run(go())
@@ -175,7 +175,7 @@ def test_aenqueue_joins_djangos_sync_thread(member: OpContext) -> None:
     assert set(_items()) == {r.id for r in made.results}
 
     async def go_group() -> Any:
-        return await group([step(tasks.add, 1, 2)], on_success=tasks.adds_to_parents).aenqueue()
+        return await group([step(tasks.add, 1, 2)], on_success=tasks.tenant_of_the_run).aenqueue()
 
     assert asyncio.run(go_group()).on_success is not None
 
@@ -292,7 +292,7 @@ def _as_step(ctx: OpContext, result_id: str) -> Any:
 def test_a_chains_next_step_reads_what_the_one_before_returned(
     member: OpContext, worker_rctx: Any
 ) -> None:
-    made = chain(step(tasks.add, 1, 2), tasks.adds_to_parents).enqueue()
+    made = chain(step(tasks.add, 1, 2), step(tasks.adds_to_parents, "", "b", 1)).enqueue()
     first, second = made.results
     assert parent_results() == {} and parent_counts() == {}  # outside a step: no parents
     _run_first(worker_rctx, "3")
