@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
+import os
 import uuid
 
 from tenancy.current import current_context
@@ -14,6 +16,12 @@ from workers.demo.models import Shipment
 from workers.django_tasks.compat import TaskContext, task
 from workers.django_tasks.policy import retries
 from workers.django_tasks.progress import progress, set_meta
+from workers.django_tasks.workflows import (
+    aparent_counts,
+    aparent_results,
+    parent_counts,
+    parent_results,
+)
 from workqueue.api import PermanentError
 
 # What the in-process tasks saw, in order: (task, value).
@@ -160,3 +168,67 @@ async def async_counts_rows(rows: int) -> int:
             await asyncio.sleep(0)
     set_meta({"rows": rows, "how": "async"})
     return rows
+
+
+def _note(log: str, label: str, what: str) -> None:
+    """Append ``<label> <what>`` to the file ``log`` (none: ``""``), one write a line, so the
+    lines of two worker processes never interleave."""
+    if not log:
+        return
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{label} {what}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def noted(log: str) -> list[tuple[str, str]]:
+    """The lines the tasks appended to ``log``, in order: (label, what)."""
+    try:
+        with open(log) as lines:
+            return [tuple(line.split(" ", 1)) for line in lines.read().splitlines()]  # type: ignore[misc]
+    except FileNotFoundError:
+        return []
+
+
+@task
+def adds_to_parents(log: str, label: str, plus: int) -> int:
+    """A workflow's step: the sum of what the steps before it returned, plus ``plus``; notes
+    its start, what it was handed and its end in ``log``."""
+    _note(log, label, "start")
+    handed = parent_results()
+    _note(log, label, f"handed {json.dumps(sorted(handed.values()))}")
+    _note(log, label, "end")
+    return sum(handed.values()) + plus
+
+
+@task
+async def async_adds_to_parents(log: str, label: str, plus: int) -> int:
+    """``adds_to_parents`` on the worker's event loop."""
+    _note(log, label, "start")
+    handed = await aparent_results()
+    _note(log, label, f"handed {json.dumps(sorted(handed.values()))}")
+    _note(log, label, "end")
+    return sum(handed.values()) + plus
+
+
+@task
+def reports_parents(log: str, label: str) -> dict[str, int]:
+    """A group's callback: how its members ended, noted in ``log`` and returned."""
+    counts = parent_counts()
+    _note(log, label, f"counts {json.dumps(counts, sort_keys=True)}")
+    return counts
+
+
+@task
+async def async_reports_parents(log: str, label: str) -> dict[str, int]:
+    """``reports_parents`` on the worker's event loop."""
+    counts = await aparent_counts()
+    _note(log, label, f"counts {json.dumps(counts, sort_keys=True)}")
+    return counts
+
+
+@task
+async def reads_parents_without_await() -> object:
+    """Calls the sync helper from an async task: refused, naming the async one."""
+    return parent_results()

@@ -117,6 +117,7 @@ class ClaimLoop:
             # Cleared before the claim: a notice that lands during the claim wakes the next one.
             self.wake.clear()
             asked = min(free, s.claim_batch)
+            writes = self.completer.writes
             claimed = await self._claim(asked, woken)
             if claimed is None:
                 await self._wait(self.wake, backoff_s, stop)
@@ -138,7 +139,16 @@ class ClaimLoop:
             # (the wake event, cleared before the claim) or due by then (the poll) comes next.
             if s.once:
                 if not self.runner.in_flight() and not self.reserved:
-                    return
+                    backlog = self.completer.backlog
+                    if not backlog and self.completer.writes == writes:
+                        return
+                    # The statement that completes an item makes its workflow's next steps
+                    # due: look again once the completions (written during this claim, or
+                    # not yet) are written.
+                    if backlog:
+                        self.written.clear()
+                        await self._wait(self.written, None, stop)
+                    continue
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
                 continue

@@ -54,6 +54,9 @@ class Completer:
         # loop waits on it while ``backlog`` is full.
         self.writing = 0
         self.written = asyncio.Event()
+        # Batches written so far: a claim that ran while one was written may have missed the
+        # workflow steps it made due (a drain in once mode looks again).
+        self.writes = 0
 
     @property
     def backlog(self) -> int:
@@ -107,6 +110,7 @@ class Completer:
                 self.writing = 0
                 self.written.set()
             self.outage.ok(started)
+            self.writes += 1
             completed: Counter[str] = Counter()
             for fence, kind, _, _ in batch:
                 if fence.item_id in done:

@@ -149,6 +149,17 @@ def test_a_drain_runs_what_its_handlers_enqueue(ctx) -> None:  # type: ignore[no
     ]
 
 
+def test_a_drain_runs_a_workflows_steps_as_their_parents_complete(ctx) -> None:  # type: ignore[no-untyped-def]
+    """Each step is due only once the statement that completes its parent is written (by the
+    worker's batched completion, after the parent's run ended): the drain looks again then."""
+    wf = api.Workflow()
+    steps = wf.chain(*(api.NewItem(CHAIN, {"then": "ok"}, lane="chain") for _ in range(4)))
+    declared = api.enqueue_workflow(ctx, wf)
+    drained = testing.drain("chain", [CHAIN])
+    assert [run.item.id for run in drained.ran] == [declared[s] for s in steps]
+    assert drained.done == 4
+
+
 def test_a_failing_handler_fails_the_test_with_its_traceback(ctx) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(ctx, "TEST_SCRIPTED_SYNC", {"action": "permanent"})
     with pytest.raises(testing.DrainFailed) as failed:

@@ -71,6 +71,7 @@ FACES: dict[str, tuple[str, ...]] = {
         "django_tasks.policy",
         "django_tasks.progress",
         "django_tasks.schedules",
+        "django_tasks.workflows",
     ),
     "project": (),
 }

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from django.apps import apps
@@ -129,10 +130,21 @@ class WorkQueueBackend(BaseTaskBackend):
         are not JSON (``TypeError``/``ValueError`` naming the argument), a misconfigured
         backend (``ImproperlyConfigured``), no current tenant (``tenancy.exceptions.NoContext``).
         """
-        payload, max_attempts = self.task_item(task, args, kwargs)
+        new = self.new_item(task, args, kwargs)
         ctx = require_context("enqueueing a task")
-        item, _ = runtime.enqueue(
-            ctx,
+        item, _ = runtime.enqueue(ctx, *new)
+        result = self.ready_result(task, item.id, item.created_at, new.payload)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def new_item(
+        self, task: Task[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> runtime.NewItem:
+        """The work item of one call of ``task`` (its queue the lane; its priority, run_after
+        and attempts the item's), after every check ``enqueue`` makes before it writes
+        (``task_item``); a workflow's steps are made here too (``workflows.py``)."""
+        payload, max_attempts = self.task_item(task, args, kwargs)
+        return runtime.NewItem(
             DJANGO_TASK.name,
             payload,
             lane=task.queue_name,
@@ -140,23 +152,29 @@ class WorkQueueBackend(BaseTaskBackend):
             available_at=task.run_after,
             max_attempts=max_attempts,
         )
-        json_args, json_kwargs = payload["args"], payload["kwargs"]
-        result = TaskResult(
+
+    def ready_result[**P, R](
+        self,
+        task: Task[P, R],
+        item_id: uuid.UUID,
+        enqueued_at: datetime | None,
+        payload: Mapping[str, Any],
+    ) -> TaskResult[P, R]:
+        """The READY result of a task just enqueued as the item ``item_id``."""
+        return TaskResult(
             task=task,
-            id=str(item.id),
+            id=str(item_id),
             status=TaskResultStatus.READY,
-            enqueued_at=item.created_at,
+            enqueued_at=enqueued_at,
             started_at=None,
             finished_at=None,
             last_attempted_at=None,
-            args=json_args,
-            kwargs=json_kwargs,
+            args=payload["args"],
+            kwargs=payload["kwargs"],
             backend=self.alias,
             errors=[],
             worker_ids=[],
         )
-        task_enqueued.send(type(self), task_result=result)
-        return result
 
     def task_item(
         self, task: Task[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]

@@ -58,6 +58,7 @@ from workers.django_tasks.exceptions import (
 )
 from workers.django_tasks.kind import DJANGO_TASK, DjangoTaskPayload
 from workers.django_tasks.loading import queue_backend, runnable_task
+from workers.django_tasks.parents import running_step
 from workers.django_tasks.progress import reporting_to
 from workers.django_tasks.records import Started, error_json, recorder
 from workers.django_tasks.values import json_text, json_value
@@ -281,7 +282,8 @@ class DjangoTaskHandler:
                 await notes.failed(fence, error)
                 raise unrunnable
             call = Call.of(item, target, started)
-            with reporting_to(run):  # the task's progress() and set_meta()
+            # The task's progress() and set_meta(); parent_results() and parent_counts().
+            with reporting_to(run), running_step(ctx, item):
                 if sync:
                     outcome = await run.in_thread(call.run_sync, ctx)
                 else:

@@ -14,7 +14,8 @@ For a site's tests (pytest-django or Django's ``TestCase``), beside ``workqueue.
   lane, tenant, a payload's keys, or a ``@task``); a failed assertion lists what is there.
 - ``drain(lane)`` runs every due item of the lane through a real worker in this process: the
   same claim, fencing token, lease, handler call and settle as ``runworker``, until nothing
-  due is left (work the handlers enqueue included). It returns what became of each item and,
+  due is left (work the handlers enqueue included, and a workflow's steps their parents'
+  completions make due). It returns what became of each item and,
   by default, fails the test with each failing handler's traceback.
 - ``perform(kind, payload)`` enqueues one item in a lane of its own and runs just that one
   (what its handler returned: ``perform(...).result``, as each ``Ran`` of a drain has it).

@@ -181,7 +181,8 @@ def drain(
 ) -> Drained:
     """Run every due item of ``lane`` (of ``kinds``; default: every kind this site handles)
     through a worker in this process, until none is left: what the handlers enqueue in the
-    lane runs too, and what the outbox holds is relayed first. ``scheduled``: items waiting
+    lane runs too (and a workflow's steps, once their parents' completions make them due), and
+    what the outbox holds is relayed first. ``scheduled``: items waiting
     for a later time (a retry's delay, a snooze, ``available_at``) are made due and run too,
     round after round, until a round runs nothing (a failing item then runs until its
     attempts are spent). ``capacity``: items run at once (one by default: runs in order).
