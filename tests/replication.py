@@ -25,13 +25,17 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
 # The tools, newest first: Debian's packages, then the embedded server's own build.
-_CANDIDATES = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
+_CANDIDATES = sorted(
+    Path("/usr/lib/postgresql").glob("*/bin"),
+    key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    reverse=True,
+)
 _TOOLS = ("initdb", "pg_ctl", "pg_basebackup", "postgres")
 # Who runs the servers as root: the embedded server's user, else Debian's.
 _RUN_AS = ("embedded_postgres", "postgres")
@@ -186,16 +190,18 @@ def template(bin: Path, prepare: Callable[[Server], None]) -> Server:
     os.chmod(folder, 0o755)
     server = Server("template", folder / "template", free_port(), bin)
     _own(folder)
-    server._tool(
-        "initdb", "-D", str(server.pgdata), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-        "--no-sync", "--locale=C",
-    )  # fmt: skip
-    _configure(server.pgdata, server.port)
-    server.start()
     try:
+        server._tool(
+            "initdb", "-D", str(server.pgdata), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
+            "--no-sync", "--locale=C",
+        )  # fmt: skip
+        _configure(server.pgdata, server.port)
+        server.start()
         prepare(server)
-    finally:
         server._tool("pg_ctl", "stop", "-D", str(server.pgdata), "-m", "fast", "-w")
+    except BaseException:
+        server.remove()
+        raise
     return server
 
 
@@ -205,7 +211,6 @@ class Pair:
     standby: Server
     folder: Path
     synchronous: bool
-    servers: list[Server] = field(default_factory=list)
 
     def url(self, user: str, dbname: str) -> str:
         """A libpq multi-host URL that reaches whichever of the two takes writes (each

@@ -61,6 +61,8 @@ def _migrate(server: replication.Server) -> None:
         DATABASE_URL=f"postgres://workqueue_app@{at}",
         SYSTEM_DATABASE_URL=f"postgres://workqueue_system@{at}",
         ADMIN_DATABASE_URL=f"postgres://{replication.SUPERUSER}@{at}",
+        DATABASE_DIRECT_URL="",
+        DATABASE_POOLER="",
     )
     commands = (
         ("create_logins", "--no-grants"),
@@ -166,13 +168,14 @@ def test_a_failover_with_synchronous_replication_loses_and_doubles_nothing(
     _state(
         "synchronous",
         f"synchronous: {found.items} items, lost {found.not_done + found.enqueues_lost},"
-        f" claims forgotten {found.claims_forgotten}, doubled {found.doubled},"
+        f" claims forgotten {found.claims_forgotten}, effects doubled {found.doubled},"
+        f" run again after their effect {found.ran_again_after_effect} (fenced mid-handler),"
         f" run twice at once {found.overlapping}; {_resume(found, outcome)}",
     )
     _check_workers(found, outcome)
     assert outcome.claimed_at_kill > 0, "no item was mid-handler at the crash"
-    assert (found.not_done, found.without_effect, found.enqueues_lost) == (0, 0, 0)
-    assert (found.claims_forgotten, found.doubled) == (0, 0)
+    assert (found.not_done, found.without_effect, found.enqueues_lost) == (0, 0, 0), found
+    assert (found.claims_forgotten, found.doubled) == (0, 0), found
 
 
 def test_a_failover_with_asynchronous_replication_loses_only_what_the_standby_lacked(
@@ -193,4 +196,4 @@ def test_a_failover_with_asynchronous_replication_loses_only_what_the_standby_la
     _check_workers(found, outcome)
     assert outcome.claimed_at_kill > 0, "no item was mid-handler at the crash"
     # Whatever the new primary knows ends done, with its effect: nothing is lost for good.
-    assert (found.not_done, found.without_effect) == (0, 0)
+    assert (found.not_done, found.without_effect) == (0, 0), found
