@@ -34,7 +34,8 @@ from wqcore.logs import log_event
 logger = logging.getLogger(__name__)
 
 
-# The outages a handler thread has seen (``Outage.began`` at its last call).
+# The outages a handler thread has seen: its worker's account and its ``began`` at the
+# thread's last call.
 _SEEN = threading.local()
 
 
@@ -49,8 +50,8 @@ def _in_thread[T](
 
     def call(*args: Any, **kwargs: Any) -> T:
         threads.add(threading.get_ident())
-        if outage is not None and getattr(_SEEN, "began", 0) != outage.began:
-            _SEEN.began = outage.began
+        if outage is not None and getattr(_SEEN, "began", None) != (id(outage), outage.began):
+            _SEEN.began = (id(outage), outage.began)
             _drop_dead_connections()
         if settings.DEBUG:
             reset_queries()
