@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, quote, urlsplit, urlunsplit
+from urllib.parse import SplitResult, quote, urlencode, urlsplit, urlunsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -50,12 +50,20 @@ class DatabaseUrls:
     admin: str
 
 
+def _hosts(netloc: str) -> list[str]:
+    """The ``host[:port]`` entries of a URL's network location: one, or several in libpq's
+    multi-host form (``user@host1:5432,host2:5433``, tried in turn, as
+    ``target_session_attrs`` says)."""
+    return netloc.rpartition("@")[2].split(",")
+
+
 def _split(name: str, url: str) -> SplitResult:
-    """``urlsplit(url)``, its port read, or one line naming the setting when it is malformed
-    (an unclosed ``[``, a port that is not a number)."""
+    """``urlsplit(url)``, each host's port read, or one line naming the setting when it is
+    malformed (an unclosed ``[``, a port that is not a number)."""
     try:
         parts = urlsplit(url)
-        parts.port  # noqa: B018 (reading it is the check)
+        for host in _hosts(parts.netloc):
+            urlsplit(f"//{host}").port  # noqa: B018 (reading it is the check)
     except ValueError as exc:
         raise ImproperlyConfigured(
             f"{name} is not a valid URL ({exc}): write it like "
@@ -66,25 +74,35 @@ def _split(name: str, url: str) -> SplitResult:
 
 
 def _with_user(url: str, user: str) -> str:
-    """The same server and database as ``url``, reached as ``user`` with no password."""
+    """The same servers (every host of a multi-host URL), database and options as ``url``,
+    reached as ``user`` with no password."""
     parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{quote(user)}@{host}" + (f":{parts.port}" if parts.port else "")
+    netloc = f"{quote(user)}@{parts.netloc.rpartition('@')[2]}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def url_for(db: dict[str, Any]) -> str:
-    """The URL of a ``DATABASES`` entry (the inverse of ``parse``), socket directories included."""
+    """The URL of a ``DATABASES`` entry (the inverse of ``parse``): socket directories and
+    several hosts (``HOST`` and ``PORT`` comma-separated, as libpq takes them) included, and
+    the connection's options (``target_session_attrs``...) as its query."""
     user = quote(str(db["USER"]))
     password = f":{quote(str(db['PASSWORD']))}" if db.get("PASSWORD") else ""
-    host = str(db.get("HOST") or "")
-    port = str(db.get("PORT") or "")
-    if host.startswith("/"):  # a unix socket directory goes in the query, as parse reads it
-        query = f"?host={host}" + (f"&port={port}" if port else "")
-        return f"postgres://{user}{password}@/{db['NAME']}{query}"
-    return f"postgres://{user}{password}@{host}{f':{port}' if port else ''}/{db['NAME']}"
+    hosts = str(db.get("HOST") or "").split(",")
+    ports = str(db.get("PORT") or "").split(",")
+    options = {k: str(v) for k, v in (db.get("OPTIONS") or {}).items()}
+    if any(host.startswith("/") for host in hosts):
+        # A unix socket directory goes in the query, as parse reads it.
+        where = {"host": db["HOST"], **({"port": db["PORT"]} if db.get("PORT") else {})}
+        query = urlencode({**where, **options}, safe="/,")
+        return f"postgres://{user}{password}@/{db['NAME']}?{query}"
+    if len(ports) == 1:  # one port (or none) for every host
+        ports = ports * len(hosts)
+    netloc = ",".join(
+        (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+        for host, port in zip(hosts, ports, strict=True)
+    )
+    query = f"?{urlencode(options, safe='/,')}" if options else ""
+    return f"postgres://{user}{password}@{netloc}/{db['NAME']}{query}"
 
 
 # The longest path a unix socket may have (sun_path, Linux), with the server's socket name.
@@ -156,7 +174,8 @@ def pooler_mode(env: environ.Env) -> str:
 
 def parse(name: str, url: str) -> dict[str, Any]:
     """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line."""
-    scheme = _split(name, url).scheme
+    parts = _split(name, url)
+    scheme = parts.scheme
     if scheme not in ("postgres", "postgresql", "pgsql"):
         raise ImproperlyConfigured(
             f"{name} must be a PostgreSQL URL like postgres://user:password@host:5432/dbname "
@@ -169,9 +188,21 @@ def parse(name: str, url: str) -> dict[str, Any]:
     if not config.get("NAME"):
         raise ImproperlyConfigured(f"{name} names no database: add /dbname to the URL")
     config["ENGINE"] = "django.db.backends.postgresql"
-    # django-environ leaves ?host=/socket/dir in OPTIONS; Django (and create_logins) read HOST.
-    if "host" in config.get("OPTIONS", {}):
-        config["HOST"] = config["OPTIONS"].pop("host")
+    # django-environ leaves ?host=/socket/dir (and ?port=) in OPTIONS; Django (and
+    # create_logins) read HOST and PORT.
+    options = config.get("OPTIONS", {})
+    for key in ("host", "port"):
+        if key in options:
+            config[key.upper()] = str(options.pop(key))
+    hosts = _hosts(parts.netloc)
+    if len(hosts) > 1:
+        # Several hosts, each with its own port or none (libpq's default for that host):
+        # django-environ drops a missing port from the list, and the rest would pair with
+        # the wrong hosts.
+        split = [urlsplit(f"//{host}") for host in hosts]
+        config["HOST"] = ",".join(s.hostname or "" for s in split)
+        ports = [str(s.port or "") for s in split]
+        config["PORT"] = ",".join(ports) if any(ports) else ""
     return config
 
 

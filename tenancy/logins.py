@@ -22,9 +22,17 @@ from wqcore.logs import log_event
 logger = logging.getLogger(__name__)
 
 
+def _libpq_keywords() -> frozenset[str]:
+    return frozenset(option.keyword.decode() for option in psycopg.pq.Conninfo.get_defaults())
+
+
 def _conninfo(db: dict[str, Any], dbname: str | None = None) -> str:
-    """A libpq connection string for a ``DATABASES`` entry (another database when named)."""
+    """A libpq connection string for a ``DATABASES`` entry (another database when named), with
+    the entry's options libpq knows (``target_session_attrs`` of a multi-host URL, ``sslmode``,
+    ``connect_timeout``...); Django's own options are left out."""
+    libpq = _libpq_keywords()
     params = {
+        **{k: v for k, v in (db.get("OPTIONS") or {}).items() if k in libpq},
         "dbname": dbname or db.get("NAME"),
         "user": db.get("USER"),
         "password": db.get("PASSWORD") or None,

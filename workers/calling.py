@@ -25,22 +25,34 @@ from django.conf import settings
 from django.db import connections, reset_queries
 
 from tenancy.contexts import OpContext
-from workers.jobs import TIMEOUT, Job
+from workers.jobs import LIVENESS_LOST, TIMEOUT, Job
 from workers.metrics import ABANDONED_THREADS, TIMED_OUT
+from workers.outage import Outage
 from workqueue.runtime import Handler, Run, WorkItem, is_async, result_json
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
 
-def _in_thread[T](fn: Callable[..., T], threads: set[int]) -> Callable[..., T]:
+# The outages a handler thread has seen: its worker's account and its ``began`` at the
+# thread's last call.
+_SEEN = threading.local()
+
+
+def _in_thread[T](
+    fn: Callable[..., T], threads: set[int], outage: Outage | None = None
+) -> Callable[..., T]:
     """Run ``fn`` and drop a connection that broke, so the next call in this thread reconnects.
     With DEBUG on, each call starts a fresh record of its queries, as Django's requests do
     (a worker's threads never see ``request_started``; the record would grow to its cap).
-    ``threads`` collects the threads that ran a call: each may hold connections of its own."""
+    ``threads`` collects the threads that ran a call: each may hold connections of its own.
+    After an outage began (``outage``) the thread's first call checks its connections first."""
 
     def call(*args: Any, **kwargs: Any) -> T:
         threads.add(threading.get_ident())
+        if outage is not None and getattr(_SEEN, "began", None) != (id(outage), outage.began):
+            _SEEN.began = (id(outage), outage.began)
+            _drop_dead_connections()
         if settings.DEBUG:
             reset_queries()
         try:
@@ -51,6 +63,17 @@ def _in_thread[T](fn: Callable[..., T], threads: set[int]) -> Callable[..., T]:
             raise
 
     return call
+
+
+def _drop_dead_connections() -> None:
+    """Close this thread's connections that no longer answer (one round trip each): the
+    database went away since they were last used (a restart, a failover), and a handler's
+    first statement would fail on one, spending its item's attempt. Django checks so before a
+    request (``CONN_HEALTH_CHECKS``); a worker's threads see no request, and check only after
+    an outage, not before every item."""
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.is_usable():
+            conn.close()
 
 
 def _handle_sync(handler: Handler, ctx: OpContext, item: WorkItem, run: Run) -> str | None:
@@ -69,8 +92,11 @@ class HandlerCalls:
         *,
         threads_hold_slots: bool,
         on_thread_free: Callable[[], None],
+        outage: Outage | None = None,
     ) -> None:
         self.pool = pool
+        # The worker's account of outages: after one, each thread checks its connections.
+        self.outage = outage
         # One turn per handler thread (Run.thread_turn), for handlers that use_threads.
         self.turns = asyncio.Semaphore(threads) if pool is not None else None
         # Handler threads still running after their item was cancelled (they cannot be
@@ -130,7 +156,7 @@ class HandlerCalls:
         # task's, so its lines name the item too.
         call = functools.partial(
             contextvars.copy_context().run,
-            _in_thread(_handle_sync, self.started),
+            _in_thread(_handle_sync, self.started, self.outage),
             handler,
             job.ctx,
             job.item,
@@ -141,13 +167,15 @@ class HandlerCalls:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
             job.run.cancel()  # the thread goes on; the flag asks the handler to stop
-            self._abandon(future, {"item": job.item.id, "kind": job.item.kind})
+            # A fence cancels every handler at once, and its one line counts them (fenced=N).
+            quiet = job.cancel_reason == LIVENESS_LOST
+            self._abandon(future, {"item": job.item.id, "kind": job.item.kind}, quiet=quiet)
             raise
 
     async def _in_pool(self, call: Callable[[], Any]) -> Any:
         """``call()`` in the handler pool (``Run.in_thread``), as a sync handler runs."""
         assert self.pool is not None
-        future = self.pool.submit(_in_thread(call, self.started))
+        future = self.pool.submit(_in_thread(call, self.started, self.outage))
         try:
             return await asyncio.wrap_future(future)
         except asyncio.CancelledError:
@@ -176,38 +204,41 @@ class HandlerCalls:
         calls = [loop.run_in_executor(self.pool, close_then_wait) for _ in range(idle)]
         await asyncio.wait(calls, timeout=wait_s + 1)
 
-    def _abandon(self, future: Future[Any], what: dict[str, Any]) -> None:
+    def _abandon(self, future: Future[Any], what: dict[str, Any], *, quiet: bool = False) -> None:
         """A cancelled run's thread that is still running: count it until it returns (it
-        cannot be stopped; whatever it writes to the queue later is refused by the token)."""
+        cannot be stopped; whatever it writes to the queue later is refused by the token).
+        ``quiet``: counted (the gauge) without a line of its own, when and as it returns."""
         if future.done() or future.cancel():  # it ended, or never started: nothing runs on
             return
         self.abandoned += 1
         ABANDONED_THREADS.set(self.abandoned)
-        log_event(
-            logger,
-            logging.WARNING,
-            "handler_thread_abandoned",
-            **what,
-            abandoned=self.abandoned,
-        )
+        if not quiet:
+            log_event(
+                logger,
+                logging.WARNING,
+                "handler_thread_abandoned",
+                **what,
+                abandoned=self.abandoned,
+            )
         loop = asyncio.get_running_loop()
 
         def returned(_: Any) -> None:
             try:
-                loop.call_soon_threadsafe(self._thread_returned, what)
+                loop.call_soon_threadsafe(self._thread_returned, what, quiet)
             except RuntimeError:  # the worker's loop has ended
                 pass
 
         future.add_done_callback(returned)
 
-    def _thread_returned(self, what: dict[str, Any]) -> None:
+    def _thread_returned(self, what: dict[str, Any], quiet: bool) -> None:
         self.abandoned -= 1
         ABANDONED_THREADS.set(self.abandoned)
-        log_event(
-            logger,
-            logging.INFO,
-            "handler_thread_returned",
-            **what,
-            abandoned=self.abandoned,
-        )
+        if not quiet:
+            log_event(
+                logger,
+                logging.INFO,
+                "handler_thread_returned",
+                **what,
+                abandoned=self.abandoned,
+            )
         self.on_thread_free()

@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from django.db import connections
 
-from workers.outage import Outage
+from workers.outage import Outage, server_of
 from wqcore.conf import listen_alias
 from wqcore.logs import log_event
 
@@ -86,6 +86,7 @@ class Listener:
                 async with await psycopg.AsyncConnection.connect(**params, autocommit=True) as conn:
                     for channel in self.channels:
                         await conn.execute(f"LISTEN {channel}")
+                    self.outage.connected(server_of(conn))
                     self.outage.ok()
                     # Anything announced while we were not listening.
                     self.wake.set()

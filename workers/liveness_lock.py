@@ -39,7 +39,7 @@ from django.db import connections
 
 from workers.config import WorkerSettings
 from workers.jobs import LIVENESS_LOST
-from workers.outage import Outage
+from workers.outage import Outage, server_of
 from workers.periodic import PeriodicTask
 from wqcore.conf import system_alias
 from wqcore.logs import log_event
@@ -240,6 +240,7 @@ class LivenessLock:
             return False
         if conn is None:
             return False  # another session holds that key: a new one next time
+        self._outage.connected(server_of(conn))
         self._outage.ok(started)
         self._take_failing = False
         self._conn = conn

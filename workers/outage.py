@@ -8,6 +8,11 @@ once the database has answered with no failure for ``settle_s``: parts recover o
 session that outlived the failure answers once, the next attempt fails again), and a flapping
 start or end of an outage is still one outage.
 
+The parts that hold a session of their own (LISTEN, the liveness lock) say which server they
+reached each time they connect (``connected``); when the outage ends on another server than
+the one before it (a failover: libpq's multi-host URL found the promoted standby, or a DNS name
+now resolves to it), ``database_back`` names both (``server=... was=...``).
+
 Parts report from the worker's loop and from the lease keeper's thread: the account is behind
 a lock.
 """
@@ -18,6 +23,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 import psycopg_pool
@@ -57,6 +63,11 @@ class Outage:
         self.since: float | None = None
         self.last_failure: float | None = None
         self.failures = 0
+        # How many outages began (a part that holds a session checks it after each one).
+        self.began = 0
+        # The server the parts last reached, and the one the outage began on.
+        self.server: str | None = None
+        self._server_before: str | None = None
         self._lock = threading.Lock()
 
     @property
@@ -74,6 +85,8 @@ class Outage:
             began = self.since is None
             if began:
                 self.since = self.last_failure
+                self.began += 1
+                self._server_before = self.server
         if began:
             log_event(
                 logger,
@@ -83,6 +96,11 @@ class Outage:
                 error=_first_line(exc),
             )
         return True
+
+    def connected(self, server: str) -> None:
+        """A part reached ``server`` (``server_of`` its new session)."""
+        with self._lock:
+            self.server = server
 
     def now(self) -> float:
         """This account's clock: read it before a call, hand it to ``ok`` after."""
@@ -105,13 +123,28 @@ class Outage:
             if now - last_failure < self.settle_s:
                 return
             self.since, self.last_failure, self.failures = None, None, 0
+            server, before = self.server, self._server_before
         log_event(
             logger,
             logging.WARNING,
             "database_back",
             after_s=round(now - since, 1),
             failures=failures,
+            server=server,
+            was=before if before is not None and before != server else None,
         )
+
+
+def server_of(conn: psycopg.AsyncConnection[Any]) -> str:
+    """Which server a session reached: ``host:port``, and the address the host resolved to
+    when it is a name (behind one DNS name a failover changes only the address)."""
+    info = conn.info
+    try:
+        address = info.hostaddr
+    except psycopg.NotSupportedError:  # a libpq older than 12
+        address = ""
+    where = f"{info.host}:{info.port}"
+    return f"{where} ({address})" if address and address != info.host else where
 
 
 def _first_line(exc: BaseException) -> str:
@@ -138,10 +171,11 @@ DRIVER_WARNINGS = {
 
 class DriverWarnings(logging.Filter):
     """Folds the driver's own warnings of lost connections into ``outage``: one carrying the
-    error it met (a failed connection attempt) is the outage's failure, logged once as
-    ``database_unreachable``, and while the outage lasts the others are dropped; they come a
-    dozen a second otherwise, each the same news. Outside an outage, one with no error of the
-    database's going away still logs its own line."""
+    error it met (a failed connection attempt, or a connection lost with its server's error on
+    it) is the outage's failure, logged once as ``database_unreachable``, and while the outage
+    lasts the others are dropped; they come a dozen a second otherwise, each the same news.
+    Outside an outage, one with no error of the database's going away still logs its own
+    line."""
 
     def __init__(self, outage: Outage, logger_name: str) -> None:
         super().__init__(logger_name)
@@ -156,9 +190,20 @@ class DriverWarnings(logging.Filter):
             return True
         args = record.args if isinstance(record.args, tuple) else ()
         errors = [a for a in args if isinstance(a, BaseException)]
+        # A connection given back lost (``discarding closed connection``: the pool says so
+        # before the statement that lost it fails in its caller) carries its server's error.
+        errors += [lost for a in args if (lost := _lost(a)) is not None]
         if errors and self.outage.failed(self.part, errors[-1]):
             return False
         return not self.outage.active
+
+
+def _lost(arg: object) -> psycopg.OperationalError | None:
+    """The error a lost connection's server left on it (None: not a lost connection)."""
+    if not isinstance(arg, psycopg.Connection | psycopg.AsyncConnection) or not arg.broken:
+        return None
+    message = arg.pgconn.error_message.decode(errors="replace").strip()
+    return psycopg.OperationalError(message or "the connection is lost")
 
 
 def fold_driver_warnings(outage: Outage) -> Callable[[], None]:

@@ -134,6 +134,7 @@ class Runner:
             settings.threads,
             threads_hold_slots=settings.runs_sync_handlers,
             on_thread_free=self.jobs.slot_freed.set,
+            outage=outage,
         )
 
     def describe_on_loop(self) -> dict[str, str]:

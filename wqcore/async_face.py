@@ -100,28 +100,36 @@ class AsyncStore:
         self.sizes = {TENANT: tenant_size, SYSTEM: system_size, GENERIC: generic_size}
         self.timeout_s = timeout_s
         self._pools: dict[str, AsyncConnectionPool] = {}
+        # Held while a pool is made: two first uses at once would each make one, and the one
+        # overwritten would hold its connection and tasks until collected.
+        self._making = asyncio.Lock()
         # Whether the system login bypasses row-level security (else: the all-tenants setting).
         self._system_bypasses: bool | None = None
 
     async def _pool(self, role: str) -> AsyncConnectionPool:
         pool = self._pools.get(role)
-        if pool is None:
-            alias = tenant_alias() if role == TENANT else system_alias()
-            kwargs = await asyncio.to_thread(_connection_kwargs, alias)
-            if role != TENANT and self._system_bypasses is None:
-                self._system_bypasses = await asyncio.to_thread(_closing(bypasses_rls), alias)
-            pool = AsyncConnectionPool(
-                kwargs=kwargs,
-                min_size=1,
-                max_size=self.sizes[role],
-                timeout=self.timeout_s,
-                configure=_configure_generic if role == GENERIC else _configure,
-                check=_check_if_idle,
-                name=f"workqueue-{role}",
-                open=False,
-            )
-            await pool.open(wait=False)
-            self._pools[role] = pool
+        if pool is not None:
+            return pool
+        async with self._making:
+            return self._pools.get(role) or await self._make_pool(role)
+
+    async def _make_pool(self, role: str) -> AsyncConnectionPool:
+        alias = tenant_alias() if role == TENANT else system_alias()
+        kwargs = await asyncio.to_thread(_connection_kwargs, alias)
+        if role != TENANT and self._system_bypasses is None:
+            self._system_bypasses = await asyncio.to_thread(_closing(bypasses_rls), alias)
+        pool = AsyncConnectionPool(
+            kwargs=kwargs,
+            min_size=1,
+            max_size=self.sizes[role],
+            timeout=self.timeout_s,
+            configure=_configure_generic if role == GENERIC else _configure,
+            check=_check_if_idle,
+            name=f"workqueue-{role}",
+            open=False,
+        )
+        await pool.open(wait=False)
+        self._pools[role] = pool
         return pool
 
     async def _execute_batches(self, step: TenantBatches) -> Rows:

@@ -380,3 +380,19 @@ def test_the_batch_completion_and_renewal_find_their_rows_by_key_however_many_ar
                 conn.execute("DEALLOCATE probe")
             assert "workqueue_workitem_pkey" in plan, (statement.name, mode, plan)
             assert "workitem_stale_idx" not in plan, (statement.name, mode, plan)
+
+
+def test_statements_that_first_need_a_pool_at_once_share_one() -> None:
+    """The first uses of a pool on a loop, at once (a worker's items failing together after an
+    outage), make one pool: a second, overwritten, would hold its connection and tasks until
+    collected ("Task was destroyed but it is pending!")."""
+
+    async def first_uses() -> set[int]:
+        fresh = store.AsyncStore()
+        try:
+            pools = await asyncio.gather(*(fresh._pool(store.TENANT) for _ in range(5)))
+            return {id(pool) for pool in pools}
+        finally:
+            await fresh.aclose()
+
+    assert len(asyncio.run(first_uses())) == 1

@@ -14,6 +14,7 @@ from django.db import connections
 
 from project.database import url_for
 from tenancy.contexts import OpContext
+from tenancy.scope import tenant_scope
 from workers.config import WorkerSettings
 from workers.worker import Worker
 from workqueue.api import Kind, Payload, PermanentError, RetryableError, Run, handles, register
@@ -34,6 +35,7 @@ class ScriptedPayload(Payload):
 register(Kind("TEST_SCRIPTED", ScriptedPayload, max_attempts=3))
 register(Kind("TEST_SCRIPTED_SYNC", ScriptedPayload, max_attempts=3))
 register(Kind("TEST_UNHANDLED", ScriptedPayload, max_attempts=3))
+register(Kind("TEST_QUERYING_SYNC", ScriptedPayload, max_attempts=3))
 
 
 def _act(item: WorkItem, run: Run) -> None:
@@ -72,6 +74,16 @@ class ScriptedSyncHandler:
                 return
             time.sleep(0.01)
         _act(item, run)
+        EVENTS.append((str(item.id), "end", time.monotonic()))
+
+
+@handles("TEST_QUERYING_SYNC")
+class QueryingSyncHandler:
+    """A sync handler whose one statement runs on its thread's own connection."""
+
+    def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        with tenant_scope(ctx.org_id), connections["default"].cursor() as cursor:
+            cursor.execute("SELECT 1")
         EVENTS.append((str(item.id), "end", time.monotonic()))
 
 

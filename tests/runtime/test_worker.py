@@ -500,6 +500,38 @@ def test_an_outage_the_sweep_and_the_pool_meet_is_two_lines_of_any_logger(ctx, c
     assert "sweep" in parts, parts
 
 
+def test_a_sync_handlers_thread_checks_its_connection_after_an_outage(ctx) -> None:
+    """The outage ended the connection a handler thread holds: the thread finds so before its
+    next item's first statement and reconnects, instead of failing that item (an attempt
+    spent), as each thread would after a restart or a failover."""
+    worker = Worker(
+        settings("TEST_QUERYING_SYNC", capacity=1, poll_interval_ms=20, outage_backoff_max_s=0.5)
+    )
+    [first] = _enqueue(ctx, kind="TEST_QUERYING_SYNC")
+    after: list[api.WorkItem] = []
+
+    def through_an_outage() -> bool:
+        if not after and count(status=Status.DONE) == 1:
+            _logins_down(True)
+            _logins_gone()
+            while not worker.outage.active:
+                time.sleep(0.05)
+            _logins_down(False)
+            after.extend(_enqueue(ctx, kind="TEST_QUERYING_SYNC"))
+        return bool(after) and count(status=Status.DONE) == 2
+
+    try:
+        asyncio.run(run_until(worker, through_an_outage, timeout_s=30))
+    finally:
+        _logins_down(False)
+        for alias in ("default", "system"):
+            connections[alias].close()
+        fresh_async_connections()
+    second = WorkItem.objects.using("admin").get(pk=after[0].id)
+    assert (second.attempts, second.last_error) == (1, ""), second.last_error
+    assert WorkItem.objects.using("admin").get(pk=first.id).attempts == 1
+
+
 def _through_an_outage(ctx, caplog, worker: Worker) -> list:  # type: ignore[no-untyped-def]
     """Run ``worker`` through three seconds without its logins, then until an item enqueued
     after them is done; the records of WARNING or more, of any logger, in the meantime."""

@@ -160,3 +160,24 @@ def test_a_wrapped_admin_shutdown_is_a_server_gone_away() -> None:
     except RuntimeError as outer:
         assert is_unreachable(outer)
     assert not is_unreachable(RuntimeError("a bug"))
+
+
+def test_the_end_of_an_outage_names_the_server_and_the_one_before_when_it_changed(caplog) -> None:
+    """A failover: the parts that hold sessions reached another server than before the outage
+    (a multi-host URL's standby, promoted); ``database_back`` says which, and which before. A
+    restart of the same server names it alone."""
+    clock = Clock()
+    outage = Outage(clock, settle_s=1.0)
+    with caplog.at_level(logging.WARNING, logger="workers.outage"):
+        outage.connected("10.0.0.1:5432")
+        for server in ("10.0.0.2:5432", "10.0.0.2:5432"):
+            outage.failed("listen", psycopg.OperationalError("server closed the connection"))
+            clock.now += 0.5
+            outage.connected(server)
+            clock.now += 2
+            outage.ok()
+    assert [event_text(r) for r in caplog.records if "database_back" in r.getMessage()] == [
+        'database_back after_s=2.5 failures=1 server="10.0.0.2:5432" was="10.0.0.1:5432"',
+        'database_back after_s=2.5 failures=1 server="10.0.0.2:5432"',
+    ]
+    assert outage.began == 2

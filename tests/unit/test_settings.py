@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
         ("postgres://u@[h/db", r"is not a valid URL \(Invalid IPv6 URL\)"),
         ("postgres://u@h:port/db", r"is not a valid URL \(Port could not be cast"),
         ("postgres://u@h:99999/db", r"is not a valid URL \(Port out of range"),
+        ("postgres://u@h1:5432,h2:port/db", r"is not a valid URL \(Port could not be cast"),
     ],
 )
 def test_a_malformed_url_is_refused_with_one_line(url: str, says: str) -> None:
@@ -71,11 +72,56 @@ def test_manage_py_says_what_to_change_for_an_unreachable_server() -> None:
     assert "cannot reach the database as the everyday login (DATABASE_URL)" in done.stderr
 
 
+def test_a_multi_host_url_reaches_every_host_with_its_own_port_and_the_options() -> None:
+    """libpq's multi-host form, as an operator writes it for a failover: each host with its
+    port (or libpq's default), and the options (target_session_attrs) passed on to the driver."""
+    config = parse(
+        "DATABASE_URL",
+        "postgres://app@db1:5433,db2,[::1]:5434/workqueue"
+        "?target_session_attrs=read-write&connect_timeout=3",
+    )
+    assert (config["HOST"], config["PORT"]) == ("db1,db2,::1", "5433,,5434")
+    assert config["OPTIONS"] == {"target_session_attrs": "read-write", "connect_timeout": 3}
+
+
+def test_the_other_logins_urls_keep_every_host_and_option_of_database_url(monkeypatch) -> None:
+    import environ
+
+    from project.database import resolve_urls
+
+    url = "postgres://app:pw@db1:5433,db2:5434/workqueue?target_session_attrs=read-write"
+    for name in ("SYSTEM_DATABASE_URL", "ADMIN_DATABASE_URL", "DATABASE_DIRECT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", url)
+    urls = resolve_urls(environ.Env(), ROOT)
+    assert urls.system == (
+        "postgres://workqueue_system@db1:5433,db2:5434/workqueue?target_session_attrs=read-write"
+    )
+    assert urls.admin == (
+        "postgres://postgres@db1:5433,db2:5434/workqueue?target_session_attrs=read-write"
+    )
+
+
+def test_the_owners_connection_string_carries_the_urls_libpq_options() -> None:
+    from tenancy.logins import _conninfo
+
+    config = parse(
+        "ADMIN_DATABASE_URL",
+        "postgres://postgres@db1:5433,db2:5434/wq?target_session_attrs=read-write",
+    )
+    config["OPTIONS"]["isolation_level"] = 1  # Django's own: not libpq's
+    assert _conninfo(config, "postgres") == (
+        "target_session_attrs=read-write dbname=postgres user=postgres host=db1,db2 port=5433,5434"
+    )
+
+
 @pytest.mark.parametrize(
     "url",
     [
         "postgres://app:s%40cret@db.example:6432/workqueue",
         "postgres://app@/workqueue?host=/run/pg",
+        "postgres://app@db1:5433,db2/workqueue?target_session_attrs=read-write",
+        "postgres://app@/workqueue?host=/run/a,/run/b&port=5433,5434",
     ],
 )
 def test_url_for_is_the_inverse_of_parse(url: str) -> None:
