@@ -195,7 +195,7 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
         page.click(".app-workqueue_workers >> text=Queue gauges")
         expect(page.locator("#card-pending .n")).to_have_text("1")
         expect(page.locator("#card-dead .n")).to_have_text("0")
-        expect(page.locator("#throughput-chart rect")).to_have_count(15)
+        expect(page.locator("#chart-attempts a[data-series=done] circle")).to_have_count(60)
         page.screenshot(path=SHOTS / "07-gauges.png", full_page=True)
 
         # The demo: book a shipment; its notice's work goes through the outbox and the worker.

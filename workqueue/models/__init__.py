@@ -326,16 +326,21 @@ class Mutex(models.Model):
 # The operator's controls live beside (``controls.py``); their models are the app's like these.
 from workqueue.models.controls import Pause, RateBucket, RateLimit, TenantShare  # noqa: E402
 
+# The sweep's rollup of the attempts for the gauges page's charts.
+from workqueue.models.minutes import LaneMinute, RollupState  # noqa: E402
+
 __all__ = [
     "Attempt",
     "AttemptOutcome",
     "DeadLetter",
     "Dependency",
+    "LaneMinute",
     "Mutex",
     "Needs",
     "Pause",
     "RateBucket",
     "RateLimit",
+    "RollupState",
     "Status",
     "StoredResponse",
     "TenantShare",

@@ -21,3 +21,6 @@ GRANT SELECT, INSERT ON workqueue_attempt TO {app};
 -- has_dependents, above); the statements that end an item read them. An edge never changes (the
 -- purge, on the system login, deletes it with its item).
 GRANT SELECT, INSERT ON workqueue_dependency TO {app};
+-- The gauges page's minutes: a tenant's staff read their tenant's (row-level security); the sweep
+-- writes and purges them on the system login. The rollup's place is the system login's only.
+GRANT SELECT ON workqueue_laneminute TO {app};

@@ -37,6 +37,8 @@ STEP_WORDS = {
     "purge_sessions": "expired sessions purged",
     "purge_request_keys": "stored Idempotency-Key answers purged",
     "enqueue_schedules": "schedule ticks enqueued",
+    "roll_up_minutes": "attempts rolled up for the gauges page's charts",
+    "purge_minutes": "the gauges page's old minutes purged",
 }
 
 
@@ -96,7 +98,8 @@ class Command(BaseCommand):
         "relayed outbox rows, done items and dead letters (and discarded and cancelled items) "
         "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
-        "schedules lists them), and read the gauges. One sweeper acts at a time across "
+        "schedules lists them), roll the attempts up into the gauges page's minutes (purged "
+        "after ROLLUP_RETENTION_S), and read the gauges. One sweeper acts at a time across "
         "hosts (a mutex only the system login may take). Steps: "
         + ", ".join(name for name, _ in STEPS)
         + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
@@ -107,7 +110,16 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
-            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "SCHEDULE_", "LOG_")
+            (
+                "SWEEP_",
+                "ITEM_",
+                "DEAD_LETTER_",
+                "OUTBOX_",
+                "IDEMPOTENCY_",
+                "ROLLUP_",
+                "SCHEDULE_",
+                "LOG_",
+            )
         )
         return parser
 
