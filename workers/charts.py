@@ -149,12 +149,14 @@ def _log(values: list[list[float]]) -> tuple[Callable[[float], float], list[tupl
     return y, ticks
 
 
-def _x_ticks(starts: list[datetime], bin_s: int) -> list[tuple[float, str]]:
-    """Six labels across the window, in the database's time zone (UTC)."""
+def _x_ticks(starts: list[datetime]) -> list[tuple[float, str]]:
+    """About six labels across the window, in the database's time zone (UTC)."""
     n = len(starts)
     step = max(1, n // 6)
-    fmt = "%H:%M"
-    return [(_x(i, n), starts[i].strftime(fmt)) for i in range(0, n, step)]
+    ticks = list(range(0, n, step))
+    if n - 1 - ticks[-1] >= step // 2:  # the current span too, unless it would crowd the last
+        ticks.append(n - 1)
+    return [(_x(i, n), starts[i].strftime("%H:%M")) for i in ticks]
 
 
 @dataclass(frozen=True)
@@ -178,131 +180,111 @@ class Links:
         return f"{reverse('admin:workqueue_deadletter_changelist')}?{urlencode(query)}"
 
 
-def _series(
-    key: str,
-    label: str,
-    style: int,
-    href: str,
-    spans: list[runtime.Span],
-    value: Callable[[runtime.Span], float | None],
-) -> tuple[str, str, int, str, list[tuple[datetime, float, int]]]:
-    found = []
-    for i, span in enumerate(spans):
-        v = value(span)
-        if v is not None:
-            found.append((span.start, float(v), i))
-    return key, label, style, href, found
+@dataclass(frozen=True)
+class Line:
+    """A series before it is drawn: what it is, where it leads, and its value in a span (None:
+    no point there)."""
+
+    key: str
+    label: str
+    style: int
+    href: str
+    spans: list[runtime.Span]
+    value: Callable[[runtime.Span], float | None]
+
+    def values(self) -> list[tuple[int, runtime.Span, float]]:
+        found = []
+        for i, span in enumerate(self.spans):
+            v = self.value(span)
+            if v is not None:
+                found.append((i, span, float(v)))
+        return found
 
 
 def _draw(
     chart_id: str,
     title: str,
-    raw: list[tuple[str, str, int, str, list[tuple[datetime, float, int]]]],
+    lines: list[Line],
     starts: list[datetime],
-    bin_s: int,
     scale: str,
     text: Callable[[float], str],
     summary: Callable[[list[float]], str],
 ) -> Chart:
-    values = [[v for _, v, _ in points] for *_, points in raw]
-    y, y_ticks = (_log if scale == "log" else _linear)(values)
+    found = [line.values() for line in lines]
+    y, y_ticks = (_log if scale == "log" else _linear)([[v for *_, v in f] for f in found])
     n = len(starts)
     series = []
-    for key, label, style, href, points in raw:
-        drawn = [Point(i, _x(i, n), y(v), at, v, text(v)) for at, v, i in points]
-        series.append(
-            Series(key, label, style % STYLES, href, drawn, summary([p.value for p in drawn]))
-        )
-    return Chart(chart_id, title, series, y_ticks, _x_ticks(starts, bin_s), scale)
+    for line, values in zip(lines, found, strict=True):
+        points = [Point(i, _x(i, n), y(v), span.start, v, text(v)) for i, span, v in values]
+        figure = summary([p.value for p in points])
+        series.append(Series(line.key, line.label, line.style % STYLES, line.href, points, figure))
+    return Chart(chart_id, title, series, y_ticks, _x_ticks(starts), scale)
 
 
-def _spans(minutes: runtime.Minutes, lane: str | None) -> list[runtime.Span]:
+def spans_of(minutes: runtime.Minutes, lane: str | None) -> list[runtime.Span]:
     """Every lane's spans summed, or ``lane``'s (empty spans when it had none)."""
     if lane is not None and lane not in minutes.lanes:
         return [runtime.Span(start) for start in minutes.starts]
     return minutes.total(lane)
 
 
-def _pending(span: runtime.Span) -> float:
-    return float(span.pending)
+def _total(values: list[float]) -> str:
+    return f"{_count_text(sum(values))} in all"
+
+
+def _worst(values: list[float]) -> str:
+    return f"at most {seconds_text(max(values))}" if values else "no claim"
+
+
+def _deepest(values: list[float]) -> str:
+    return f"{_count_text(max(values, default=0))} at most"
 
 
 def charts(minutes: runtime.Minutes, links: Links, lane: str | None = None) -> list[Chart]:
     """The page's three charts over ``minutes`` (every lane, or ``lane``'s alone)."""
-    spans = _spans(minutes, lane)
+    spans = spans_of(minutes, lane)
     per = "minute" if minutes.bin_s == 60 else f"{minutes.bin_s // 60} minutes"
+    pending = links.items("pending")
+    attempts = [
+        Line("done", "done", 0, links.items("done"), spans, lambda s: s.done),
+        # A failed attempt's item waits for its retry, pending (or is a dead letter).
+        Line("failed", "failed (retried or handed back)", 2, pending, spans, lambda s: s.failed),
+        Line("dead", "dead letters", 1, links.dead(), spans, lambda s: s.dead),
+    ]
+    waits = [
+        Line("p50", "p50", 0, pending, spans, lambda s: runtime.quantile(s.waits, 0.5)),
+        Line("p95", "p95", 4, pending, spans, lambda s: runtime.quantile(s.waits, 0.95)),
+    ]
+    depth = [
+        Line(name, name, i, links.items("pending", name), spans_of(minutes, name), _pending)
+        for i, name in enumerate([lane] if lane is not None else list(minutes.lanes))
+    ]
+    sampled = "at each minute's first sweep" if minutes.bin_s == 60 else f"the most in {per}"
+    starts = minutes.starts
+    return [
+        _draw(
+            "chart-attempts", f"Attempts per {per}", attempts, starts, "linear", _count_text, _total
+        ),
+        _draw(
+            "chart-waits",
+            "Wait before a claim (claims that ended their item)",
+            waits,
+            starts,
+            "log",
+            seconds_text,
+            _worst,
+        ),
+        _draw(
+            "chart-depth",
+            f"Pending by lane ({sampled})",
+            depth,
+            starts,
+            "linear",
+            _count_text,
+            _deepest,
+        ),
+    ]
 
-    def total(values: list[float]) -> str:
-        return f"{_count_text(sum(values))} in all"
 
-    def worst(values: list[float]) -> str:
-        return f"at most {seconds_text(max(values))}" if values else "no claim"
-
-    def deepest(values: list[float]) -> str:
-        return f"{_count_text(max(values, default=0))} at most"
-
-    attempts = _draw(
-        "chart-attempts",
-        f"Attempts per {per}",
-        [
-            _series("done", "done", 0, links.items("done"), spans, lambda s: s.done),
-            _series(
-                "failed",
-                "failed (retried or handed back)",
-                2,
-                links.items("pending"),
-                spans,
-                lambda s: s.failed,
-            ),
-            _series("dead", "dead letters", 1, links.dead(), spans, lambda s: s.dead),
-        ],
-        minutes.starts,
-        minutes.bin_s,
-        "linear",
-        _count_text,
-        total,
-    )
-    waits = _draw(
-        "chart-waits",
-        "Wait before a claim (claims that ended their item)",
-        [
-            _series(
-                "p50",
-                "p50",
-                0,
-                links.items("pending"),
-                spans,
-                lambda s: runtime.quantile(s.waits, 0.5),
-            ),
-            _series(
-                "p95",
-                "p95",
-                4,
-                links.items("pending"),
-                spans,
-                lambda s: runtime.quantile(s.waits, 0.95),
-            ),
-        ],
-        minutes.starts,
-        minutes.bin_s,
-        "log",
-        seconds_text,
-        worst,
-    )
-    lanes = [lane] if lane is not None else list(minutes.lanes)
-    depth = _draw(
-        "chart-depth",
-        f"Pending by lane (at each {per}'s first sweep)"
-        if minutes.bin_s == 60
-        else f"Pending by lane (the most in each {per})",
-        [
-            _series(name, name, i, links.items("pending", name), _spans(minutes, name), _pending)
-            for i, name in enumerate(lanes)
-        ],
-        minutes.starts,
-        minutes.bin_s,
-        "linear",
-        _count_text,
-        deepest,
-    )
-    return [attempts, waits, depth]
+def _pending(span: runtime.Span) -> float:
+    return float(span.pending)

@@ -25,7 +25,7 @@ from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
 from workers import schedule_state
-from workers.charts import WINDOWS, Chart, Links, charts
+from workers.charts import WINDOWS, Chart, Links, charts, spans_of
 from workers.liveness import read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
@@ -238,9 +238,7 @@ def read_charts(
     lane = lane if lane in lanes else None
     since = minutes.starts[0]
     drawn = charts(minutes, Links(since, lane), lane)
-    done = sum(span.done for span in minutes.total(lane if lane in minutes.lanes else None))
-    if lane is not None and lane not in minutes.lanes:
-        done = 0
+    done = sum(span.done for span in spans_of(minutes, lane))
     late = rolled_up_at is None or (now - rolled_up_at).total_seconds() > ROLLUP_LATE_S
     return ChartsView(window, lane, lanes, drawn, done, since, rolled_up_at, late)
 

@@ -201,8 +201,11 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "SELECT * FROM workqueue_workers_worker",
         "UPDATE workqueue_rollupstate SET through_id = 0",
         "UPDATE workqueue_laneminute SET done = done + 1000",
-        "INSERT INTO workqueue_laneminute (minute, org_id, lane, done, failed, dead, waits, pending)"
-        " SELECT now(), id, 'default', 1, 0, 0, '{}', 0 FROM workqueue_tenancy_org",
+        (
+            "INSERT INTO workqueue_laneminute"
+            " (minute, org_id, lane, done, failed, dead, waits, pending)"
+            " SELECT now(), id, 'default', 1, 0, 0, '{}', 0 FROM workqueue_tenancy_org"
+        ),
         "UPDATE workqueue_tasks_taskrecord SET errors = '[]'",
         "DELETE FROM workqueue_tasks_taskrecord",
         "SELECT * FROM django_admin_log",

@@ -11,28 +11,29 @@ worker serves it) is flagged on the gauges page. Each page is saved as a screens
 
 from __future__ import annotations
 
-import shutil
-import signal
-import socket
 import subprocess
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from outbox.relay import relay_pending
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
+from tests.e2e.support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    PASSWORD,
+    SHOTS,
+    free_port,
+    stop_process,
+    wait_for,
+)
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import dead_letter, many_dead, row
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workers.demo.models import Shipment, ShipmentNotice
 from workqueue.models import Status
 
-# Debian's: bin/test installs it where it may, and says so in one line where it may not.
-CHROMIUM = shutil.which("chromium")
 pytestmark = [
     pytest.mark.usefixtures("committed"),
     pytest.mark.slow,
@@ -41,51 +42,19 @@ pytestmark = [
     ),
 ]
 
-SHOTS = Path(__file__).with_name("screenshots")
-PASSWORD = "correct horse battery staple"
 # The requeued dead letter waits in a lane no worker here serves, so the page can find it
 # pending (the worker would run a NOOP in the default lane within milliseconds).
 PARKED_LANE = "e2e-parked"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 BAD_DEPLOY = "PermanentError: shipment not found"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _wait_for(url: str, process: subprocess.Popen[str], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{process.args} exited: {process.stdout.read()}")  # type: ignore[union-attr]
-        try:
-            with urllib.request.urlopen(url, timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"{url} did not answer in {timeout_s} s")
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    if process.stdout is not None:
-        process.stdout.close()
+# This test's screenshots, numbered in the order it takes them (others are other tests').
+OWN_SHOTS = "[0-9][0-9]-*.png"
 
 
 @pytest.fixture
 def servers() -> Iterator[str]:
     """A real web server and a real worker (NOOP, NOTIFY_SHIPMENT) on the test database, and
     a relay of the outbox (what the sweep does in a deployment); yields the web's base URL."""
-    port = _free_port()
+    port = free_port()
     env = subprocess_env(DEBUG="true", WORKER_HEARTBEAT_INTERVAL_S="0.5")
     web = subprocess.Popen(
         [PYTHON, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -119,13 +88,13 @@ def servers() -> Iterator[str]:
     relayer.start()
     try:
         base = f"http://127.0.0.1:{port}"
-        _wait_for(f"{base}/admin/login/", web)
+        wait_for(f"{base}/admin/login/", web)
         yield base
     finally:
         stop.set()
         relayer.join(10)
-        _stop(worker)
-        _stop(web)
+        stop_process(worker)
+        stop_process(web)
 
 
 def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
@@ -145,7 +114,7 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
         )
     connections.close_all()
     SHOTS.mkdir(exist_ok=True)
-    for old in SHOTS.glob("*.png"):
+    for old in SHOTS.glob(OWN_SHOTS):
         old.unlink()
     # Playwright's sync API runs an event loop on this thread; the test reads the database
     # only between pages, never while a page loads.
@@ -243,6 +212,6 @@ def test_staff_triage_a_dead_letter_read_the_gauges_and_run_the_demo(
     shipment = Shipment.objects.using("admin").get(reference="E2E-1")
     assert shipment.notified_version == 1
     assert ShipmentNotice.objects.using("admin").filter(shipment=shipment).count() == 1
-    shots = sorted(SHOTS.glob("*.png"))
+    shots = sorted(SHOTS.glob(OWN_SHOTS))
     assert len(shots) == 13 and all(shot.stat().st_size > 10_000 for shot in shots)
     assert {row(i).status for i in bad} == {Status.PENDING}

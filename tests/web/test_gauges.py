@@ -181,3 +181,16 @@ def test_the_operator_sets_a_share_and_the_tenants_staff_read_it(operator: Perso
         302,
         404,
     )
+
+
+def test_the_charts_narrow_to_a_lane_and_refuse_what_is_not_one(operator: Person, site) -> None:
+    fast = operator.client.get(URL, {"lane": "fast"}).text
+    assert sum(points(fast, "attempts", "done")) == 2 and sum(points(fast, "attempts", "dead")) == 0
+    assert re.findall(r'<a class="series"[^>]* data-series="([^"]+)"', fast).count("fast") == 1
+    assert "lane=fast" in re.search(r'id="card-done"><a class="n" href="([^"]+)"', fast).group(1)
+    # A series links to the list it counts, in the chart's lane.
+    legend = re.search(r'<figure class="wq-chart" id="chart-attempts">.*?</figure>', fast, re.S)
+    assert legend and "status__exact=done&amp;lane=fast" in legend.group(0)
+    odd = operator.client.get(URL, {"lane": "<b>no</b>", "window": "week"}).text
+    assert "<b>no</b>" not in odd and "The last hour" in odd
+    assert len(points(odd, "attempts", "done")) == 60
