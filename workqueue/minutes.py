@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from workqueue import SQL_DIR
 from workqueue.figures import under_tenant
@@ -72,7 +72,15 @@ ROLL_UP_MINUTES = Statement("roll_up_minutes", RollUpParams, SQL_DIR)
 START_ROLLUP = Statement("start_rollup", NoParams, SQL_DIR)
 SAMPLE_PENDING = Statement("sample_pending", SamplePendingParams, SQL_DIR)
 PURGE_MINUTES = Statement("purge_minutes", PurgeMinutesParams, SQL_DIR)
-READ_MINUTES = Statement("read_minutes", ReadMinutesParams, SQL_DIR)
+
+
+def _wait_sums() -> dict[str, str]:
+    """``ARRAY[sum(waits[1]), ...]``: each bucket of the histograms in ``waits`` summed."""
+    sums = ", ".join(f"sum(waits[{k}])::bigint" for k in range(1, len(WAIT_BOUNDS_S) + 2))
+    return {"wait_sums": f"ARRAY[{sums}]"}
+
+
+READ_MINUTES = Statement("read_minutes", ReadMinutesParams, SQL_DIR, build_parts=_wait_sums)
 READ_ROLLUP_PLACE = Statement("read_rollup_place", NoParams, SQL_DIR)
 
 
@@ -204,27 +212,18 @@ class Minutes:
         return spans
 
 
-def _waits(found: dict[str, Any] | None) -> tuple[int, ...]:
-    counts = [0] * (len(WAIT_BOUNDS_S) + 1)
-    for k, n in (found or {}).items():
-        if 0 <= int(k) < len(counts):
-            counts[int(k)] = int(n)
-    return tuple(counts)
-
-
 def _minutes(bin_s: int, bins: int) -> Plan[Minutes]:
     rows: Rows = yield System(READ_MINUTES, ReadMinutesParams(bin_s, bins))
     first = rows.rows[0][0]
     starts = [first + timedelta(seconds=bin_s * i) for i in range(bins)]
     place = {start: i for i, start in enumerate(starts)}
     lanes: dict[str, list[Span]] = {}
-    for _first, _last, start, lane, done, failed, dead, pending, waits in rows.rows:
+    for _first, start, lane, done, failed, dead, pending, waits in rows.rows:
         if lane is None or start not in place:
             continue
         series = lanes.setdefault(lane, [Span(s) for s in starts])
-        series[place[start]] = Span(
-            start, int(done), int(failed), int(dead), int(pending or 0), _waits(waits)
-        )
+        counts = tuple(int(n or 0) for n in waits)
+        series[place[start]] = Span(start, done, failed, dead, pending or 0, counts)
     return Minutes(bin_s, starts, dict(sorted(lanes.items())))
 
 

@@ -1,32 +1,22 @@
--- read_minutes: the last `bins` spans of `bin_s` seconds (the current one last, by the database clock; spans start on whole multiples of bin_s since the epoch), per lane: attempts done, failed and dead-lettered, the waits' histogram summed (an object: bucket -> claims, empty buckets left out), and the depth (pending items summed over tenants, the most of any minute in the span); in every tenant the login sees; one row with no lane when nothing was rolled up
+-- read_minutes: the last `bins` spans of `bin_s` seconds (the current one last, by the database clock; spans start on whole multiples of bin_s since the epoch), per lane: attempts done, failed and dead-lettered, the waits' histogram summed bucket by bucket, and the depth (pending items summed over tenants, the most of any minute in the span); in every tenant the login sees; one row with no lane when nothing was rolled up
+-- {wait_sums} sums each bucket of the histograms in `waits` (one sum per bucket, written out: no unnest of every row).
 WITH span AS (
     SELECT last - make_interval(secs => %(bin_s)s::float8 * (%(bins)s::integer - 1)) AS first, last
       FROM (SELECT date_bin(make_interval(secs => %(bin_s)s::float8), now(), TIMESTAMPTZ 'epoch') AS last) AS l
-), rows AS (
+), per_minute AS (
     SELECT date_bin(make_interval(secs => %(bin_s)s::float8), m.minute, TIMESTAMPTZ 'epoch') AS bin,
-           m.minute, m.lane, m.done, m.failed, m.dead, m.pending, m.waits
+           m.lane, sum(m.done) AS done, sum(m.failed) AS failed, sum(m.dead) AS dead,
+           sum(m.pending) AS pending, {wait_sums} AS waits
       FROM workqueue_laneminute m, span s
      WHERE m.minute >= s.first
-), counts AS (
-    SELECT r.bin, r.lane, sum(r.done) AS done, sum(r.failed) AS failed, sum(r.dead) AS dead
-      FROM rows r
-     GROUP BY r.bin, r.lane
-), depth AS (
-    SELECT d.bin, d.lane, max(d.pending) AS pending
-      FROM (SELECT r.bin, r.minute, r.lane, sum(r.pending) AS pending
-              FROM rows r GROUP BY r.bin, r.minute, r.lane) AS d
-     GROUP BY d.bin, d.lane
-), waits AS (
-    SELECT w.bin, w.lane, jsonb_object_agg(w.k, w.n) AS waits
-      FROM (SELECT r.bin, r.lane, u.k - 1 AS k, sum(u.n) AS n
-              FROM rows r, unnest(r.waits) WITH ORDINALITY AS u(n, k)
-             WHERE u.n > 0
-             GROUP BY r.bin, r.lane, u.k) AS w
-     GROUP BY w.bin, w.lane
+     GROUP BY m.minute, m.lane
+), per_span AS (
+    SELECT pm.bin, pm.lane, sum(pm.done)::bigint AS done, sum(pm.failed)::bigint AS failed,
+           sum(pm.dead)::bigint AS dead, max(pm.pending)::bigint AS pending, {wait_sums} AS waits
+      FROM per_minute pm
+     GROUP BY pm.bin, pm.lane
 )
-SELECT s.first, s.last, c.bin, c.lane, c.done, c.failed, c.dead, d.pending, w.waits
+SELECT s.first, p.bin, p.lane, p.done, p.failed, p.dead, p.pending, p.waits
   FROM span s
-  LEFT JOIN counts c ON true
-  LEFT JOIN depth d ON d.bin = c.bin AND d.lane = c.lane
-  LEFT JOIN waits w ON w.bin = c.bin AND w.lane = c.lane
- ORDER BY c.bin, c.lane
+  LEFT JOIN per_span p ON true
+ ORDER BY p.bin, p.lane
