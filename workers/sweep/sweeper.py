@@ -165,18 +165,20 @@ def sweep_once(
     rctx: RequestContext | None = None,
     steps: list[tuple[str, Step]] | None = None,
     outage: Outage | None = None,
+    on_step: Callable[[str, int, int], object] | None = None,
 ) -> PassResult | None:
     """Run one pass if no other sweeper is in one; returns what each step did, or None when
     another sweeper held the lock (this pass skipped). A step's failure is logged once and
     the pass goes on; one that meets a database gone away is ``outage``'s to log, when given.
-    Sync: run it off an event loop."""
+    ``on_step`` is told each step's name, place and the steps' count before it runs (a
+    command's progress). Sync: run it off an event loop."""
     rctx = rctx or new_request_context(AppType.SWEEP)
     lock = _lock()
     if not lock.acquire(settings.timeout_s):
         log_event(logger, logging.DEBUG, "sweep_skipped", reason="another_sweeper")
         return None
     try:
-        return _run_steps(steps or STEPS, rctx, settings, outage)
+        return _run_steps(steps or STEPS, rctx, settings, outage, on_step)
     finally:
         lock.release()
 
@@ -192,10 +194,13 @@ def _run_steps(
     rctx: RequestContext,
     settings: SweepSettings,
     outage: Outage | None,
+    on_step: Callable[[str, int, int], object] | None = None,
 ) -> PassResult:
     started = time.monotonic()
     result = PassResult()
-    for name, step in steps:
+    for place, (name, step) in enumerate(steps, start=1):
+        if on_step is not None:
+            on_step(name, place, len(steps))
         try:
             result.results[name] = step(rctx, settings)
         except Exception as exc:

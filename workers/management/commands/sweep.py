@@ -26,6 +26,7 @@ from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, rescue_once, sweep_once
 from workqueue.runtime import startup_problem
 from wqcore.conf import effective
+from wqcore.terminal import Progress
 
 # What each step's result means, for people: the step's own words before its counts.
 STEP_WORDS = {
@@ -130,7 +131,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json",
             action="store_true",
-            help="with --once: print the pass as one JSON object (each step's counts), for scripts",
+            help="with --once: print the pass as one JSON object (each step's counts), for "
+            "scripts (and no progress: on a terminal, stderr shows the step it is in)",
         )
 
     def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
@@ -143,7 +145,13 @@ class Command(BaseCommand):
         if json and not once:
             raise CommandError("--json: only with --once (one pass, one object)")
         if once:
-            result = sweep_once(settings)
+            progress = Progress(self.stderr, wanted=not json)
+
+            def on_step(name: str, place: int, steps: int) -> None:
+                progress.say(f"sweep: step {place} of {steps}, {name}", now=True)
+
+            with progress:
+                result = sweep_once(settings, on_step=on_step)
             if json:
                 self.stdout.write(dumps(pass_values(result), sort_keys=True))
             else:
