@@ -27,6 +27,7 @@ from typing import NamedTuple
 from workqueue import SQL_DIR
 from workqueue.figures import under_tenant
 from workqueue.lanes import declared_lanes
+from wqcore.conf import wq_settings
 from wqcore.statements import NoParams, Statement
 from wqcore.store import Plan, Rows, System, transition
 
@@ -98,21 +99,26 @@ class RolledUp:
 
 @transition
 def roll_up_minutes(
-    batch: int = 50_000, max_batches: int = 20, retention_s: float = 86_400.0
+    batch: int | None = None, max_batches: int | None = None, retention_s: float | None = None
 ) -> Plan[RolledUp]:
     """Count the attempts ended since the last call into their minute's rows (per tenant and
-    lane: done, failed, dead letters, the waits' histogram), ``batch`` attempts per statement,
-    at most ``max_batches`` statements; and, at the first call of a minute, each tenant's
-    pending items per lane. Each statement adds its attempts and moves the rollup's place in
-    one transaction, so an attempt is counted once however often it runs, or however many run.
+    lane: done, failed, dead letters, the waits' histogram), ``batch`` attempts per statement
+    (``ROLLUP_BATCH``), at most ``max_batches`` statements (``SWEEP_MAX_BATCHES``), passing
+    over those that ended before ``retention_s`` (``ROLLUP_RETENTION_S``); and, at the first
+    call of a minute, each tenant's pending items per lane. Each statement adds its attempts
+    and moves the rollup's place in one transaction, so an attempt is counted once however
+    often it runs, or however many run.
 
     Takes no tenant: one statement counts every tenant's attempts of a batch, on the system
     login (the sweep's), and each row it writes is its tenant's, read back under row-level
     security."""
     lanes, bounds = declared_lanes(), [float(b) for b in WAIT_BOUNDS_S]
-    params = RollUpParams(lanes, bounds, int(batch), MARK_GRACE_S, float(retention_s))
+    batch = int(batch or wq_settings.ROLLUP_BATCH)
+    budget = int(max_batches or wq_settings.SWEEP_MAX_BATCHES)
+    kept_s = float(retention_s or wq_settings.ROLLUP_RETENTION_S)
+    params = RollUpParams(lanes, bounds, batch, MARK_GRACE_S, kept_s)
     attempts, behind, renewed, batches = 0, False, False, 0
-    while batches < max_batches:
+    while batches < budget:
         rows: Rows = yield System(ROLL_UP_MINUTES, params)
         found, counted, _minutes, settled, reached, more = rows.rows[0]
         if not found:  # the first pass ever: make the place, then go on
