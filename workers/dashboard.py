@@ -1,5 +1,6 @@
 """The admin's queue gauges page: depth, oldest waiting age, dead letters, outbox lag, live
-workers and what they hold, and completions per minute over the last 15 minutes.
+workers and what they hold, and charts of the last hour or day (``charts.py``: attempts per
+minute, the wait before a claim, pending by lane, from the sweep's rollup of the attempts).
 
 The operator's page reads the whole site on the system login; a tenant's staff get the same
 page computed from their tenant's rows only, under row-level security (``workqueue.figures``):
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
@@ -24,6 +25,7 @@ from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
 from workers import schedule_state
+from workers.charts import WINDOWS, Chart, Links, charts, spans_of
 from workers.liveness import read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
@@ -32,21 +34,12 @@ from wqcore.conf import system_alias, wq_settings
 from wqcore.statements import NoParams
 from wqcore.store import System, Tenant, execute
 
-THROUGHPUT_MINUTES = 15
 # A worker whose last heartbeat is older than this is shown as silent (its process may be gone;
 # the sweep hands its items back once their leases run out).
 SILENT_AFTER_S = 60
-CHART_WIDTH, CHART_HEIGHT, CHART_TOP = 600, 120, 16
-
-
-@dataclass(frozen=True)
-class Bar:
-    x: float
-    y: float
-    width: float
-    height: float
-    count: int
-    minute: datetime
+# The rollup is behind when it has not caught up with the attempts for this long (the sweep runs
+# every few seconds: it is not running, or cannot keep up).
+ROLLUP_LATE_S = 120
 
 
 @dataclass(frozen=True)
@@ -85,12 +78,28 @@ class ScheduleRow:
     enqueued: int
 
 
+@dataclass(frozen=True)
+class ChartsView:
+    """The charts of one window (``WINDOWS``: "hour" or "day") and lane (None: every lane)."""
+
+    window: str
+    lane: str | None
+    lanes: list[str]
+    charts: list[Chart]
+    # Attempts done in the window (the card), when the window began, and when the rollup last
+    # caught up with the attempts (None: never) and whether that is long ago.
+    done: int
+    since: datetime
+    rolled_up_at: datetime | None
+    late: bool
+
+
 @dataclass
 class Panel:
     scope: str
     gauges: runtime.Gauges
     lag: Lag
-    throughput: list[tuple[datetime, int]]
+    charts: ChartsView
     holders: list[runtime.Holder]
     workers: list[WorkerRow] | None  # None: not shown (a tenant's page)
     by_status: dict[str, int] = field(default_factory=dict)
@@ -122,23 +131,6 @@ class Panel:
     def status_pairs(self) -> list[tuple[str, int]]:
         """(status, count) in ``statuses`` order: each count links to its filtered list."""
         return list(zip(self.statuses, self.status_counts, strict=True))
-
-    @property
-    def bars(self) -> list[Bar]:
-        """The throughput chart's bars, scaled to the busiest minute."""
-        if not self.throughput:
-            return []
-        top = max(n for _, n in self.throughput) or 1
-        slot = CHART_WIDTH / len(self.throughput)
-        bars = []
-        for i, (minute, n) in enumerate(self.throughput):
-            height = (CHART_HEIGHT - CHART_TOP) * n / top
-            bars.append(Bar(i * slot + 2, CHART_HEIGHT - height, slot - 4, height, n, minute))
-        return bars
-
-    @property
-    def completed(self) -> int:
-        return sum(n for _, n in self.throughput)
 
 
 def _lag(org_id: uuid.UUID | None) -> Lag:
@@ -233,7 +225,25 @@ def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     return [lane for lane in due if lane.lane not in live]
 
 
-def read_panel(org_id: uuid.UUID | None) -> Panel:
+def read_charts(
+    org_id: uuid.UUID | None, window: str = "hour", lane: str | None = None
+) -> ChartsView:
+    """The charts of ``window`` from the queue's minutes: every tenant's (``None``) or one
+    tenant's, under its row-level security; every lane's, or ``lane``'s."""
+    window = window if window in WINDOWS else "hour"
+    bin_s, bins = WINDOWS[window]
+    minutes = runtime.read_minutes(bin_s, bins, org_id=org_id)
+    rolled_up_at, now = runtime.read_rollup_place()
+    lanes = sorted(set(minutes.lanes) | set(runtime.declared_lanes()))
+    lane = lane if lane in lanes else None
+    since = minutes.starts[0]
+    drawn = charts(minutes, Links(since, lane), lane)
+    done = sum(span.done for span in spans_of(minutes, lane))
+    late = rolled_up_at is None or (now - rolled_up_at).total_seconds() > ROLLUP_LATE_S
+    return ChartsView(window, lane, lanes, drawn, done, since, rolled_up_at, late)
+
+
+def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None = None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = runtime.read_gauges_of(org_id)
     holders = runtime.read_holders(org_id=org_id)
@@ -241,7 +251,7 @@ def read_panel(org_id: uuid.UUID | None) -> Panel:
         scope="every tenant" if org_id is None else "",
         gauges=gauges,
         lag=_lag(org_id),
-        throughput=runtime.read_throughput(THROUGHPUT_MINUTES, org_id=org_id),
+        charts=read_charts(org_id, window, lane),
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
         top_tenants=_top_tenants() if org_id is None else [],
@@ -271,7 +281,7 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         org_id = staff.org_id
     else:
         raise PermissionDenied("the queue gauges are for the site's operator and tenant staff")
-    panel = read_panel(org_id)
+    panel = read_panel(org_id, request.GET.get("window", "hour"), request.GET.get("lane") or None)
     if org_id is not None:
         panel.scope = current_tenancy().tenant_names([org_id]).get(org_id) or str(org_id)
     context: dict[str, Any] = {
@@ -279,10 +289,8 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "title": "Queue gauges",
         "panel": panel,
         "operator": org_id is None,
-        "chart": {"width": CHART_WIDTH, "height": CHART_HEIGHT},
         "read_at": timezone.now(),
-        "minutes": THROUGHPUT_MINUTES,
-        "window_start": timezone.now() - timedelta(minutes=THROUGHPUT_MINUTES),
+        "windows": list(WINDOWS),
         "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,
         "undeclared": runtime.UNDECLARED,
     }

@@ -241,9 +241,11 @@ def _cancel_matching(
     where: Filter,
     bounds: tuple[int, int | None],
     params: dict[str, Any],
+    on_batch: Callable[[BulkCancelled], object] | None = None,
 ) -> Plan[BulkCancelled]:
     """``step``'s statement (one tenant's, or every tenant's) over what ``where`` matches,
-    ``bounds``: (batch, max_batches), until a batch comes back short or the budget is spent."""
+    ``bounds``: (batch, max_batches), until a batch comes back short or the budget is spent;
+    ``on_batch`` is told what it did so far after each batch."""
     batch, max_batches = bounds
     cancelled = requested = batches = 0
     finished = False
@@ -259,6 +261,8 @@ def _cancel_matching(
         batches += 1
         done, asked = rows.rows[0]
         cancelled, requested = cancelled + done, requested + asked
+        if on_batch is not None:
+            on_batch(BulkCancelled(cancelled, requested, batches, False))
         if done + asked < batch:
             finished = True
             break  # a short batch: nothing more matches (rows locked by others: the next run)
@@ -319,10 +323,12 @@ def operator_cancel_matching(
     batch: int = BULK_BATCH,
     max_batches: int | None = None,
     request_id: uuid.UUID | None = None,
+    on_batch: Callable[[BulkCancelled], object] | None = None,
 ) -> Plan[BulkCancelled]:
     """The operator's bulk cancel (``manage.py queue cancel --kind``): as ``cancel_matching``,
     in one tenant (``org_id``) or every tenant (None), each item's audit entry in its own
-    tenant naming ``actor``.
+    tenant naming ``actor``; ``on_batch`` is told what it did so far after each batch (the
+    command's progress).
 
     Runs on the system login across tenants: the operator acts on the whole queue, and one
     statement per batch across tenants is what keeps a bulk cancel of a million items
@@ -336,7 +342,7 @@ def operator_cancel_matching(
     def step(values: CancelMatchingParams) -> Step:
         return System(CANCEL_MATCHING, values)
 
-    return (yield from _cancel_matching(step, where, bounds, params))
+    return (yield from _cancel_matching(step, where, bounds, params, on_batch))
 
 
 # -- the holder ---------------------------------------------------------------------------------

@@ -19,15 +19,10 @@ from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, Step, System, Tenant, transition
 
 
-class ThroughputParams(NamedTuple):
-    minutes: int
-
-
 class HoldersParams(NamedTuple):
     limit: int
 
 
-READ_THROUGHPUT = Statement("read_throughput", ThroughputParams, SQL_DIR)
 READ_HOLDERS = Statement("read_holders", HoldersParams, SQL_DIR)
 
 
@@ -64,20 +59,6 @@ def read_gauges_of(org_id: uuid.UUID | None = None) -> Plan[Gauges]:
     """``read_gauges``' counts by lane, kind and status, oldest waiting age and failed count:
     for every tenant (system login) or, with ``org_id``, for that tenant only."""
     return (yield from under_tenant(read_gauges_plan(), org_id))
-
-
-def _throughput(minutes: int) -> Plan[list[tuple[datetime, int]]]:
-    rows: Rows = yield System(READ_THROUGHPUT, ThroughputParams(int(minutes)))
-    return [(minute, int(n)) for minute, n in rows.rows]
-
-
-@transition
-def read_throughput(
-    minutes: int = 15, org_id: uuid.UUID | None = None
-) -> Plan[list[tuple[datetime, int]]]:
-    """Items completed per minute, the last ``minutes`` minutes (the current one last, still
-    counting), by the database clock. Completed items purged within that time are not counted."""
-    return (yield from under_tenant(_throughput(max(1, min(int(minutes), 1440))), org_id))
 
 
 def _holders(limit: int) -> Plan[list[Holder]]:

@@ -283,6 +283,20 @@ class Settings(pydantic.BaseModel):
         description="dead letters, discarded and cancelled items are purged after this",
     )
     OUTBOX_RETENTION_S: float = Field(DAY_S, ge=0, description="relayed outbox rows, after this")
+    ROLLUP_RETENTION_S: float = Field(
+        2 * DAY_S,
+        ge=3600,
+        description="the gauges page's minutes (the sweep's rollup of the attempts, which its "
+        "charts draw: a day at most) are purged after this",
+    )
+    ROLLUP_BATCH: int = Field(
+        50_000,
+        ge=1,
+        le=1_000_000,
+        description="the most attempts one statement of the sweep's rollup counts (it runs at "
+        "most SWEEP_MAX_BATCHES of them a pass, so this bounds the attempts a second it keeps "
+        "up with)",
+    )
     SWEEP_PURGE_SESSIONS: bool = Field(
         False,
         description="the sweep purges expired Django sessions too, in bounded batches (the "

@@ -28,8 +28,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The screenshots the pages show, as the browser test (tests/e2e/test_browser.py) names them.
+# The screenshots the pages show, as the browser tests (tests/e2e/) name them.
 SCREENSHOTS = (
+    "gauges-charts-light.png",
     "01-admin.png",
     "02-dead-letters.png",
     "03-dead-letter.png",

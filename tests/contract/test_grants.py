@@ -90,14 +90,15 @@ def test_the_walk_flags_a_table_granted_without_a_policy() -> None:
 def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     """Tenant A (the attacker's) and B, each with a member, an item and one attempt of it, an
     outbox row, an audit entry, a queue share, a shipment and a notice, a stored API answer, a
-    task record, a workflow edge and a workflow step, and a signed-in session for B's user."""
+    task record, a workflow edge and a workflow step, a minute of the gauges page's charts, and
+    a signed-in session for B's user."""
     from django.contrib.sessions.backends.db import SessionStore
 
     from audit.services import append
     from outbox.emit import emit
     from workers.demo.models import Shipment, ShipmentNotice
     from workers.django_tasks.models import TaskRecord
-    from workqueue.models import Attempt, Dependency, TenantShare, WorkflowStep
+    from workqueue.models import Attempt, Dependency, LaneMinute, TenantShare, WorkflowStep
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
@@ -111,6 +112,16 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
         )
         WorkflowStep.objects.using("admin").create(
             org_id=ctx.org_id, workflow_id=item.id, item_id=item.id, place=0
+        )
+        LaneMinute.objects.using("admin").create(
+            minute=item.created_at,
+            org_id=ctx.org_id,
+            lane="default",
+            done=1,
+            failed=0,
+            dead=0,
+            waits=[1],
+            pending=0,
         )
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)
@@ -191,6 +202,13 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
             " SELECT id, 1000, now() FROM workqueue_tenancy_org"
         ),
         "SELECT * FROM workqueue_workers_worker",
+        "UPDATE workqueue_rollupstate SET through_id = 0",
+        "UPDATE workqueue_laneminute SET done = done + 1000",
+        (
+            "INSERT INTO workqueue_laneminute"
+            " (minute, org_id, lane, done, failed, dead, waits, pending)"
+            " SELECT now(), id, 'default', 1, 0, 0, '{}', 0 FROM workqueue_tenancy_org"
+        ),
         "UPDATE workqueue_tasks_taskrecord SET errors = '[]'",
         "DELETE FROM workqueue_tasks_taskrecord",
         "SELECT * FROM django_admin_log",

@@ -268,11 +268,13 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "requeue_stale",
         "relay_outbox",
         "enqueue_schedules",
+        "roll_up_minutes",
         "purge_outbox",
         "purge_items",
         "purge_sessions",
         "purge_request_keys",
         "purge_rate_buckets",
+        "purge_minutes",
     ]
     from django.db import transaction
 

@@ -361,3 +361,25 @@ class MarkedHandler:
             mark(item, "cancelled")
             raise
         mark(item, "end")
+
+
+# -- the gauges page's charts (tests/e2e/test_charts.py) ------------------------------------------
+
+
+class FlakyPayload(Payload):
+    # Attempts that fail (and are retried after a second) before one succeeds; ``permanent``:
+    # the first attempt fails for good (a dead letter).
+    fail_first: int = pydantic.Field(default=0, ge=0, le=10)
+    permanent: bool = False
+
+
+FLAKY = register(Kind("TEST_FLAKY", FlakyPayload, max_attempts=3, retry=FAST_RETRY))
+
+
+@handles(FLAKY.name)
+class FlakyHandler:
+    async def handle(self, ctx: OpContext, item: WorkItem, run: Run) -> None:
+        if item.payload.get("permanent"):
+            raise PermanentError("the order is gone")
+        if item.attempts <= item.payload.get("fail_first", 0):
+            raise RuntimeError(f"the gateway timed out (attempt {item.attempts})")

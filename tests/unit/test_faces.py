@@ -42,6 +42,8 @@ FACES: dict[str, tuple[str, ...]] = {
         "sqlfiles",
         "statements",
         "store",
+        # The operator's long commands' progress line on a terminal.
+        "terminal",
         "tracing",
     ),
     "tenancy": (

@@ -9,7 +9,7 @@ from django.db import connections
 
 from outbox.emit import emit
 from tenancy.contexts import Role
-from tests.helpers import back_date, back_date_outbox, dead_letter
+from tests.helpers import back_date_outbox, dead_letter
 from tests.web.conftest import Person
 from workers.models import Worker, WorkerState
 from workqueue import api, runtime
@@ -27,17 +27,32 @@ def card(html: str, name: str) -> str:
     return found.group(1).strip()
 
 
-def throughput(html: str) -> list[int]:
-    table = re.search(r'<table id="throughput">.*?<tbody><tr>(.*?)</tr>', html, re.S)
-    assert table
-    return [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', table.group(1))]
+def points(html: str, chart: str, series: str) -> list[float]:
+    """The values of one series of one chart, as its points carry them (data-value)."""
+    figure = re.search(rf'<figure class="wq-chart" id="chart-{chart}">(.*?)</figure>', html, re.S)
+    assert figure, chart
+    drawn = re.search(
+        rf'<a class="series"[^>]* data-series="{series}"[^>]*>(.*?)</a>', figure.group(1), re.S
+    )
+    assert drawn, series
+    return [float(v) for v in re.findall(r'data-value="([^"]+)"', drawn.group(1))]
+
+
+def _back_date_attempt(item_id, seconds: float) -> None:  # type: ignore[no-untyped-def]
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "UPDATE workqueue_attempt SET ended_at = ended_at - make_interval(secs => %s)"
+            " WHERE item_id = %s",
+            [seconds, item_id],
+        )
 
 
 @pytest.fixture
 def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
     """Tenant A: two pending items, one dead letter, one claimed by worker w-live, an outbox
     row waiting 30 s. Tenant B: one pending, one done now, one done 5 minutes ago, one done
-    20 minutes ago. A live worker, and an offline one."""
+    two hours ago (the attempts rolled up by the sweep's step). A live worker, and an offline
+    one."""
     settings.WORKQUEUE = {**settings.WORKQUEUE, "LANES": ["default", "held", "fast"]}
     a, b = member(), member()
     for _ in range(2):
@@ -52,8 +67,9 @@ def site(member, worker_rctx, settings):  # type: ignore[no-untyped-def]
         api.enqueue(b.ctx, "NOOP", {}, lane="fast")
         [(ctx, claimed)] = claim(worker_rctx, "fast", ["NOOP"], "w-gone", 30, 1)
         done.append(complete(ctx, claimed))
-    back_date(done[1].id, updated_at=300)
-    back_date(done[2].id, updated_at=1200)
+    _back_date_attempt(done[1].id, 300)
+    _back_date_attempt(done[2].id, 7200)
+    runtime.roll_up_minutes()
     with connections["system"].cursor() as cursor:
         for worker_id, state in (("w-live", "running"), ("w-old", "offline")):
             cursor.execute(
@@ -76,11 +92,15 @@ def test_the_operator_sees_the_whole_site(operator: Person, site) -> None:
     assert float(card(html, "oldest").split()[0]) >= 0
     lag = card(html, "lag")
     assert float(lag.split()[0]) >= 30 and "(1 pending)" in html
-    # Completions per minute: the last 15 minutes, the current minute last.
-    counts = throughput(html)
-    assert len(counts) == 15 and counts[-1] == 1 and sum(counts) == 2
+    # Attempts per minute, the last hour: a point per minute, the current one last.
+    done = points(html, "attempts", "done")
+    assert len(done) == 60 and done[-1] == 1 and sum(done) == 2
+    assert sum(points(html, "attempts", "dead")) == 1
     assert card(html, "done") == "2"
-    assert html.count("<rect ") == 15  # the chart: inline SVG, drawn by the server
+    assert html.count('<svg width="640"') == 3  # the charts: inline SVG, drawn by the server
+    day = operator.client.get(URL, {"window": "day"}).text
+    assert len(points(day, "attempts", "done")) == 144 and sum(points(day, "attempts", "done")) == 3
+    assert card(day, "done") == "3"
     assert not re.search(r'(src|href)="(https?:)?//', html)  # nothing loads from elsewhere
     # Live workers with their heartbeat and what they hold; the offline one is gone.
     workers = re.search(r'<table id="workers">(.*?)</table>', html, re.S)
@@ -96,13 +116,14 @@ def test_tenant_staff_see_their_tenants_figures_only(site) -> None:
     assert card(html, "pending") == "2"  # not B's
     assert card(html, "claimed") == "1"
     assert card(html, "dead") == "1"
-    assert sum(throughput(html)) == 0  # B's completions are B's
+    assert sum(points(html, "attempts", "done")) == 0  # B's completions are B's
+    assert sum(points(html, "attempts", "dead")) == 1
     assert 'id="workers"' not in html  # workers serve every tenant: not a tenant's to see
     holders = re.search(r'<table id="holders">(.*?)</table>', html, re.S)
     assert holders and "w-live" in holders.group(1)
     other = b.client.get(URL).text
     assert card(other, "claimed") == "0" and "w-live" not in other
-    assert sum(throughput(other)) == 2
+    assert sum(points(other, "attempts", "done")) == 2
     assert "(0 pending)" in other  # A's outbox row is A's
 
 
@@ -119,8 +140,8 @@ def test_the_worker_list_reads_only_the_system_login(operator: Person, site) -> 
     assert runtime.read_gauges_of(a.org_id).failed == 1
     assert runtime.read_gauges_of(None).failed == 1
     assert [h.claimed_by for h in runtime.read_holders(org_id=a.org_id)] == ["w-live"]
-    assert sum(n for _, n in runtime.read_throughput(15, org_id=a.org_id)) == 0
-    assert sum(n for _, n in runtime.read_throughput(15)) == 2
+    assert sum(s.done for s in runtime.read_minutes(org_id=a.org_id).total()) == 0
+    assert sum(s.done for s in runtime.read_minutes().total()) == 2
 
 
 def test_the_operator_sees_each_lanes_deepest_tenants_with_their_share(operator: Person, member):  # type: ignore[no-untyped-def]
@@ -160,3 +181,16 @@ def test_the_operator_sets_a_share_and_the_tenants_staff_read_it(operator: Perso
         302,
         404,
     )
+
+
+def test_the_charts_narrow_to_a_lane_and_refuse_what_is_not_one(operator: Person, site) -> None:
+    fast = operator.client.get(URL, {"lane": "fast"}).text
+    assert sum(points(fast, "attempts", "done")) == 2 and sum(points(fast, "attempts", "dead")) == 0
+    assert re.findall(r'<a class="series"[^>]* data-series="([^"]+)"', fast).count("fast") == 1
+    assert "lane=fast" in re.search(r'id="card-done"><a class="n" href="([^"]+)"', fast).group(1)
+    # A series links to the list it counts, in the chart's lane.
+    legend = re.search(r'<figure class="wq-chart" id="chart-attempts">.*?</figure>', fast, re.S)
+    assert legend and "status__exact=done&amp;lane=fast" in legend.group(0)
+    odd = operator.client.get(URL, {"lane": "<b>no</b>", "window": "week"}).text
+    assert "<b>no</b>" not in odd and "The last hour" in odd
+    assert len(points(odd, "attempts", "done")) == 60

@@ -29,4 +29,7 @@ class SweepSettings(View):
     item_retention_s: float = setting("ITEM_RETENTION_S")
     dead_letter_retention_s: float = setting("DEAD_LETTER_RETENTION_S")
     outbox_retention_s: float = setting("OUTBOX_RETENTION_S")
+    # The gauges page's minutes: attempts counted per statement, and how long the rows stay.
+    rollup_batch: int = setting("ROLLUP_BATCH")
+    rollup_retention_s: float = setting("ROLLUP_RETENTION_S")
     purge_sessions: bool = setting("SWEEP_PURGE_SESSIONS")

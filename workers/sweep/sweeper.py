@@ -17,6 +17,7 @@ from workers.outage import Outage
 from workers.sweep import (
     enqueue_schedules,
     purge_items,
+    purge_minutes,
     purge_outbox,
     purge_rate_buckets,
     purge_request_keys,
@@ -24,6 +25,7 @@ from workers.sweep import (
     relay_outbox,
     requeue_stale,
     rescue,
+    roll_up_minutes,
 )
 from workers.sweep.config import SweepSettings
 from wqcore.conf import system_alias
@@ -38,18 +40,21 @@ MUTEX = "workers.sweep"
 Step = Callable[[RequestContext, SweepSettings], Any]
 
 # The order matters: a gone worker's items and stale claims back first (work waiting), the
-# outbox relayed, the schedules' due ticks enqueued, then the purges. (The gauges are read by the
-# one endpoint exporting them, when scraped: workers.gauges.)
+# outbox relayed, the schedules' due ticks enqueued, the attempts rolled up for the gauges page
+# (before the purge of items, which takes their attempts with them), then the purges. (The gauges
+# are read by the one endpoint exporting them, when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
     ("rescue", rescue.run_once),
     ("requeue_stale", requeue_stale.run_once),
     ("relay_outbox", relay_outbox.run_once),
     ("enqueue_schedules", enqueue_schedules.run_once),
+    ("roll_up_minutes", roll_up_minutes.run_once),
     ("purge_outbox", purge_outbox.run_once),
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),
     ("purge_rate_buckets", purge_rate_buckets.run_once),
+    ("purge_minutes", purge_minutes.run_once),
 ]
 
 # The rescue alone, on its own short timer (SWEEP_RESCUE_INTERVAL_S), without the mutex: it is
@@ -161,18 +166,20 @@ def sweep_once(
     rctx: RequestContext | None = None,
     steps: list[tuple[str, Step]] | None = None,
     outage: Outage | None = None,
+    on_step: Callable[[str, int, int], object] | None = None,
 ) -> PassResult | None:
     """Run one pass if no other sweeper is in one; returns what each step did, or None when
     another sweeper held the lock (this pass skipped). A step's failure is logged once and
     the pass goes on; one that meets a database gone away is ``outage``'s to log, when given.
-    Sync: run it off an event loop."""
+    ``on_step`` is told each step's name, place and the steps' count before it runs (a
+    command's progress). Sync: run it off an event loop."""
     rctx = rctx or new_request_context(AppType.SWEEP)
     lock = _lock()
     if not lock.acquire(settings.timeout_s):
         log_event(logger, logging.DEBUG, "sweep_skipped", reason="another_sweeper")
         return None
     try:
-        return _run_steps(steps or STEPS, rctx, settings, outage)
+        return _run_steps(steps or STEPS, rctx, settings, outage, on_step)
     finally:
         lock.release()
 
@@ -188,10 +195,13 @@ def _run_steps(
     rctx: RequestContext,
     settings: SweepSettings,
     outage: Outage | None,
+    on_step: Callable[[str, int, int], object] | None = None,
 ) -> PassResult:
     started = time.monotonic()
     result = PassResult()
-    for name, step in steps:
+    for place, (name, step) in enumerate(steps, start=1):
+        if on_step is not None:
+            on_step(name, place, len(steps))
         try:
             result.results[name] = step(rctx, settings)
         except Exception as exc:

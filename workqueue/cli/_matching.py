@@ -18,6 +18,7 @@ from workqueue import api
 from workqueue.triage import DeadFilter, act_on_every_match, count_dead, group_dead, parse_since
 from wqcore.actor import SYSTEM_ACTOR
 from wqcore.conf import effective
+from wqcore.terminal import Progress
 
 
 def add_arguments(parser: CommandParser) -> None:
@@ -57,7 +58,12 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="say how many match, and what, without changing"
     )
-    parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outcome as one JSON object (and no progress: on a terminal, stderr "
+        "shows how far it got while it runs)",
+    )
 
 
 def _filter(options: dict[str, Any]) -> DeadFilter:
@@ -126,14 +132,21 @@ def run(action: str, command: BaseCommand, **options: Any) -> None:
         return operator_context(rctx, org_id, actor)
 
     changed = left = 0
-    while True:
-        swept = act_on_every_match(action, dead, until, context_of)
-        changed, left = changed + swept.changed, left + swept.left_alone
-        if not options.get("json"):
-            command.stdout.write(f"{action}: {changed} so far")
-        # A round that changed nothing and read nothing new cannot get further.
-        if swept.done or (swept.changed == 0 and swept.left_alone == 0):
-            break
+    progress = Progress(command.stderr, wanted=not options.get("json"))
+    so_far = [0]
+
+    def on_batch(moved: int) -> None:
+        so_far[0] += moved
+        share = f" ({100 * so_far[0] // counted.items}%)" if counted.items else ""
+        progress.say(f"{action}: {so_far[0]:,} of {counted.items:,} dead letter(s){share}")
+
+    with progress:
+        while True:
+            swept = act_on_every_match(action, dead, until, context_of, on_batch=on_batch)
+            changed, left = changed + swept.changed, left + swept.left_alone
+            # A round that changed nothing and read nothing new cannot get further.
+            if swept.done or (swept.changed == 0 and swept.left_alone == 0):
+                break
     # What matched as of the fence, less what changed: changed since, left as they are.
     left = max(left, counted.items - changed) if swept.done and not counted.capped else left
     outcome.update(changed=changed, left_alone=left, done=swept.done)

@@ -13,14 +13,23 @@ transaction, audited per item) until nothing more matches; stopped midway (Ctrl-
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
+import json
 from typing import Any
 
 from django.core.management.base import CommandError, CommandParser
 
 from tenancy.contexts import AppType, new_request_context
 from workqueue import api
-from workqueue.cancel import BULK_BATCH, CANCELLABLE, operator_cancel, operator_cancel_matching
+from workqueue.cancel import (
+    BULK_BATCH,
+    CANCELLABLE,
+    BulkCancelled,
+    operator_cancel,
+    operator_cancel_matching,
+)
+from wqcore.terminal import Progress
 
 HELP = "cancel an item by id, or every item of a kind (--kind, with --lane, --status, --tenant)"
 
@@ -47,6 +56,12 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument("--batch", type=int, default=BULK_BATCH, help="bulk: items per statement")
     parser.add_argument("--max-batches", type=int, help="bulk: stop after this many statements")
     parser.add_argument("--actor", help="who the audit entries name (default: (cli:<login>))")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the outcome as one JSON object (and no progress: on a terminal, stderr "
+        "shows how far a bulk cancel got while it runs)",
+    )
 
 
 def run(command: Any, **options: Any) -> None:
@@ -61,21 +76,38 @@ def run(command: Any, **options: Any) -> None:
             rctx = new_request_context(AppType.CLI)
             item = operator_cancel(rctx, actor, item_id)
             what = "cancelled" if item.status == api.Status.CANCELLED else "cancel requested"
-            command.stdout.write(f"{item.id} {what} (tenant {item.org_id})")
+            if options.get("json"):
+                said = {"id": str(item.id), "status": str(item.status), "tenant": str(item.org_id)}
+                command.stdout.write(json.dumps(said, sort_keys=True))
+            else:
+                command.stdout.write(f"{item.id} {what} (tenant {item.org_id})")
             return
-        result = operator_cancel_matching(
-            actor,
-            kind,
-            org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong
-            lane=options.get("lane"),
-            statuses=options.get("status"),
-            batch=options["batch"],
-            max_batches=options.get("max_batches"),
-        )
+        progress = Progress(command.stderr, wanted=not options.get("json"))
+
+        def on_batch(so_far: BulkCancelled) -> None:
+            progress.say(
+                f"cancel {kind}: {so_far.cancelled:,} cancelled, {so_far.requested:,} running "
+                f"asked to stop ({so_far.batches:,} batch(es))"
+            )
+
+        with progress:
+            result = operator_cancel_matching(
+                actor,
+                kind,
+                org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong
+                lane=options.get("lane"),
+                statuses=options.get("status"),
+                batch=options["batch"],
+                max_batches=options.get("max_batches"),
+                on_batch=on_batch,
+            )
     except ValueError as exc:  # InvalidPayload too: one line naming the field
         raise CommandError(str(exc)) from None
     except (api.NotFound, api.Conflict) as exc:
         raise CommandError(str(exc)) from None
+    if options.get("json"):
+        command.stdout.write(json.dumps(dataclasses.asdict(result), sort_keys=True))
+        return
     command.stdout.write(
         f"cancelled={result.cancelled} requested={result.requested} batches={result.batches} "
         + ("finished" if result.finished else "stopped early: run it again to go on")

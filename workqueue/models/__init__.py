@@ -328,9 +328,11 @@ class Mutex(models.Model):
         return self.name
 
 
-# The operator's controls live beside (``controls.py``), and a workflow's steps as declared
-# (``workflows.py``); their models are the app's like these.
+# The operator's controls live beside (``controls.py``), a workflow's steps as declared
+# (``workflows.py``) and the sweep's rollup of the attempts for the gauges page's charts
+# (``minutes.py``); their models are the app's like these.
 from workqueue.models.controls import Pause, RateBucket, RateLimit, TenantShare  # noqa: E402
+from workqueue.models.minutes import LaneMinute, RollupState  # noqa: E402
 from workqueue.models.workflows import Callback, WorkflowStep  # noqa: E402
 
 __all__ = [
@@ -340,11 +342,13 @@ __all__ = [
     "Callback",
     "DeadLetter",
     "Dependency",
+    "LaneMinute",
     "Mutex",
     "Needs",
     "Pause",
     "RateBucket",
     "RateLimit",
+    "RollupState",
     "Status",
     "StoredResponse",
     "TenantShare",

@@ -24,3 +24,6 @@ GRANT SELECT, INSERT ON workqueue_dependency TO {app};
 -- A workflow's steps as declared: written by its declaration beside the steps, read by its
 -- admin page; never changed (the purge, on the system login, deletes each with its item).
 GRANT SELECT, INSERT ON workqueue_workflowstep TO {app};
+-- The gauges page's minutes: a tenant's staff read their tenant's (row-level security); the sweep
+-- writes and purges them on the system login. The rollup's place is the system login's only.
+GRANT SELECT ON workqueue_laneminute TO {app};

@@ -76,9 +76,11 @@ def _in_batches(
     dead: DeadFilter,
     until: datetime,
     budget: tuple[int, int],
+    on_batch: Callable[[int], object] | None = None,
 ) -> Plan[Progress]:
     """Run ``statement`` over what ``dead`` matches, ``budget``: (batch, max_batches), oldest
-    failure last, until a batch comes back short or the budget is spent."""
+    failure last, until a batch comes back short or the budget is spent; ``on_batch`` is told
+    how many items each batch changed."""
     batch, max_batches = budget
     described = json.dumps({**dead.described(), "until": until.isoformat()})
     before, changed, left = until, 0, 0
@@ -94,6 +96,8 @@ def _in_batches(
         rows: Rows = yield Tenant(ctx.org_id, statement, params)
         read, oldest, moved = rows.rows[0][:3]
         changed, left = changed + int(moved), left + int(read) - int(moved)
+        if on_batch is not None:
+            on_batch(int(moved))
         # A batch smaller than asked for was the last: nothing older matches.
         if int(read) < batch:
             return Progress(changed, left, True)
@@ -111,6 +115,7 @@ def act_on_matching(
     until: datetime,
     batch: int | None = None,
     max_batches: int | None = None,
+    on_batch: Callable[[int], object] | None = None,
 ) -> Plan[Progress]:
     """Requeue (``action`` "requeue": pending now, attempts reset) or discard ("discard") the
     context's tenant's dead letters that ``dead`` matches, in batches of ``batch``
@@ -119,7 +124,8 @@ def act_on_matching(
     confirmed: only items still failed and unchanged since then change, so an item requeued,
     retried or failed again meanwhile is left alone, and running it again with the same
     ``until`` resumes where it stopped. Each item changed gets its audit entry naming ``ctx``'s
-    user, with the filter. Joins the caller's transaction (else each batch commits alone)."""
+    user, with the filter. Joins the caller's transaction (else each batch commits alone).
+    ``on_batch`` is told how many items each batch changed (a command's progress)."""
     statement = MATCHING_ACTIONS.get(action)
     if statement is None:
         raise InvalidPayload(f"action: must be one of {', '.join(MATCHING_ACTIONS)}")
@@ -129,7 +135,7 @@ def act_on_matching(
         int(batch or wq_settings.TRIAGE_BATCH),
         int(max_batches or wq_settings.TRIAGE_MAX_BATCHES),
     )
-    result = yield from _in_batches(statement, ctx, dead.checked(), until, budget)
+    result = yield from _in_batches(statement, ctx, dead.checked(), until, budget, on_batch)
     log_event(
         logger,
         logging.INFO,
@@ -161,11 +167,13 @@ def act_on_every_match(
     context_of: Callable[[uuid.UUID], OpContext],
     scope: uuid.UUID | None = None,
     max_batches: int | None = None,
+    on_batch: Callable[[int], object] | None = None,
 ) -> Swept:
     """``act_on_matching`` in each tenant holding dead letters ``dead`` matches (found across
     tenants on the system login for the operator, ``scope`` None; else only ``scope``'s, under
     its row-level security), each under the context ``context_of(tenant)`` gives (whom its
-    audit entries name). ``max_batches`` is the budget of the whole call."""
+    audit entries name). ``max_batches`` is the budget of the whole call; ``on_batch`` is told
+    how many items each batch changed."""
     budget = int(max_batches or wq_settings.TRIAGE_MAX_BATCHES)
     counted = count_dead(dead, scope, until)
     swept = Swept(done=not counted.capped)
@@ -175,7 +183,9 @@ def act_on_every_match(
             swept.done = False
             break
         wanted = min(budget, -(-items // batch) + 1)
-        progress = act_on_matching(action, context_of(org_id), dead, until, batch, wanted)
+        progress = act_on_matching(
+            action, context_of(org_id), dead, until, batch, wanted, on_batch=on_batch
+        )
         budget -= wanted
         swept.changed += progress.changed
         swept.left_alone += progress.left_alone

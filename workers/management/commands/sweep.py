@@ -26,6 +26,7 @@ from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, rescue_once, sweep_once
 from workqueue.runtime import startup_problem
 from wqcore.conf import effective
+from wqcore.terminal import Progress
 
 # What each step's result means, for people: the step's own words before its counts.
 STEP_WORDS = {
@@ -37,6 +38,8 @@ STEP_WORDS = {
     "purge_sessions": "expired sessions purged",
     "purge_request_keys": "stored Idempotency-Key answers purged",
     "enqueue_schedules": "schedule ticks enqueued",
+    "roll_up_minutes": "attempts rolled up for the gauges page's charts",
+    "purge_minutes": "the gauges page's old minutes purged",
 }
 
 
@@ -96,7 +99,8 @@ class Command(BaseCommand):
         "relayed outbox rows, done items and dead letters (and discarded and cancelled items) "
         "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
-        "schedules lists them), and read the gauges. One sweeper acts at a time across "
+        "schedules lists them), roll the attempts up into the gauges page's minutes (purged "
+        "after ROLLUP_RETENTION_S), and read the gauges. One sweeper acts at a time across "
         "hosts (a mutex only the system login may take). Steps: "
         + ", ".join(name for name, _ in STEPS)
         + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
@@ -107,7 +111,16 @@ class Command(BaseCommand):
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         parser = super().create_parser(prog_name, subcommand, **kwargs)
         parser.epilog = "settings (WORKQUEUE[...]):\n" + effective(
-            ("SWEEP_", "ITEM_", "DEAD_LETTER_", "OUTBOX_", "IDEMPOTENCY_", "SCHEDULE_", "LOG_")
+            (
+                "SWEEP_",
+                "ITEM_",
+                "DEAD_LETTER_",
+                "OUTBOX_",
+                "IDEMPOTENCY_",
+                "ROLLUP_",
+                "SCHEDULE_",
+                "LOG_",
+            )
         )
         return parser
 
@@ -118,7 +131,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json",
             action="store_true",
-            help="with --once: print the pass as one JSON object (each step's counts), for scripts",
+            help="with --once: print the pass as one JSON object (each step's counts), for "
+            "scripts (and no progress: on a terminal, stderr shows the step it is in)",
         )
 
     def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
@@ -131,7 +145,13 @@ class Command(BaseCommand):
         if json and not once:
             raise CommandError("--json: only with --once (one pass, one object)")
         if once:
-            result = sweep_once(settings)
+            progress = Progress(self.stderr, wanted=not json)
+
+            def on_step(name: str, place: int, steps: int) -> None:
+                progress.say(f"sweep: step {place} of {steps}, {name}", now=True)
+
+            with progress:
+                result = sweep_once(settings, on_step=on_step)
             if json:
                 self.stdout.write(dumps(pass_values(result), sort_keys=True))
             else:
