@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
-from tenancy.grants import apply_grants
+from tenancy.grants import apply_grants, our_tables
 from tenancy.logins import ensure_logins
 from wqcore.conf import owner_alias, system_alias, tenant_alias
 
@@ -36,9 +36,14 @@ class Command(BaseCommand):
         self.stdout.write(f"logins ready: {app['USER']} (everyday), {system['USER']} (system)")
         if no_grants:
             return
-        tables = connections[owner_alias()].introspection.table_names()
-        if "workqueue_workitem" not in tables:
-            self.stdout.write("no tables yet: run migrate, then manage.py grant_logins")
+        # Before migrate (a new database, or a release with new tables) the grants would name
+        # tables not there yet: they wait for migrate.
+        missing = set(our_tables()) - set(connections[owner_alias()].introspection.table_names())
+        if missing:
+            self.stdout.write(
+                f"{len(missing)} of the product's tables not there yet: run migrate, then"
+                " manage.py grant_logins"
+            )
             return
         apply_grants()
         self.stdout.write("grants applied on the product's tables")
