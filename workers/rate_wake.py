@@ -7,8 +7,9 @@ notice announces that moment, so without this a worker would find those items at
 
 Never a busy loop: a rate wake comes at least ``floor_s`` after the claim before it began. The
 floor is ``RATE_WAKE_MIN_S`` and doubles (up to the poll) each time a rate wake claims nothing
-(another worker took the slot first: every worker waiting on a limit wakes at its moment, and
-one of them gets it), and falls back once a claim takes something. A limit faster than one
+while the limit's next moment moved on (another worker took the slot first: every worker
+waiting on a limit wakes at its moment, and one of them gets it), and falls back once a claim
+takes something. A limit faster than one
 item per floor hands out what came due meanwhile at each wake. While no limit held anything
 back, the claim says nothing and the worker waits for a notice or its poll, as it always did.
 """
@@ -39,12 +40,15 @@ class RateWake:
         """A claim that began at ``began`` (by ``clock``) ``took`` items or none, and said its
         limits free in ``wait_s`` seconds (None: no limit held anything back); ``rate_woken``:
         it was a rate wake's."""
-        self.claimed_at = began
-        self.due = None if wait_s is None else began + wait_s
+        due = None if wait_s is None else began + wait_s
         if took:
             self.floor_s = RATE_WAKE_MIN_S
-        elif rate_woken:
+        elif rate_woken and (due is None or self.due is None or due > self.due + RATE_WAKE_MIN_S):
+            # Another worker took the slot (the limit's next moment is later): back off. Not
+            # when the wake came a little early (the same moment again: this clock reads the
+            # claim's start before the database does), then the next claim takes it.
             self.floor_s = min(self.floor_s * 2, self.poll_s)
+        self.claimed_at, self.due = began, due
 
     def timeout_s(self) -> tuple[float, bool]:
         """How long to wait for a notice before claiming again, and whether that is a rate

@@ -55,14 +55,26 @@ def test_the_floor_doubles_while_rate_wakes_find_nothing_and_falls_back_when_one
     clock,
 ) -> None:
     wake = RateWake(poll_s=1.0, clock=clock)
+    wake.claimed(clock.now, 0.1, took=True, rate_woken=False)
     for expected in (0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0, 1.0):
-        wake.claimed(clock.now, 0.001, took=False, rate_woken=True)
+        clock.now = wake.due  # another worker took the slot: the next one is 100 ms on
+        wake.claimed(clock.now, 0.1, took=False, rate_woken=True)
         assert wake.floor_s == pytest.approx(expected)
     # At the poll: the next wake is the poll's.
     assert wake.timeout_s() == (1.0, False)
     # A claim after a notice or the poll that found nothing leaves the floor as it is.
-    wake.claimed(clock.now, 0.001, took=False, rate_woken=False)
+    wake.claimed(clock.now, 0.2, took=False, rate_woken=False)
     assert wake.floor_s == 1.0
     wake.claimed(clock.now, 0.05, took=True, rate_woken=False)
     assert wake.floor_s == RATE_WAKE_MIN_S
     assert wake.timeout_s() == (pytest.approx(0.05), True)
+
+
+def test_a_wake_a_little_early_claims_again_at_the_moment_without_backing_off(clock) -> None:
+    wake = RateWake(poll_s=1.0, clock=clock)
+    wake.claimed(clock.now, 0.1, took=True, rate_woken=False)
+    clock.now = wake.due
+    # The database began the claim a moment before the bucket's free_at: the same moment again.
+    wake.claimed(clock.now, 0.002, took=False, rate_woken=True)
+    assert wake.floor_s == RATE_WAKE_MIN_S
+    assert wake.timeout_s() == (pytest.approx(RATE_WAKE_MIN_S), True)

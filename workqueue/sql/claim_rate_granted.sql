@@ -21,19 +21,34 @@ rate_scopes AS MATERIALIZED (
                               LIMIT 1) AS e ON true) AS s
      WHERE s.targeted OR s.id IS NOT NULL
 ), rate_items AS MATERIALIZED (
-    -- the picked items, read in one index scan (as the claim's update finds them)
-    SELECT w.id, w.kind, w.lane, w.org_id, w.rate_key
+    -- the picked items, read in one index scan (as the claim's update finds them), with their
+    -- place in claim order
+    SELECT array_position((SELECT ids FROM picked)::uuid[], w.id) AS n,
+           w.id, w.kind, w.lane, w.org_id, w.rate_key
       FROM workqueue_workitem w
      WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
 ), rate_keys AS MATERIALIZED (
-    -- each key the picked items have in a scope with a limit, with its items in claim order
-    SELECT v.scope, v.key, array_agg(p.id ORDER BY p.n) AS ids
-      FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
-      JOIN rate_items w ON w.id = p.id
-     CROSS JOIN LATERAL (VALUES ('kind', w.kind), ('lane', w.lane), ('tenant', w.org_id::text),
-                                ('key', w.rate_key)) AS v(scope, key)
-     WHERE v.key IS NOT NULL AND v.scope IN (SELECT scope FROM rate_scopes)
-     GROUP BY v.scope, v.key
+    -- each key the picked items have in a scope with a limit, with its items in claim order (a
+    -- scope without limits is not read: its branch's one-time condition is false)
+    SELECT 'kind' AS scope, i.kind AS key, array_agg(i.id ORDER BY i.n) AS ids
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'kind')
+     GROUP BY i.kind
+     UNION ALL
+    SELECT 'lane', i.lane, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'lane')
+     GROUP BY i.lane
+     UNION ALL
+    SELECT 'tenant', i.org_id::text, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'tenant')
+     GROUP BY i.org_id
+     UNION ALL
+    SELECT 'key', i.rate_key, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE i.rate_key IS NOT NULL AND EXISTS (SELECT FROM rate_scopes WHERE scope = 'key')
+     GROUP BY i.rate_key
 ), rate_buckets AS MATERIALIZED (
     -- each bucket the items fall in: their scope's '*' limit, and the limit whose target is
     -- their key (one probe of the limits' unique index on scope and target, in a scope that
