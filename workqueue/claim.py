@@ -257,6 +257,9 @@ def claim(
     item whose tenant is gone is failed by ``fail_orphaned``, never returned. The controls
     (pauses, caps, concurrency keys): the module's docstring.
 
+    While a rate limit is set, a claim that comes back short because a limit held items back
+    says in ``rate_wait_s`` when the soonest such limit allows one more (``Claimed``).
+
     ``woken``: the claimer was idle (its last claim found less than it asked) and was woken by a
     notice: with no backlog to share out, the first due item is claimed alone, highest priority
     then oldest across tenants, by the lighter statement (unless a tenant's cap is in effect);
