@@ -225,6 +225,33 @@ def test_a_claim_says_nothing_of_limits_that_held_none_of_its_items_back(
     assert len(only_noop) == 1 and only_noop.rate_wait_s is None
 
 
+def test_a_bucket_with_room_keeps_its_free_at_and_one_left_empty_gets_its_own(
+    ctx, worker_rctx
+) -> None:
+    set_rate_limit(OPERATOR, "key", "acct-1", "3/h")  # one per 1,200 s, three at once
+    _enqueue(ctx, 4, rate_key="acct-1")
+    bucket = RateBucket.objects.using("admin")
+
+    def state():  # type: ignore[no-untyped-def]
+        with connections["admin"].cursor() as cursor:
+            cursor.execute("SELECT tat, free_at, now() FROM workqueue_ratebucket")
+            return cursor.fetchone()
+
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    tat, free_at, now = state()
+    assert free_at < now < tat  # made with room: free_at already past
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    later_tat, same_free_at, _ = state()
+    # Spent with room left: tat moved, free_at (the indexed column) did not (a HOT update).
+    assert later_tat > tat and same_free_at == free_at
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    last_tat, empty_free_at, now = state()
+    # Left allowing nothing: free_at is when it allows one more, tat - (burst - 1) * 1,200 s.
+    assert empty_free_at > now and (last_tat - empty_free_at).total_seconds() == 2400
+    assert _claimed(_Sync, worker_rctx) == []
+    assert bucket.count() == 1
+
+
 def _notices_after(action) -> list[str]:  # type: ignore[no-untyped-def]
     params = connections["admin"].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
