@@ -13,7 +13,10 @@ an idle worker still sends one claim per notice or poll.
 With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
 interval; the claim after that wait takes the first due item alone, by the lighter statement
 (``woken``: nothing was left to share out, so the fair claim's walk over the tenants is skipped
-on the path from a notice to a handler), and the one after it is fair again. When the database
+on the path from a notice to a handler), and the one after it is fair again. A claim that came
+back short while a rate limit held items back says when that limit frees: the worker claims
+again then, if that is sooner than its poll (``rate_wake.py``), by the fair claim (those items
+are a backlog). When the database
 does not answer, it backs off (doubling from the poll interval up to ``outage_backoff_max_s``)
 and the outage is logged once, not once per pass.
 A worker that holds a liveness lock (``liveness_lock.py``) claims only while it holds one: a
@@ -34,6 +37,7 @@ from workers.config import WorkerSettings
 from workers.liveness_lock import LivenessLock
 from workers.metrics import IN_FLIGHT, RELEASED, for_kind, observe_many, waited
 from workers.outage import Outage
+from workers.rate_wake import RateWake
 from workers.running import Runner
 from workqueue import runtime
 from wqcore.logs import log_event
@@ -74,6 +78,8 @@ class ClaimLoop:
         self.full = asyncio.Event()
         # Set when the first claimer has ended: the second one ends after its claim in flight.
         self.over = asyncio.Event()
+        # When to claim again for items a rate limit held back (the first claimer's).
+        self.rate_wake = RateWake(settings.poll_interval_ms / 1000)
 
     @property
     def claimers(self) -> int:
@@ -102,6 +108,8 @@ class ClaimLoop:
         # Whether the last claim found less than it asked and the loop then waited: the next
         # claim takes the first due item alone, by the lighter statement (``runtime.aclaim``).
         woken = False
+        # Whether that wait ended at a rate limit's moment (``rate_wake``), not at a notice.
+        rate_woken = False
         while not stop.is_set():
             if self.completer.backlog > (s.capacity or 1):
                 self.written.clear()
@@ -118,7 +126,8 @@ class ClaimLoop:
             self.wake.clear()
             asked = min(free, s.claim_batch)
             writes = self.completer.writes
-            claimed = await self._claim(asked, woken)
+            claimed = await self._claim(asked, woken, rate_woken)
+            rate_woken = False
             if claimed is None:
                 await self._wait(self.wake, backoff_s, stop)
                 backoff_s = min(backoff_s * 2, s.outage_backoff_max_s)
@@ -152,8 +161,11 @@ class ClaimLoop:
                 self.slot_freed.clear()
                 await self._wait(self.slot_freed, None, stop)
                 continue
-            await self._wait(self.wake, poll_s, stop)
-            woken = True
+            timeout_s, rate_woken = self.rate_wake.timeout_s()
+            await self._wait(self.wake, timeout_s, stop)
+            # At a rate limit's moment the items it held back wait: the fair claim takes them.
+            rate_woken = rate_woken and not self.wake.is_set()
+            woken = not rate_woken
 
     async def _claim_while_full(self, stop: asyncio.Event) -> None:
         """The second claimer: whole batches, while claims come back full (see the module's
@@ -179,12 +191,14 @@ class ClaimLoop:
         return (self.settings.capacity or 1) - self.runner.in_flight() - self.reserved
 
     async def _claim(
-        self, asked: int, woken: bool
+        self, asked: int, woken: bool, rate_woken: bool = False
     ) -> list[tuple[OpContext, runtime.WorkItem]] | None:
         """Claim up to ``asked`` and start each item; None when the claim failed (logged, or
-        counted by the outage account). Sets or clears ``full`` by what came back."""
+        counted by the outage account). Sets or clears ``full`` by what came back; tells the
+        rate wake what the claim said (``rate_woken``: this claim is a rate wake's)."""
         s = self.settings
         started = self.outage.now()
+        began = self.rate_wake.clock()
         epoch = self._held_epoch()
         if epoch is None:  # lost since the wait: the next pass waits for a new lock
             self.full.clear()
@@ -213,6 +227,7 @@ class ClaimLoop:
             self.reserved -= asked
             self.slot_freed.set()
         self.outage.ok(started)
+        self.rate_wake.claimed(began, claimed.rate_wait_s, bool(claimed), rate_woken)
         if claimed and self._held_epoch() != epoch:
             await self._hand_back(claimed)
             self.full.clear()

@@ -141,6 +141,24 @@ def hand_out(
     return claimed, orphans
 
 
+class Claimed(list[tuple[OpContext, WorkItem]]):
+    """The claimed items with their contexts, in the order the claim picked them; and, from a
+    claim that came back short while a rate limit held items back, ``rate_wait_s``: in how
+    many seconds (from when the claim began, by the database's clock) the soonest of those
+    limits allows one more (None: no limit held any back, or the claim was full)."""
+
+    rate_wait_s: float | None = None
+
+
+def _rate_wait(rows: Rows) -> tuple[Rows, float | None]:
+    """The claim's rows without the rate limits' column, and its value: every row carries it,
+    and a claim that took nothing returns one row with it alone (dropped here)."""
+    at = rows.names.index("rate_wait_s")
+    wait_s = rows.rows[0][at] if rows.rows else None
+    item_id = rows.names.index("id")
+    return Rows(rows.names, [row for row in rows.rows if row[item_id] is not None]), wait_s
+
+
 def _count_orphan(item: WorkItem) -> None:
     ORPHANED.labels(item.kind).inc()
     log_event(logger, logging.WARNING, "work_orphaned", **fields_of_item(item))
@@ -224,7 +242,7 @@ def claim(
     limit: int = 1,
     *,
     woken: bool = False,
-) -> Plan[list[tuple[OpContext, WorkItem]]]:
+) -> Plan[Claimed]:
     """Claim up to ``limit`` due pending items of ``lane`` and ``kinds`` (None: every
     registered kind).
 
@@ -239,6 +257,9 @@ def claim(
     item whose tenant is gone is failed by ``fail_orphaned``, never returned. The controls
     (pauses, caps, concurrency keys): the module's docstring.
 
+    While a rate limit is set, a claim that comes back short because a limit held items back
+    says in ``rate_wait_s`` when the soonest such limit allows one more (``Claimed``).
+
     ``woken``: the claimer was idle (its last claim found less than it asked) and was woken by a
     notice: with no backlog to share out, the first due item is claimed alone, highest priority
     then oldest across tenants, by the lighter statement (unless a tenant's cap is in effect);
@@ -249,14 +270,15 @@ def claim(
     """
     kinds = known_kinds() if kinds is None else list(kinds)
     if limit < 1 or not kinds:
-        return []
+        return Claimed()
     lane = check_lane(lane)
     # Tenant caps: only the fair claim counts them.
     tenant_capped = (yield from _tenant_capped()) if wq_settings.FAIR_CLAIM else False
     # Woken from idle, the round-robin has nothing to choose between: the first item goes
     # without the fair claim's walk over the tenants (the larger part of a wake's claim).
     first_alone = woken and not tenant_capped
-    controls = (tenant_capped, (yield from _rate_limited()))
+    rate_limited = yield from _rate_limited()
+    controls = (tenant_capped, rate_limited)
     step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, controls)
     try:
         rows: Rows = yield step
@@ -264,8 +286,13 @@ def claim(
         if not _key_collision(exc):
             raise
         logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
-        return []
-    return (yield from _handed_out(rctx, rows)) if rows.rows else []
+        return Claimed()
+    rate_wait_s = None
+    if rate_limited:
+        rows, rate_wait_s = _rate_wait(rows)
+    claimed = Claimed((yield from _handed_out(rctx, rows)) if rows.rows else ())
+    claimed.rate_wait_s = rate_wait_s
+    return claimed
 
 
 aclaim = claim.aio

@@ -59,6 +59,15 @@ class ClaimControlsParams(NamedTuple):
     kind_caps: list[int]
 
 
+class ClaimRateParams(NamedTuple):
+    """The parameters the rate limits' part reads (``sql/claim_rate_granted.sql``, included by
+    both claims while a limit is set): what the claim asked for, to say when to ask again."""
+
+    lane: str
+    kinds: list[str]
+    limit: int
+
+
 class ClaimOldestFirstParams(NamedTuple):
     lane: str
     kinds: list[str]
@@ -216,13 +225,17 @@ def _fallback_locking(limited: bool) -> Locking:
 
 CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
 CLAIM_RATE_BLOCKED = Statement("claim_rate_blocked", NoParams, SQL_DIR)
-CLAIM_RATE_GRANTED = Statement("claim_rate_granted", NoParams, SQL_DIR)
+CLAIM_RATE_GRANTED = Statement("claim_rate_granted", ClaimRateParams, SQL_DIR)
 # The rate parts while no limit is set: granted is picked as it is, and rate_blocked is read
 # by nothing (PostgreSQL runs no CTE that nothing reads), so the claim costs what it did.
 _UNLIMITED = {
     "rate_blocked": "rate_blocked AS (SELECT NULL::text AS scope, NULL::text AS key WHERE false",
     "rate_granted": "granted AS (\n    SELECT ids FROM picked",
+    "rate_next_join": "",
 }
+# With rate limits: each row carries rate_next's rate_wait_s, and a claim that took nothing
+# returns one row, with it alone (its item's columns NULL).
+_RATE_NEXT_JOIN = "\n RIGHT JOIN rate_next ON true"
 
 
 def _claim_parts(limited: bool) -> Callable[[], dict[str, str]]:
@@ -231,7 +244,11 @@ def _claim_parts(limited: bool) -> Callable[[], dict[str, str]]:
 
     def parts() -> dict[str, str]:
         rate = (
-            {"rate_blocked": CLAIM_RATE_BLOCKED.sql, "rate_granted": CLAIM_RATE_GRANTED.sql}
+            {
+                "rate_blocked": CLAIM_RATE_BLOCKED.sql,
+                "rate_granted": CLAIM_RATE_GRANTED.sql,
+                "rate_next_join": _RATE_NEXT_JOIN,
+            }
             if limited
             else _UNLIMITED
         )

@@ -9,14 +9,17 @@ allows now, and leaves the rest pending with no attempt spent (waiting is not a 
 target of ``*`` gives each kind, lane, tenant or key a bucket of its own.
 
 ``burst`` defaults to N: after a quiet spell a whole period's worth may go at once, and the
-long-run rate is N per period. A worker polls for work that becomes allowed with time (no
-notice announces it), so a burst of 1 would hand out one item per poll: give a burst as large
-as the poll interval's share of the rate, at least.
+long-run rate is N per period. No notice says when a bucket allows its next item: a claim held
+back by a limit says when (``claim.Claimed.rate_wait_s``) and the worker claims again then
+(``workers/rate_wake.py``). With a burst of 1 each item waits for the one before it, so the
+worker's lateness at each slot (a millisecond or so) slows the pace a little; a burst of 2 or
+more absorbs it.
 
 Global, not a tenant's: limits are the site operator's, set on the system login (the everyday
 login has no right on either table), as pauses are; each change is audited in the same
 statement under ``SITE_ORG_ID``. A change takes effect at the next claim (the first limit set,
-or the last cleared, within ``claim.RATE_LIMITS_CACHE_S`` in other processes).
+or the last cleared, within ``claim.RATE_LIMITS_CACHE_S`` in other processes), and announces
+``*`` on ``work_available``: every worker claims again at once.
 """
 
 from __future__ import annotations

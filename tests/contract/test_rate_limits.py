@@ -11,6 +11,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 from django.db import connections
 
@@ -192,6 +193,79 @@ def test_claimers_racing_never_exceed_the_limit_together(ctx) -> None:
     assert sum(taken) == 7
     claimed = WorkItem.objects.using("admin").filter(status=Status.CLAIMED).count()
     assert claimed == 7
+
+
+def test_a_claim_held_back_by_a_limit_says_when_the_limit_frees(
+    face, claim_mode, ctx, worker_rctx
+) -> None:
+    set_rate_limit(OPERATOR, "key", "acct-1", "3/h")  # one per 1,200 s, three at once
+    _enqueue(ctx, 5, rate_key="acct-1")
+    first = face.claim(worker_rctx, "default", None, "w1", 30, 50)
+    # It spent the bucket to its allowance and trimmed two: one more in 1,200 s.
+    assert len(first) == 3 and first.rate_wait_s == pytest.approx(1200)
+    # The next passes over the empty bucket's items, and reads the same moment from it.
+    again = face.claim(worker_rctx, "default", None, "w1", 30, 50)
+    assert again == [] and 1190 < again.rate_wait_s <= 1200
+    _an_hour_passes()
+    took = face.claim(worker_rctx, "default", None, "w1", 30, 50)
+    assert len(took) == 2 and took.rate_wait_s is None
+
+
+def test_a_claim_says_nothing_of_limits_that_held_none_of_its_items_back(
+    face, ctx, worker_rctx
+) -> None:
+    assert face.claim(worker_rctx, "default", None, "w1", 30, 5).rate_wait_s is None
+    set_rate_limit(OPERATOR, "kind", OTHER.name, "1/h")
+    _enqueue(ctx, 2, OTHER.name)
+    _enqueue(ctx, 2, rate_key="acct-1")
+    assert face.claim(worker_rctx, "default", None, "w1", 30, 50).rate_wait_s == pytest.approx(3600)
+    # The other kind's bucket allows nothing, but this claim does not take that kind.
+    _enqueue(ctx, 1)
+    only_noop = face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 50)
+    assert len(only_noop) == 1 and only_noop.rate_wait_s is None
+
+
+def test_a_bucket_with_room_keeps_its_free_at_and_one_left_empty_gets_its_own(
+    ctx, worker_rctx
+) -> None:
+    set_rate_limit(OPERATOR, "key", "acct-1", "3/h")  # one per 1,200 s, three at once
+    _enqueue(ctx, 4, rate_key="acct-1")
+    bucket = RateBucket.objects.using("admin")
+
+    def state():  # type: ignore[no-untyped-def]
+        with connections["admin"].cursor() as cursor:
+            cursor.execute("SELECT tat, free_at, now() FROM workqueue_ratebucket")
+            return cursor.fetchone()
+
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    tat, free_at, now = state()
+    assert free_at < now < tat  # made with room: free_at already past
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    later_tat, same_free_at, _ = state()
+    # Spent with room left: tat moved, free_at (the indexed column) did not (a HOT update).
+    assert later_tat > tat and same_free_at == free_at
+    assert len(_claimed(_Sync, worker_rctx, limit=1)) == 1
+    last_tat, empty_free_at, now = state()
+    # Left allowing nothing: free_at is when it allows one more, tat - (burst - 1) * 1,200 s.
+    assert empty_free_at > now and (last_tat - empty_free_at).total_seconds() == 2400
+    assert _claimed(_Sync, worker_rctx) == []
+    assert bucket.count() == 1
+
+
+def _notices_after(action) -> list[str]:  # type: ignore[no-untyped-def]
+    params = connections["admin"].get_connection_params()
+    for django_only in ("cursor_factory", "context", "server_side_binding"):
+        params.pop(django_only, None)
+    with psycopg.connect(**params, autocommit=True) as listener:
+        listener.execute("LISTEN work_available")
+        action()
+        return [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
+
+
+def test_setting_or_clearing_a_limit_wakes_every_lane(committed) -> None:
+    # What it allows now (or, cleared, what it held back) is claimed at once, not at a poll.
+    assert _notices_after(lambda: set_rate_limit(OPERATOR, "key", "acct-1", "3/h")) == ["*"]
+    assert _notices_after(lambda: clear_rate_limit(OPERATOR, "key", "acct-1")) == ["*"]
 
 
 def test_a_limit_changed_at_run_time_takes_effect_at_the_next_claim(face, ctx, worker_rctx) -> None:

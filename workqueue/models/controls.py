@@ -111,7 +111,9 @@ class RateLimit(models.Model):
 class RateBucket(models.Model):
     """One bucket of a rate limit: its theoretical arrival time (GCRA), written by the claim
     statement that spends from it. No foreign key: a limit cleared while a claim runs leaves at
-    most a stray bucket that no limit reads (``clear_rate_limit`` deletes a limit's buckets)."""
+    most a stray bucket that no limit reads (``clear_rate_limit`` deletes a limit's buckets).
+    Its pages are kept half empty (fillfactor 50, migration 0013), so that rewrite stays on the
+    row's page."""
 
     pk = models.CompositePrimaryKey("limit_id", "key")
     limit_id = models.BigIntegerField()
@@ -120,8 +122,10 @@ class RateBucket(models.Model):
     # The bucket allows n more now where now + burst * interval - greatest(tat, now) >= n *
     # interval (interval = period_s / count).
     tat = models.DateTimeField()
-    # When it allows one more: tat - (burst - 1) * interval, written with tat. Indexed, so the
-    # claim reads the buckets that allow nothing now (free_at > now()) and no other.
+    # When it allows one more (tat - (burst - 1) * interval), written by the claim that leaves
+    # it allowing nothing; while it allows some, a moment already past (the claim leaves it as it
+    # was, so a claim's rewrite of tat is a HOT update). Indexed, so the claim reads the buckets
+    # that allow nothing now (free_at > now()) and no other.
     free_at = models.DateTimeField(db_default=Now())
 
     class Meta:

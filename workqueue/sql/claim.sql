@@ -12,7 +12,8 @@
 -- without a key, or the first waiting item of its key while no item of that key is claimed (the unique index
 -- workitem_one_claimed_per_key refuses a second whatever a claimer believed).
 -- Rate limits (workqueue_ratelimit): rate_blocked and granted are the claim_rate_blocked and claim_rate_granted parts
--- while any limit is set (workqueue/claim_statements.py), else granted is picked as it is and rate_blocked is unread.
+-- while any limit is set (workqueue/claim_statements.py), else granted is picked as it is and rate_blocked is unread;
+-- with them, every row carries rate_wait_s (rate_next), and a claim that took nothing returns one row with it alone.
 WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
 ), running AS (
@@ -106,6 +107,6 @@ UPDATE workqueue_workitem AS w
  WHERE w.id = ANY((SELECT ids FROM granted)::uuid[])
 RETURNING w.*
 )
-SELECT contexts.*, array_position((SELECT ids FROM picked), contexts.id) AS claim_order
-  FROM ({claim_contexts}) AS contexts
+SELECT *, array_position((SELECT ids FROM picked), contexts.id) AS claim_order
+  FROM ({claim_contexts}) AS contexts{rate_next_join}
  ORDER BY claim_order

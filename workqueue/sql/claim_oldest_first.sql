@@ -1,7 +1,7 @@
 -- claim_oldest_first: the claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): lock up to limit pending, due items of the lane and kinds in priority then age order across tenants (not of a paused lane or kind, within the lane's and each kind's cap, one per concurrency key: the controls as in claim.sql), skipping rows another claimer holds (the locking subquery is the queryset workqueue/claim.py compiles: select_for_update(skip_locked=True)); each gets a fresh token, a lease, and one attempt spent
 -- Each row comes back with what its context needs (tenancy_live, tenancy_role: the claim_contexts part, the tenancy's own
 -- lookup, tenancy.modes), so a claim costs one round trip.
--- Rate limits: rate_blocked and granted as in claim.sql.
+-- Rate limits: rate_blocked, granted and rate_wait_s as in claim.sql.
 -- synchronous_commit: 'on' (the default) makes the attempt durable before any handler runs; 'off' trades that for speed.
 WITH commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
@@ -37,5 +37,5 @@ UPDATE workqueue_workitem AS w
  WHERE w.id = ANY((SELECT ids FROM granted)::uuid[])
 RETURNING w.*
 )
-SELECT * FROM ({claim_contexts}) AS contexts
+SELECT * FROM ({claim_contexts}) AS contexts{rate_next_join}
  ORDER BY priority DESC, available_at, id

@@ -1,4 +1,4 @@
--- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order; spends them from each bucket (GCRA: tat = greatest(tat, now()) + kept * interval, interval = period_s / count), the buckets locked FOR UPDATE in key order after the items (a claimer waits for another's commit and reads its fresh tat); an item trimmed is left pending, no attempt spent
+-- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order; spends them from each bucket (GCRA: tat = greatest(tat, now()) + kept * interval, interval = period_s / count), the buckets locked FOR UPDATE in key order after the items (a claimer waits for another's commit and reads its fresh tat); an item trimmed is left pending, no attempt spent; and rate_next: when the soonest bucket that held items back allows one more
 -- A bucket seen for the first time is made full (its burst); if another claimer made it first (after this claim's
 -- snapshot), this claim takes none of its items this time.
 -- Limits and buckets are found by their keys (a limit by its scope and target, the picked items' own or '*', through
@@ -20,16 +20,35 @@ rate_scopes AS MATERIALIZED (
                               WHERE r.scope = s.scope AND r.target = '*'
                               LIMIT 1) AS e ON true) AS s
      WHERE s.targeted OR s.id IS NOT NULL
+), rate_items AS MATERIALIZED (
+    -- the picked items, read in one index scan (as the claim's update finds them), with their
+    -- place in claim order
+    SELECT array_position((SELECT ids FROM picked)::uuid[], w.id) AS n,
+           w.id, w.kind, w.lane, w.org_id, w.rate_key
+      FROM workqueue_workitem w
+     WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
 ), rate_keys AS MATERIALIZED (
-    -- each key the picked items have in a scope with a limit, with its items in claim order
-    SELECT v.scope, v.key, array_agg(p.id ORDER BY p.n) AS ids
-      FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
-     CROSS JOIN LATERAL (SELECT w.kind, w.lane, w.org_id, w.rate_key
-                           FROM workqueue_workitem w WHERE w.id = p.id LIMIT 1) AS w
-     CROSS JOIN LATERAL (VALUES ('kind', w.kind), ('lane', w.lane), ('tenant', w.org_id::text),
-                                ('key', w.rate_key)) AS v(scope, key)
-     WHERE v.key IS NOT NULL AND v.scope IN (SELECT scope FROM rate_scopes)
-     GROUP BY v.scope, v.key
+    -- each key the picked items have in a scope with a limit, with its items in claim order (a
+    -- scope without limits is not read: its branch's one-time condition is false)
+    SELECT 'kind' AS scope, i.kind AS key, array_agg(i.id ORDER BY i.n) AS ids
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'kind')
+     GROUP BY i.kind
+     UNION ALL
+    SELECT 'lane', i.lane, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'lane')
+     GROUP BY i.lane
+     UNION ALL
+    SELECT 'tenant', i.org_id::text, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'tenant')
+     GROUP BY i.org_id
+     UNION ALL
+    SELECT 'key', i.rate_key, array_agg(i.id ORDER BY i.n)
+      FROM rate_items i
+     WHERE i.rate_key IS NOT NULL AND EXISTS (SELECT FROM rate_scopes WHERE scope = 'key')
+     GROUP BY i.rate_key
 ), rate_buckets AS MATERIALIZED (
     -- each bucket the items fall in: their scope's '*' limit, and the limit whose target is
     -- their key (one probe of the limits' unique index on scope and target, in a scope that
@@ -61,7 +80,7 @@ rate_scopes AS MATERIALIZED (
                             FOR UPDATE) AS h ON true
 ), rate_trimmed AS MATERIALIZED (
     -- the items past a bucket's allowance
-    SELECT unnest(r.ids[r.room + 1:]) AS id FROM rate_room r
+    SELECT unnest(r.ids[r.room + 1:]) AS id FROM rate_room r WHERE r.room < cardinality(r.ids)
 ), rate_made AS (
     -- free_at: when the bucket allows one more, tat - (burst - 1) * interval
     INSERT INTO workqueue_ratebucket (limit_id, key, tat, free_at)
@@ -80,17 +99,42 @@ rate_scopes AS MATERIALIZED (
      UNION
     SELECT unnest(r.ids) FROM rate_room r
      WHERE r.new AND (r.limit_id, r.key) NOT IN (SELECT limit_id, key FROM rate_made)
+), rate_spend AS MATERIALIZED (
+    -- what each bucket that has a row spends (its items, but those refused), and when it
+    -- allows one more after that
+    SELECT r.limit_id, r.key, r.start, r.interval_s, s.items,
+           r.start + make_interval(secs => (s.items - r.burst + 1) * r.interval_s) AS free_at
+      FROM rate_room r
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN NOT EXISTS (SELECT FROM rate_refused) THEN cardinality(r.ids)
+                       ELSE (SELECT count(*) FROM unnest(r.ids) AS u(id)
+                              WHERE u.id NOT IN (SELECT id FROM rate_refused)) END AS items) AS s
+     WHERE NOT r.new
 ), rate_spent AS (
+    -- free_at is written only when the bucket allows nothing now; one that still allows some
+    -- keeps its free_at, already past (only a bucket that allowed an item now is spent from,
+    -- and its free_at never runs ahead of tat), so the claim reads it the same, and the update
+    -- changes no indexed column: a HOT update, no index entry written
     UPDATE workqueue_ratebucket AS b
        SET tat = s.start + make_interval(secs => s.items * s.interval_s),
-           free_at = s.start + make_interval(secs => (s.items - s.burst + 1) * s.interval_s)
-      FROM (SELECT r.limit_id, r.key, r.start, r.burst, r.interval_s,
-                   (SELECT count(*) FROM unnest(r.ids) AS u(id)
-                     WHERE u.id NOT IN (SELECT id FROM rate_refused)) AS items
-              FROM rate_room r
-             WHERE NOT r.new) AS s
+           free_at = CASE WHEN s.free_at > now() THEN s.free_at ELSE b.free_at END
+      FROM rate_spend s
      WHERE s.items > 0 AND b.limit_id = s.limit_id AND b.key = s.key
 ), granted AS (
     SELECT array_agg(p.id ORDER BY p.n) AS ids
       FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
      WHERE p.id NOT IN (SELECT id FROM rate_refused)
+), rate_next AS (
+    -- when the claim came back short: in how many seconds the soonest bucket that held items
+    -- back allows one more (one that allowed nothing when the claim began, of its lane, its
+    -- kinds, any tenant or key; or one it trimmed, spent to its allowance), so a worker can
+    -- claim again then; NULL when none did
+    SELECT CASE WHEN COALESCE(cardinality((SELECT ids FROM granted)), 0) < %(limit)s::integer
+                THEN extract(epoch FROM LEAST(
+                    (SELECT min(b.free_at) FROM rate_blocked b
+                      WHERE CASE b.scope WHEN 'kind' THEN b.key = ANY(%(kinds)s::text[])
+                                         WHEN 'lane' THEN b.key = %(lane)s::text
+                                         ELSE true END),
+                    (SELECT min(r.start + make_interval(secs => (r.room - r.burst + 1) * r.interval_s))
+                       FROM rate_room r WHERE r.room < cardinality(r.ids))) - now())::float8
+           END AS rate_wait_s

@@ -1,4 +1,4 @@
--- clear_rate_limit: remove the rate limit of a scope and target, and its buckets; appends a queue.rate_limit_cleared audit entry under the site's own tenant id; a limit not set changes nothing and returns no row
+-- clear_rate_limit: remove the rate limit of a scope and target, and its buckets; appends a queue.rate_limit_cleared audit entry under the site's own tenant id; a limit not set changes nothing and returns no row; wakes every lane's workers (work_available '*', delivered at commit), so the items it held back are claimed at once, not at the workers' next poll
 WITH deleted AS (
     DELETE FROM workqueue_ratelimit
      WHERE scope = %(scope)s::text AND target = %(target)s::text
@@ -13,5 +13,8 @@ WITH deleted AS (
       FROM deleted d
 ), audited AS (
 {append_entries}
+), announced AS (
+    SELECT pg_notify('work_available', '*') FROM deleted
 )
 SELECT id, scope, target, count, period_s, burst, set_by, updated_at FROM deleted
+ CROSS JOIN (SELECT count(*) AS notices FROM announced) AS a

@@ -1,4 +1,4 @@
--- set_rate_limit: set (or change) the rate limit of a scope and target: at most count items per period_s claimed, burst at once; a changed limit starts its buckets afresh (full); appends a queue.rate_limit_set audit entry under the site's own tenant id
+-- set_rate_limit: set (or change) the rate limit of a scope and target: at most count items per period_s claimed, burst at once; a changed limit starts its buckets afresh (full); appends a queue.rate_limit_set audit entry under the site's own tenant id; wakes every lane's workers (work_available '*', delivered at commit), so what the limit allows now is claimed at once, not at the workers' next poll
 WITH upserted AS (
     INSERT INTO workqueue_ratelimit (scope, target, count, period_s, burst, set_by, updated_at)
     VALUES (%(scope)s::text, %(target)s::text, %(n)s::integer, %(period_s)s::integer,
@@ -17,5 +17,8 @@ WITH upserted AS (
       FROM upserted u
 ), audited AS (
 {append_entries}
+), announced AS (
+    SELECT pg_notify('work_available', '*') FROM upserted
 )
 SELECT id, scope, target, count, period_s, burst, set_by, updated_at FROM upserted
+ CROSS JOIN (SELECT count(*) AS notices FROM announced) AS a
