@@ -63,8 +63,11 @@ def main() -> int:
         name = ("with attempts", "bare")[round_ % 2]
         claimed = claim(rctx, "default", [ours.KIND], "bench-host:1:abcdef", 30, args.batch)
         fences = Fences.of([runtime.Fence.of(item) for _, item in claimed])
+        statement = statements[name]
+        # The fences, and None for what a statement takes besides (complete_many's results).
+        params = statement.params(*fences, *[None] * (len(statement.params._fields) - 3))
         started = time.perf_counter()
-        rows = execute(System(statements[name], fences))
+        rows = execute(System(statement, params))
         times[name].append((time.perf_counter() - started) * 1000)
         assert len(rows.rows) == len(claimed), (name, len(rows.rows), len(claimed))
     for name, ms in times.items():
