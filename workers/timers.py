@@ -5,7 +5,8 @@ rescue passes. Each is made from the worker it serves; ``Worker`` starts them.""
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from workers.periodic import PeriodicTask
 from workers.sweep.rescue import ask_delay_s
@@ -13,7 +14,27 @@ from workers.sweep.sweeper import rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
 
 if TYPE_CHECKING:
-    from workers.worker import Worker
+    from workers.config import WorkerSettings
+    from workers.outage import Outage
+    from workers.reporting import Reporter
+    from workers.running import Runner
+    from workers.sweep.config import SweepSettings
+
+
+class Worker(Protocol):
+    """What the timers read of the worker they serve (``workers.worker.Worker``), named here
+    so this module does not import the one that starts it."""
+
+    settings: WorkerSettings
+    sweep_settings: SweepSettings
+    outage: Outage
+    reporter: Reporter
+    runner: Runner
+    stopped: asyncio.Event
+
+    async def heartbeat(self) -> None: ...
+
+    async def in_maintenance_thread[T](self, fn: Callable[[], T]) -> T: ...
 
 
 def heartbeat_task(worker: Worker) -> PeriodicTask:
