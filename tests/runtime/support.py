@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -154,3 +156,26 @@ def subprocess_env(*, handlers: bool = False, **extra: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
+    """Return once ``predicate()`` holds, looking every 50 ms; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def stop_all(procs: list[subprocess.Popen[str]]) -> list[str]:
+    """SIGTERM every process, then each one's output once it ended (killed after 30 s)."""
+    outputs = []
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            outputs.append(proc.communicate(timeout=30)[0])
+        finally:
+            proc.kill()
+    return outputs

@@ -14,16 +14,14 @@ import re
 import signal
 import socket
 import subprocess
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tenancy.contexts import OpContext
 from tests.runtime.rogue_kinds import ROGUE, runs
-from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from tests.runtime.support import PYTHON, ROOT, subprocess_env, wait_until
 from workqueue import api
 from workqueue.models import Status, WorkItem
 
@@ -45,15 +43,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def _start(port: int, *, sweep: bool = True) -> subprocess.Popen[str]:
@@ -105,12 +94,14 @@ def test_an_async_handler_blocking_its_loop_keeps_its_lease_and_runs_once(
     first = _start(first_port, sweep=False)
     second = None
     try:
-        _wait(lambda: len(runs(log)) == 1)  # the first worker runs it, its loop blocked now
+        wait_until(lambda: len(runs(log)) == 1)  # the first worker runs it, its loop blocked now
         second = _start(second_port)  # sweeping every 0.5 s, claiming what is due
-        _wait(lambda: "workqueue_worker_loop_blocked_total 1.0" in _metrics(first_port))
-        _wait(lambda: _stored(item.id).status == Status.DONE, timeout_s=60)
+        wait_until(lambda: "workqueue_worker_loop_blocked_total 1.0" in _metrics(first_port))
+        wait_until(lambda: _stored(item.id).status == Status.DONE, timeout_s=60)
         # The episode's end: how long it lasted, observed once the loop ran again.
-        _wait(lambda: "workqueue_worker_loop_blocked_seconds_count 1.0" in _metrics(first_port))
+        wait_until(
+            lambda: "workqueue_worker_loop_blocked_seconds_count 1.0" in _metrics(first_port)
+        )
         # The second worker was up and sweeping through the rest of the 8 s (its /metrics).
         assert _metrics(second_port)
     finally:
@@ -145,17 +136,17 @@ def test_a_frozen_worker_still_loses_its_item_to_another_after_the_lease(
     first = _start(first_port, sweep=False)
     second = None
     try:
-        _wait(lambda: len(runs(log)) == 1)
+        wait_until(lambda: len(runs(log)) == 1)
         first.send_signal(signal.SIGSTOP)  # every thread stops, the lease keeper's too
         try:
             second = _start(_free_port())
             # After the lease, the second worker's sweep hands it back and it runs again there.
-            _wait(lambda: _stored(item.id).status == Status.DONE)
+            wait_until(lambda: _stored(item.id).status == Status.DONE)
         finally:
             first.send_signal(signal.SIGCONT)
         # Resumed, the first worker's next renewal finds another holder (or, when the stop
         # caught a renewal in flight, its time ran out): its task is cancelled at once.
-        _wait(lambda: _cancelled(first_port) == 1)
+        wait_until(lambda: _cancelled(first_port) == 1)
     finally:
         first_output, *others = _stop(first, *([second] if second else []))
         print(first_output, *others)  # shown when the test fails

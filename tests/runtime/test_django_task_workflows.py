@@ -5,9 +5,7 @@ what its parents returned (``parent_results``), a group's callback how they ende
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ import pytest
 from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tests import tasks
-from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from tests.runtime.support import PYTHON, ROOT, stop_all, subprocess_env, wait_until
 from tests.tasks import noted
 from workers import testing
 from workers.django_tasks.compat import TaskResult, TaskResultStatus
@@ -128,27 +126,6 @@ def _start() -> subprocess.Popen[str]:
     )
 
 
-def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def _stop(procs: list[subprocess.Popen[str]]) -> list[str]:
-    outputs = []
-    for proc in procs:
-        proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            outputs.append(proc.communicate(timeout=30)[0])
-        finally:
-            proc.kill()
-    return outputs
-
-
 def _finished(ctx: OpContext, *results: TaskResult) -> Callable[[], bool]:
     def check() -> bool:
         with using_context(ctx):
@@ -165,7 +142,7 @@ def test_runworker_runs_a_chain_in_order_and_a_groups_callback_once(
     procs = [_start(), _start()]
     try:
         # Both workers up before the group is there, so both take members.
-        _wait(
+        wait_until(
             lambda: WorkerRow.objects.using("admin").filter(state=WorkerState.RUNNING).count() == 2
         )
         with using_context(ctx):
@@ -176,9 +153,9 @@ def test_runworker_runs_a_chain_in_order_and_a_groups_callback_once(
                 on_complete=step(tasks.async_reports_parents, str(group_log), "complete"),
             ).enqueue(key="group")
         assert grouped.on_success is not None and grouped.on_complete is not None
-        _wait(_finished(ctx, chained.results[-1], grouped.on_success, grouped.on_complete))
+        wait_until(_finished(ctx, chained.results[-1], grouped.on_success, grouped.on_complete))
     finally:
-        outputs = _stop(procs)
+        outputs = stop_all(procs)
     assert [p.returncode for p in procs] == [0, 0], outputs
     assert noted(str(chain_log)) == _CHAIN_LOG
     with using_context(ctx):

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from tenancy.contexts import OpContext
 from tenancy.current import using_context
 from tests.runtime import rogue_tasks
 from tests.runtime.rogue_kinds import KINDS, ROGUE, ROGUE_SYNC, ROGUE_THREAD, runs
-from tests.runtime.support import PYTHON, ROOT, subprocess_env
+from tests.runtime.support import PYTHON, ROOT, subprocess_env, wait_until
 from workers.django_tasks.compat import TaskResultStatus, default_task_backend
 from workqueue import api
 from workqueue.models import Status, WorkItem
@@ -38,15 +36,6 @@ EXITS = {
     "keyboard_interrupt": "KeyboardInterrupt",
     "generator_exit": "GeneratorExit: raised by the handler",
 }
-
-
-def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def _stored(item_id: object) -> WorkItem:
@@ -117,10 +106,10 @@ def test_a_worker_goes_on_after_exits_and_dead_letters_them_through_retries(
     rogues[in_thread.id] = "SystemExit: 3"
     proc = _start(KINDS)
     try:
-        _wait(lambda: all(_stored(i).status == Status.FAILED for i in rogues))
+        wait_until(lambda: all(_stored(i).status == Status.FAILED for i in rogues))
         assert proc.poll() is None  # alive after six exits
         later, _ = api.enqueue(ctx, ROGUE.name, {"log": log})
-        _wait(lambda: _stored(later.id).status == Status.DONE)
+        wait_until(lambda: _stored(later.id).status == Status.DONE)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
         output, _ = proc.communicate(timeout=30)
@@ -147,8 +136,8 @@ def test_a_real_signal_still_drains_the_worker_a_keyboard_interrupt_did_not(
     slow, _ = api.enqueue(ctx, ROGUE.name, {"action": "sleep", "seconds": 60, "log": log})
     proc = _start(ROGUE.name, WORKER_SHUTDOWN_GRACE_S="1")
     try:
-        _wait(lambda: _stored(interrupted.id).last_error == "KeyboardInterrupt")
-        _wait(lambda: (str(slow.id), 1) in _starts(log))
+        wait_until(lambda: _stored(interrupted.id).last_error == "KeyboardInterrupt")
+        wait_until(lambda: (str(slow.id), 1) in _starts(log))
         assert proc.poll() is None
         proc.send_signal(sig)
         output, _ = proc.communicate(timeout=30)

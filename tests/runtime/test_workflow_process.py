@@ -4,16 +4,13 @@ callbacks started exactly once."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.runtime import workflow_kinds
-from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
+from tests.runtime.support import PYTHON, ROOT, count, stop_all, subprocess_env, wait_until
 from tests.runtime.workflow_kinds import STEP, noted
 from workers.models import Worker as WorkerRow
 from workers.models import WorkerState
@@ -36,27 +33,6 @@ def _start(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out")
-
-
-def _stop(procs: list[subprocess.Popen[str]]) -> list[str]:
-    outputs = []
-    for proc in procs:
-        proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            outputs.append(proc.communicate(timeout=30)[0])
-        finally:
-            proc.kill()
-    return outputs
-
-
 def _step(label: str, log: Path, **extra: object) -> api.NewItem:
     return api.NewItem(STEP.name, {"label": label, "log": str(log), **extra})
 
@@ -68,9 +44,9 @@ def test_a_chain_runs_in_order(ctx, tmp_path: Path) -> None:
     declared = api.enqueue_workflow(ctx, wf)
     procs = [_start()]
     try:
-        _wait(lambda: count(id__in=declared.ids, status=Status.DONE) == 3)
+        wait_until(lambda: count(id__in=declared.ids, status=Status.DONE) == 3)
     finally:
-        outputs = _stop(procs)
+        outputs = stop_all(procs)
     assert procs[0].returncode == 0, outputs[0]
     assert noted(str(log)) == [
         ("a", "start"),
@@ -101,7 +77,7 @@ def test_a_group_over_four_workers_starts_its_callbacks_once(ctx, tmp_path: Path
     procs = [_start("--capacity", "10") for _ in range(WORKERS)]
     try:
         # Every worker up before the group is there, so each takes members.
-        _wait(
+        wait_until(
             lambda: (
                 WorkerRow.objects.using("admin").filter(state=WorkerState.RUNNING).count()
                 == WORKERS
@@ -109,9 +85,9 @@ def test_a_group_over_four_workers_starts_its_callbacks_once(ctx, tmp_path: Path
         )
         declared = api.enqueue_workflow(ctx, wf)
         callbacks = [declared[group.on_success], declared[group.on_complete]]
-        _wait(lambda: count(id__in=callbacks, status=Status.DONE) == 2, timeout_s=120)
+        wait_until(lambda: count(id__in=callbacks, status=Status.DONE) == 2, timeout_s=120)
     finally:
-        outputs = _stop(procs)
+        outputs = stop_all(procs)
     assert [p.returncode for p in procs] == [0] * WORKERS, outputs
     lines = noted(str(log))
     starts = [label for label, what in lines if what == "start"]

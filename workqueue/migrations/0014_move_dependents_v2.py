@@ -1,6 +1,5 @@
 """The function that moves a parent's waiting children, version 2 (``sql/schema/
-move_dependents_v2.sql``): an edge counts only where its parent and its child are both of the
-edge's tenant. Version 1 counted every edge of a parent, and the statements that end items run on
+move_dependents_v2.sql``): a child moves only by the edges of its own tenant. Version 1 counted every edge of a parent, and the statements that end items run on
 the system login, which sees every tenant: an edge a tenant wrote in its own name to another
 tenant's waiting step released that step. Version 1 stays for a release, for workers of the one
 before this during a rolling deploy."""

@@ -14,9 +14,11 @@
 -- child's row lock orders the statements that move it, and each reads the count the one before it left: exactly one
 -- takes it to 0.
 -- SECURITY INVOKER (the default): it reads and writes as its caller, under the caller's row-level security. The callers
--- that end items run on the system login, which sees every tenant: an edge counts only where its parent and its child
--- are both of the edge's tenant (a tenant may write edges in its own name between any ids it likes; v1 moved another
--- tenant's child by such an edge).
+-- that end items run on the system login, which sees every tenant: a child moves only by the edges of its own tenant
+-- (a tenant may write edges in its own name between any ids it likes; v1 moved another tenant's child by such an
+-- edge). The child's row is read anyway; the parent's is not (its lookup cost a group member's completion a tenth):
+-- an edge in a tenant's name from another tenant's item moves only that tenant's own child, and only if that item is
+-- a parent in its own tenant's workflows.
 CREATE FUNCTION workqueue_move_dependents_v2(parent_ids uuid[], edge_needs text[], delta integer)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE
@@ -28,7 +30,6 @@ BEGIN
     WITH counted AS (
         SELECT d.child_id, d.org_id, count(*)::integer AS edges
           FROM workqueue_dependency AS d
-          JOIN workqueue_workitem AS p ON p.id = d.parent_id AND p.org_id = d.org_id
          WHERE d.parent_id = ANY(parent_ids) AND d.needs = ANY(edge_needs)
          GROUP BY d.child_id, d.org_id
     ), locked AS MATERIALIZED (
