@@ -42,17 +42,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--database-url", help="an owner URL (default: the embedded server)")
     args = parser.parse_args()
-    import _pg
+    import ours
     import psycopg
 
-    admin = args.database_url
-    if not admin:
-        from project.database import embedded_urls
-        from project.embedded import default_pgdata
-
-        admin = _pg.database_url(embedded_urls(default_pgdata()).admin, "postgres")
-    dsn = _pg.fresh_database(admin, DBNAME)
-    import ours
+    dsn = ours.fresh_database(args.database_url, DBNAME)
 
     ours.setup_django(dsn)
     ctx = ours.prepare(dsn)

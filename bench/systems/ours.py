@@ -138,6 +138,20 @@ def _through_pgbouncer(dsn: str) -> dict[str, str]:
     }
 
 
+def fresh_database(database_url: str | None, name: str) -> str:
+    """A fresh database ``name`` on the server of ``database_url`` (an owner URL), or on the
+    embedded server in ``.pgdata/`` when none is given; its URL. For the bench/ scripts run
+    with the repository's .venv."""
+    import _pg
+
+    if not database_url:
+        from project.database import embedded_urls
+        from project.embedded import default_pgdata
+
+        database_url = _pg.database_url(embedded_urls(default_pgdata()).admin, "postgres")
+    return _pg.fresh_database(database_url, name)
+
+
 def setup_django(dsn: str, config: str = "default") -> None:
     os.environ.update(
         DJANGO_SETTINGS_MODULE="project.settings",
