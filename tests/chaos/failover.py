@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from django.db import close_old_connections, connections
-from django.db.utils import InterfaceError, OperationalError
 
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tests import replication
-from tests.chaos import tables
+from tests.chaos import owner, tables
 from tests.chaos.failover_kinds import FAILOVER, JOURNAL_ENV
+from tests.chaos.owner import DOWN
 from tests.factories import MembershipFactory
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workqueue.api import NewItem, enqueue_many
@@ -53,22 +53,11 @@ WORKER_ENV = {
     "WORKER_METRICS_HOST": "127.0.0.1",
     "LOG_LEVEL": "INFO",
 }
-_DOWN = (OperationalError, InterfaceError)
 
 
-def query(sql: str, params: Any = None, timeout_s: float = 30.0) -> list[tuple[Any, ...]]:
-    """Rows of ``sql`` as the owner, waiting out the failover."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with connections["admin"].cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall() if cursor.description else []
-        except _DOWN:
-            connections["admin"].close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+def query(sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` as the owner, waiting out the failover (30 s at most)."""
+    return owner.query(sql, params, timeout_s=30.0)
 
 
 def _payload(n: int) -> dict[str, Any]:
@@ -109,7 +98,7 @@ class Producer:
             try:
                 enqueue_many(ctx, items)
                 return True
-            except _DOWN:
+            except DOWN:
                 self.failures += 1
                 time.sleep(0.1)
         return False

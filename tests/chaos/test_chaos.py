@@ -29,12 +29,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
 from django.db import connections
-from django.db.utils import DatabaseError, InterfaceError, OperationalError
+from django.db.utils import DatabaseError
 
 from outbox.emit import emit
 from project.embedded import pg_ctl
@@ -42,6 +41,7 @@ from tenancy.contexts import OpContext
 from tests import summary
 from tests.chaos import tables
 from tests.chaos.kinds import EFFECT, POISON
+from tests.chaos.owner import query
 from tests.chaos.rescue_times import held_by, rescue_times
 from tests.helpers import fresh_async_connections
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
@@ -82,23 +82,6 @@ WORKER_ENV = {
 
 
 # -- the database, as the owner, through faults ------------------------------------------------
-
-_DOWN = (OperationalError, InterfaceError)
-
-
-def query(sql: str, params: Any = None, timeout_s: float = 60.0) -> list[tuple[Any, ...]]:
-    """Rows of ``sql`` as the owner, reconnecting while the server is away (a cut or restart)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            with connections["admin"].cursor() as cursor:
-                cursor.execute(sql, params)
-                return cursor.fetchall() if cursor.description else []
-        except _DOWN:
-            connections["admin"].close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
 
 
 def reconnect_test_process() -> None:
