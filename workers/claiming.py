@@ -135,9 +135,9 @@ class ClaimLoop:
             backoff_s = poll_s
             if claimed:
                 if woken:
-                    # The first item after a wait starts before the next claim is even planned.
+                    # The first item after a wait has started (``_claim``: at once), before the
+                    # next claim is even planned.
                     woken = False
-                    await asyncio.sleep(0)
                     continue  # more may be due
                 if len(claimed) == asked:
                     # A full batch: the next claim goes out at once, and this batch's handlers
@@ -233,7 +233,8 @@ class ClaimLoop:
             self.full.clear()
             return []
         for ctx, item in claimed:
-            self.runner.start(ctx, item)
+            # A woken claim's one item starts at once (its handler is the wake's reason).
+            self.runner.start(ctx, item, now=woken)
         if claimed:
             # The claim's metrics run after the handlers just started have taken their first
             # step (the loop runs its callbacks in order): they are off the path to a start.

@@ -163,14 +163,25 @@ class Runner:
         """Slots of the capacity taken: the items held, and abandoned threads still running."""
         return len(self.jobs) + self.calls.abandoned_slots
 
-    def start(self, ctx: OpContext, item: runtime.WorkItem) -> None:
-        """Run a claimed item: hold its lease, and start its task."""
+    def start(self, ctx: OpContext, item: runtime.WorkItem, *, now: bool = False) -> None:
+        """Run a claimed item: hold its lease, and start its task. ``now``: the task's first
+        step runs here, up to its first await (an async handler's first line runs before this
+        returns), not a pass of the loop later: for the item a woken worker claimed alone,
+        whose handler is what the claim was for. Not for a batch: its next claim goes out
+        first, and its handlers run while it is on its way."""
         job = self.jobs.add(ctx, item)
         self.leases.hold(job.fence)
         self.calls.lend_threads(job)
-        job.task = asyncio.create_task(self._run(job), context=None)
+        run = self._run(job)
+        if now:
+            job.task = asyncio.eager_task_factory(asyncio.get_running_loop(), run, context=None)
+        else:
+            job.task = asyncio.create_task(run, context=None)
 
     async def _run(self, job: Job) -> None:
+        # The task that runs it, known from its first step (a task started ``now`` is returned
+        # to ``start`` only after that step).
+        job.task = asyncio.current_task()
         # Every line logged while the item runs names it (wqcore.logs.ItemFilter): this task's
         # own context (create_task copied it), and the copy its handler's thread runs in. Set
         # here, in this coroutine. And the handler's failure is caught here too, in the task's

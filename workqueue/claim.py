@@ -30,10 +30,12 @@ from workqueue.claim_statements import (
     CLAIM_LIMITED,
     CLAIM_OLDEST_FIRST,
     CLAIM_OLDEST_FIRST_LIMITED,
+    CLAIM_ONE,
     FAIL_ORPHANED,
     ONE_CLAIMED_PER_KEY,
     RATE_LIMITS_IN_EFFECT,
     ClaimOldestFirstParams,
+    ClaimOneParams,
     ClaimParams,
     FailOrphanedParams,
 )
@@ -196,6 +198,77 @@ def _rate_limited() -> Plan[bool]:
     return bool(_rate_limits["set"])
 
 
+def _one_may_go(lane: str, kinds: list[str]) -> bool:
+    """Whether a woken claim may try its own statement (``claim_one``): no cap this process
+    knows of holds the lane (the lane's, a kind's, the default tenant cap of the fair claim).
+    A tenant's own cap and the rate limits are the statement's to check."""
+    lane_cap, capped_kinds, _ = running_caps(lane, kinds)
+    tenant_cap = wq_settings.FAIR_CLAIM and wq_settings.MAX_IN_FLIGHT is not None
+    return lane_cap is None and not capped_kinds and not tenant_cap
+
+
+def _claim_one(
+    rctx: RequestContext, lane: str, kinds: list[str], holder: tuple[str, float]
+) -> Plan[Claimed | None]:
+    """The woken claim's own statement: the first due item alone, with no reading of the
+    controls before it. None when a rate limit or a tenant's cap held it back (it took
+    nothing): the claim that counts them goes next. Either way the process now knows whether
+    they are in effect, as of this statement (the caches ``_tenant_capped`` and
+    ``_rate_limited`` read)."""
+    worker_id, lease_s = holder
+    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
+    fair = wq_settings.FAIR_CLAIM
+    params = ClaimOneParams(lane, kinds, worker_id, float(lease_s), commit, fair)
+    rows = yield from _claim_rows(System(CLAIM_ONE, params), lane, worker_id)
+    if rows is None:
+        return Claimed()
+    if not rows.rows:
+        # Nothing due, and nothing held back: no limit is set, no tenant capped.
+        _remember(rate_limited=False, tenant_capped=False)
+        return Claimed()
+    names = rows.names
+    first = rows.rows[0]
+    rate_limited, tenant_capped = (
+        first[names.index("rate_limited")],
+        first[names.index("tenant_capped")],
+    )
+    _remember(rate_limited=rate_limited, tenant_capped=tenant_capped)
+    if rate_limited or (fair and tenant_capped):
+        return None
+    return Claimed((yield from _handed_out(rctx, rows)))
+
+
+def _remember(*, rate_limited: bool, tenant_capped: bool) -> None:
+    """What a claim just read of the controls, for the claims after it."""
+    now = time.monotonic()
+    _rate_limits.update(set=rate_limited, read_at=now)
+    _caps.update(capped=tenant_capped, read_at=now)
+
+
+def _held_back_known() -> bool:
+    """Whether this process read, within its caches' time, that a rate limit is set or (for
+    the fair claim) a tenant's cap stands: a woken claim then goes straight to the claim that
+    counts them, not by ``claim_one`` first."""
+    now = time.monotonic()
+    rate = _rate_limits["set"] and now - _rate_limits["read_at"] <= RATE_LIMITS_CACHE_S
+    capped = _caps["capped"] and now - _caps["read_at"] <= CAPS_CACHE_S
+    return bool(rate or (wq_settings.FAIR_CLAIM and capped))
+
+
+def _claim_rows(step: System, lane: str, worker_id: str) -> Plan[Rows | None]:
+    """The claim statement's rows; None when the unique index on claimed keys refused it (two
+    claimers each read a different item as its key's first): the claim that lost takes nothing
+    this time, as if the lane were empty, and the next claim tries again."""
+    try:
+        rows: Rows = yield step
+    except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
+        if not _key_collision(exc):
+            raise
+        logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
+        return None
+    return rows
+
+
 def _claim_step(
     lane: str,
     kinds: list[str],
@@ -262,8 +335,10 @@ def claim(
 
     ``woken``: the claimer was idle (its last claim found less than it asked) and was woken by a
     notice: with no backlog to share out, the first due item is claimed alone, highest priority
-    then oldest across tenants, by the lighter statement (unless a tenant's cap is in effect);
-    the claim after it is fair again.
+    then oldest across tenants, by its own statement (``claim_one``: it reads whether a rate
+    limit or a tenant's cap is in effect itself, and takes nothing when one is); while one is,
+    or a lane's or kind's cap, by the claim of one item that counts them (a tenant's cap: the
+    fair claim); the claim after it is fair again.
 
     Takes no tenant: a worker serves every tenant's queue, so the claim reads across tenants on
     the system login, and each item comes back with the tenant it belongs to.
@@ -272,6 +347,10 @@ def claim(
     if limit < 1 or not kinds:
         return Claimed()
     lane = check_lane(lane)
+    if woken and _one_may_go(lane, kinds) and not _held_back_known():
+        one = yield from _claim_one(rctx, lane, kinds, (worker_id, lease_s))
+        if one is not None:
+            return one
     # Tenant caps: only the fair claim counts them.
     tenant_capped = (yield from _tenant_capped()) if wq_settings.FAIR_CLAIM else False
     # Woken from idle, the round-robin has nothing to choose between: the first item goes
@@ -280,13 +359,10 @@ def claim(
     rate_limited = yield from _rate_limited()
     controls = (tenant_capped, rate_limited)
     step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, controls)
-    try:
-        rows: Rows = yield step
-    except (IntegrityError, psycopg.errors.UniqueViolation) as exc:
-        if not _key_collision(exc):
-            raise
-        logger.info("claim_key_collision lane=%s worker=%s", lane, worker_id)
+    found = yield from _claim_rows(step, lane, worker_id)
+    if found is None:
         return Claimed()
+    rows = found
     rate_wait_s = None
     if rate_limited:
         rows, rate_wait_s = _rate_wait(rows)

@@ -20,7 +20,7 @@ from tenancy.modes import claim_contexts_sql
 from workqueue import SQL_DIR
 from workqueue.dependents import RELEASE_ENDED
 from workqueue.lookups import AnyOf
-from workqueue.models import Status, WorkItem
+from workqueue.models import Pause, Status, WorkItem
 from wqcore.statements import Locking, NoParams, Statement, locking
 
 for _name in ("id", "kind", "status"):
@@ -45,6 +45,19 @@ class ClaimParams(NamedTuple):
     lane_cap: int | None
     capped_kinds: list[str]
     kind_caps: list[int]
+
+
+class ClaimOneParams(NamedTuple):
+    """The woken claim's (``sql/claim_one.sql``): one item, unless a rate limit or (``fair``)
+    a tenant's cap holds."""
+
+    lane: str
+    kinds: list[str]
+    worker_id: str
+    lease_s: float
+    synchronous_commit: str
+    # Whether a tenant's cap holds it back (the fair claim counts them; fairness off does not).
+    fair: bool
 
 
 class ClaimControlsParams(NamedTuple):
@@ -193,6 +206,29 @@ def _oldest_first_locking(limited: bool) -> Locking:
     )
 
 
+def _not_paused() -> Q:
+    """No pause stands on the item's lane, nor on its kind in that lane."""
+    return ~Q(
+        Exists(Pause.objects.filter(Q(kind="") | Q(kind=OuterRef("kind")), lane=OuterRef("lane")))
+    )
+
+
+def _one_locking() -> Locking:
+    """The woken claim's: the first pending, due item of the lane and kinds across tenants,
+    highest priority then oldest, not paused and free of its concurrency key,
+    ``select_for_update(skip_locked=True)``."""
+    queryset = (
+        WorkItem.objects.filter(
+            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
+        )
+        .filter(_key_free(), _not_paused())
+        .order_by("-priority", "available_at")
+        .select_for_update(skip_locked=True)
+        .values("id")[:_LIMIT]
+    )
+    return locking(queryset, {_LANE: "lane"}, "", {_KINDS: "%(kinds)s::text[]"}, limit_sql="1")
+
+
 def _fallback_locking(limited: bool) -> Locking:
     """When other claimers hold the fair order's offers (they computed the same ones), the
     claim fills the rest of its batch in priority then age order from what nobody holds,
@@ -284,6 +320,15 @@ def _claim_oldest_first(limited: bool) -> Statement:
     )
 
 
+# The woken claim of one item, unless a cap or rate limit holds (``claim.claim``).
+CLAIM_ONE = Statement(
+    "claim_one",
+    ClaimOneParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _one_locking()},
+    build_parts=lambda: {"claim_contexts": claim_contexts_sql()},
+    generic_plan=True,
+)
 # Each claim twice: as it is, and with the rate limits' parts (run while any limit is set).
 CLAIM, CLAIM_LIMITED = _claim(False), _claim(True)
 CLAIM_OLDEST_FIRST, CLAIM_OLDEST_FIRST_LIMITED = (

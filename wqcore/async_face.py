@@ -143,7 +143,7 @@ class AsyncStore:
                     cursors.append(cursor)
                     bound = statement.bind_native(params)
                     await cursor.execute(statement.native_sql, bound, binary=True)
-            names = [col.name for col in cursors[0].description or ()] if cursors else []
+            names = _column_names(cursors[0]) if cursors else []
             if not names:  # a statement that returns no rows (a plain INSERT)
                 return Rows([], [])
             return Rows(names, [row for cursor in cursors for row in await cursor.fetchall()])
@@ -189,14 +189,9 @@ class AsyncStore:
             cursor = psycopg.AsyncRawCursor(conn)
             bound = statement.bind_native(step.params)
             before = self._preamble(step, plan_setting)
-            if not before and role != GENERIC:
+            if not before:
                 await cursor.execute(statement.native_sql, bound, binary=True)
             else:
-                # A claim goes in a pipeline even alone (a little dearer than bare, cheaper than
-                # behind the plan setting): sent bare, a claim that met a session the server had
-                # just ended gave its connection back as closed, and the pool's warning of it
-                # came before the claim's failure reached the worker's outage account
-                # (tests/runtime/test_worker.py, the outage as two lines).
                 # One round trip: the preamble and the statement in one implicit transaction
                 # (everything up to the Sync), so the settings, or the lock, end with it.
                 # (The pipeline's end sends the one Sync: an explicit sync() before it made the
@@ -205,13 +200,23 @@ class AsyncStore:
                     for query, params in before:
                         await conn.execute(query, params)
                     await cursor.execute(statement.native_sql, bound, binary=True)
-            names = [col.name for col in cursor.description or ()]
+            names = _column_names(cursor)
             return Rows(names, await cursor.fetchall() if names else [])
 
     async def aclose(self) -> None:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.close()
+
+
+def _column_names(cursor: psycopg.AsyncRawCursor[Any]) -> list[str]:
+    """The names of the result's columns, read off the result itself: ``cursor.description``
+    makes a Column (its type looked up) for each, a claim's 33 on the path to a handler."""
+    result = cursor.pgresult
+    if result is None:
+        return []
+    encoding = cursor.connection.info.encoding
+    return [(result.fname(i) or b"").decode(encoding) for i in range(result.nfields)]
 
 
 def _closing[T](fn: Callable[..., T]) -> Callable[..., T]:

@@ -355,6 +355,8 @@ class RunWorkers:
             next((word for word in line.split() if "=" not in word), "?") for line in self.lines
         )
         print(f"runworker log events: {dict(events.most_common(10))}", file=sys.stderr)
+        if events["Traceback"]:  # a worker that died says why in the harness's log
+            print("".join(self.lines[-60:]), file=sys.stderr)
 
 
 def _left() -> bool:

@@ -47,7 +47,7 @@ class BenchHandler:
 # item's own. Installed by wrapping the worker's parts from outside, so the product's code is
 # what runs: the listener's wake (the notice relayed), the claim (entered, its statement sent
 # on the store and back, returned with the items' contexts) and the item's task made.
-STEPS = ("notice", "claim", "sent", "back", "claimed", "task")
+STEPS = ("notice", "claim", "sent", "back", "claimed", "task", "call")
 _STEPS: dict[str, float] = {}
 
 
@@ -102,11 +102,20 @@ def _trace_steps() -> None:
     store.AsyncStore.execute = run_step  # type: ignore[method-assign]
     start = running.Runner.start
 
-    def start_item(self: Any, job: Any) -> None:
+    def start_item(self: Any, ctx: Any, item: Any, **kwargs: Any) -> None:
         _step("task")
-        start(self, job)
+        start(self, ctx, item, **kwargs)
 
     running.Runner.start = start_item  # type: ignore[method-assign]
+    from workers import calling
+
+    call_within = calling.HandlerCalls.call_within
+
+    async def call(self: Any, *args: Any) -> Any:
+        _step("call")
+        return await call_within(self, *args)
+
+    calling.HandlerCalls.call_within = call  # type: ignore[method-assign]
 
 
 if os.environ.get("BENCH_STEPS"):

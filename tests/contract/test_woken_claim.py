@@ -4,6 +4,7 @@ fair claim; the claim after it is fair again."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -55,7 +56,7 @@ def test_a_woken_claim_is_one_statement(ctx, worker_rctx, monkeypatch) -> None:
     api.enqueue(ctx, "NOOP", {})
     with statements("default", "system") as sent:
         assert len(claim.claim(worker_rctx, "default", None, "w1", 30, 10, woken=True)) == 1
-    assert sent == [GENERIC_PLAN, claim.CLAIM_OLDEST_FIRST.native_sql]
+    assert sent == [GENERIC_PLAN, claim.CLAIM_ONE.native_sql]
 
 
 def test_a_woken_claim_leaves_a_paused_lane_and_kind(face, ctx, worker_rctx) -> None:
@@ -104,3 +105,55 @@ def test_with_fairness_off_a_woken_claim_is_still_one_item(face, ctx, worker_rct
         face.enqueue(ctx, "NOOP", {"n": n})
     assert len(_woken(face, worker_rctx)) == 1
     assert len(face.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10)) == 2
+
+
+def _woken_statement(worker_rctx) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+    """The statement a woken claim ran, and how many items it took."""
+    with statements("default", "system") as sent:
+        took = claim.claim(worker_rctx, "default", ["NOOP"], "w1", 30, 10, woken=True)
+    return sent[-1], len(took)
+
+
+def test_a_woken_claim_counts_a_lane_cap_in_effect(ctx, worker_rctx) -> None:
+    """The woken claim's own statement counts nothing: while a lane's cap holds, the claim of
+    one item that counts it runs instead."""
+    for n in range(2):
+        api.enqueue(ctx, "NOOP", {"n": n})
+    assert _woken_statement(worker_rctx) == (claim.CLAIM_ONE.native_sql, 1)
+    with queue_settings(LANE_CAPS={"default": 1}):
+        # The lane holds one already: its cap leaves no room.
+        assert _woken_statement(worker_rctx) == (claim.CLAIM_OLDEST_FIRST.native_sql, 0)
+    assert _woken_statement(worker_rctx) == (claim.CLAIM_ONE.native_sql, 1)
+
+
+def test_a_woken_claim_holds_a_rate_limit_set(ctx, worker_rctx) -> None:
+    from workqueue.rate_limits import clear_rate_limit, set_rate_limit
+
+    for n in range(3):
+        api.enqueue(ctx, "NOOP", {"n": n})
+    set_rate_limit(OPERATOR, "kind", "NOOP", "1/h", burst=1)
+    try:
+        limited = claim.CLAIM_OLDEST_FIRST_LIMITED.native_sql
+        assert _woken_statement(worker_rctx) == (limited, 1)
+        assert _woken_statement(worker_rctx) == (limited, 0)  # the hour's one is spent
+    finally:
+        clear_rate_limit(OPERATOR, "kind", "NOOP")
+    assert _woken_statement(worker_rctx) == (claim.CLAIM_ONE.native_sql, 1)
+
+
+def test_a_woken_claim_holds_a_limit_another_process_set_just_now(face, ctx, worker_rctx) -> None:
+    """The woken claim reads the controls in its own statement: a limit set by another process a
+    moment ago holds at once, whatever this process last read (no cache between)."""
+    from workqueue.rate_limits import clear_rate_limit, set_rate_limit
+
+    assert _woken_statement(worker_rctx) == (claim.CLAIM_ONE.native_sql, 0)  # none set, read now
+    for n in range(3):
+        api.enqueue(ctx, "NOOP", {"n": n})
+    set_rate_limit(OPERATOR, "kind", "NOOP", "1/h", burst=1)
+    # As if another process had set it: this one still believes, freshly, that none is set.
+    claim._rate_limits.update(set=False, read_at=time.monotonic())
+    try:
+        assert len(_woken(face, worker_rctx)) == 1
+        assert _woken(face, worker_rctx) == []  # the hour's one is spent
+    finally:
+        clear_rate_limit(OPERATOR, "kind", "NOOP")

@@ -32,6 +32,15 @@ class TenantShare(models.Model):
                 condition=models.Q(max_in_flight__gte=1), name="tenantshare_cap_at_least_one"
             ),
         ]
+        indexes = [
+            # The capped tenants alone: whether any is (caps_in_effect, and the woken claim's
+            # check in claim_one.sql) is one probe of an index that is nearly always empty.
+            models.Index(
+                fields=["org_id"],
+                name="tenantshare_capped_idx",
+                condition=models.Q(max_in_flight__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         cap = self.max_in_flight if self.max_in_flight is not None else "default"
