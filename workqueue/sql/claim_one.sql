@@ -10,9 +10,13 @@
 WITH commit_mode AS MATERIALIZED (
     SELECT set_config('synchronous_commit', %(synchronous_commit)s::text, true) AS setting
 ), held AS MATERIALIZED (
-    SELECT r.rate_limited, c.tenant_capped, r.rate_limited OR (%(fair)s::boolean AND c.tenant_capped) AS held
+    -- a rate limit set, a tenant capped (tenantshare_capped_idx), and whether either holds
+    -- this claim back: a tenant's cap only while the claim is fair
+    SELECT r.rate_limited, c.tenant_capped,
+           r.rate_limited OR (%(fair)s::boolean AND c.tenant_capped) AS held
       FROM (SELECT EXISTS (SELECT FROM workqueue_ratelimit) AS rate_limited) AS r,
-           (SELECT EXISTS (SELECT FROM workqueue_tenantshare WHERE max_in_flight IS NOT NULL) AS tenant_capped) AS c
+           (SELECT EXISTS (SELECT FROM workqueue_tenantshare
+                            WHERE max_in_flight IS NOT NULL) AS tenant_capped) AS c
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
