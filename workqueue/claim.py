@@ -83,7 +83,11 @@ def lane_mutex(lane: str) -> str:
     return f"workqueue.claim:{lane}"
 
 
-def running_caps(lane: str, kinds: Sequence[str]) -> tuple[int | None, list[str], list[int]]:
+# The lane's cap (None: none), and the capped kinds with their caps, as two lists.
+Caps = tuple[int | None, list[str], list[int]]
+
+
+def running_caps(lane: str, kinds: Sequence[str]) -> Caps:
     """The lane's cap (``WORKQUEUE["LANE_CAPS"]``) and the caps of the claimed kinds that
     declare one (``Kind.max_running``), as the claim statement takes them."""
     # A kind this process does not know declares no cap here (the claim never refused one).
@@ -198,11 +202,17 @@ def _rate_limited() -> Plan[bool]:
     return bool(_rate_limits["set"])
 
 
-def _one_may_go(lane: str, kinds: list[str]) -> bool:
+def _commit_mode() -> str:
+    """The claim's ``synchronous_commit`` (``WORKQUEUE["CLAIM_DURABLE"]``)."""
+    return "on" if wq_settings.CLAIM_DURABLE else "off"
+
+
+def _one_may_go(caps: Caps) -> bool:
     """Whether a woken claim may try its own statement (``claim_one``): no cap this process
-    knows of holds the lane (the lane's, a kind's, the default tenant cap of the fair claim).
-    A tenant's own cap and the rate limits are the statement's to check."""
-    lane_cap, capped_kinds, _ = running_caps(lane, kinds)
+    knows of holds the lane (the lane's, a kind's: ``caps``, from ``running_caps``; the default
+    tenant cap of the fair claim). A tenant's own cap and the rate limits are the statement's
+    to check."""
+    lane_cap, capped_kinds, _ = caps
     tenant_cap = wq_settings.FAIR_CLAIM and wq_settings.MAX_IN_FLIGHT is not None
     return lane_cap is None and not capped_kinds and not tenant_cap
 
@@ -216,9 +226,8 @@ def _claim_one(
     they are in effect, as of this statement (the caches ``_tenant_capped`` and
     ``_rate_limited`` read)."""
     worker_id, lease_s = holder
-    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
     fair = wq_settings.FAIR_CLAIM
-    params = ClaimOneParams(lane, kinds, worker_id, float(lease_s), commit, fair)
+    params = ClaimOneParams(lane, kinds, worker_id, float(lease_s), _commit_mode(), fair)
     rows = yield from _claim_rows(System(CLAIM_ONE, params), lane, worker_id)
     if rows is None:
         return Claimed()
@@ -276,16 +285,16 @@ def _claim_step(
     limit: int,
     first_alone: bool,
     controls: tuple[bool, bool],
+    caps: Caps,
 ) -> System:
     """The claim statement to run: the fair one, or the card's order across tenants (the
     first item alone, or fairness off); serialized on the lane's mutex while a cap is in
     effect. ``holder``: the worker's id and its lease; ``controls``: whether a tenant's cap is
-    in effect, whether a rate limit is set."""
+    in effect, whether a rate limit is set; ``caps``: the lane's and kinds' (``running_caps``)."""
     tenant_capped, rate_limited = controls
     worker_id, lease_s = holder
-    commit = "on" if wq_settings.CLAIM_DURABLE else "off"
-    lane_cap, capped_kinds, kind_caps = running_caps(lane, kinds)
-    caps = (lane_cap, capped_kinds, kind_caps)
+    commit = _commit_mode()
+    lane_cap, capped_kinds, _ = caps
     # Lane and kind caps: the claim counts what the lane holds, one claimer at a time.
     run_capped = lane_cap is not None or bool(capped_kinds)
     common = (lane, kinds, worker_id, float(lease_s), 1 if first_alone else int(limit), commit)
@@ -347,7 +356,8 @@ def claim(
     if limit < 1 or not kinds:
         return Claimed()
     lane = check_lane(lane)
-    if woken and _one_may_go(lane, kinds) and not _held_back_known():
+    caps = running_caps(lane, kinds)
+    if woken and _one_may_go(caps) and not _held_back_known():
         one = yield from _claim_one(rctx, lane, kinds, (worker_id, lease_s))
         if one is not None:
             return one
@@ -358,7 +368,7 @@ def claim(
     first_alone = woken and not tenant_capped
     rate_limited = yield from _rate_limited()
     controls = (tenant_capped, rate_limited)
-    step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, controls)
+    step = _claim_step(lane, kinds, (worker_id, lease_s), limit, first_alone, controls, caps)
     found = yield from _claim_rows(step, lane, worker_id)
     if found is None:
         return Claimed()

@@ -60,6 +60,14 @@ class ClaimOneParams(NamedTuple):
     fair: bool
 
 
+class ClaimSetParams(NamedTuple):
+    """The parameters of what a claim writes on each item (``sql/claim_set.sql``, included by
+    every claim)."""
+
+    worker_id: str
+    lease_s: float
+
+
 class ClaimControlsParams(NamedTuple):
     """The parameters the claim's controls read (``sql/claim_controls.sql``, included by both
     claims)."""
@@ -260,6 +268,7 @@ def _fallback_locking(limited: bool) -> Locking:
 
 
 CLAIM_CONTROLS = Statement("claim_controls", ClaimControlsParams, SQL_DIR)
+CLAIM_SET = Statement("claim_set", ClaimSetParams, SQL_DIR)
 CLAIM_RATE_BLOCKED = Statement("claim_rate_blocked", NoParams, SQL_DIR)
 CLAIM_RATE_GRANTED = Statement("claim_rate_granted", ClaimRateParams, SQL_DIR)
 # The rate parts while no limit is set: granted is picked as it is, and rate_blocked is read
@@ -298,7 +307,7 @@ def _claim(limited: bool) -> Statement:
         "claim",
         ClaimParams,
         SQL_DIR,
-        includes=(CLAIM_CONTROLS,),
+        includes=(CLAIM_CONTROLS, CLAIM_SET),
         build_locking=lambda: {
             "locking": _claim_locking(limited),
             "fallback": _fallback_locking(limited),
@@ -313,18 +322,21 @@ def _claim_oldest_first(limited: bool) -> Statement:
         "claim_oldest_first",
         ClaimOldestFirstParams,
         SQL_DIR,
-        includes=(CLAIM_CONTROLS,),
+        includes=(CLAIM_CONTROLS, CLAIM_SET),
         build_locking=lambda: {"locking": _oldest_first_locking(limited)},
         build_parts=_claim_parts(limited),
         generic_plan=True,
     )
 
 
+RATE_LIMITS_IN_EFFECT = Statement("rate_limits_in_effect", NoParams, SQL_DIR)
+CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
 # The woken claim of one item, unless a cap or rate limit holds (``claim.claim``).
 CLAIM_ONE = Statement(
     "claim_one",
     ClaimOneParams,
     SQL_DIR,
+    includes=(CLAIM_SET, RATE_LIMITS_IN_EFFECT, CAPS_IN_EFFECT),
     build_locking=lambda: {"locking": _one_locking()},
     build_parts=lambda: {"claim_contexts": claim_contexts_sql()},
     generic_plan=True,
@@ -335,6 +347,4 @@ CLAIM_OLDEST_FIRST, CLAIM_OLDEST_FIRST_LIMITED = (
     _claim_oldest_first(False),
     _claim_oldest_first(True),
 )
-RATE_LIMITS_IN_EFFECT = Statement("rate_limits_in_effect", NoParams, SQL_DIR)
-CAPS_IN_EFFECT = Statement("caps_in_effect", NoParams, SQL_DIR)
 FAIL_ORPHANED = Statement("fail_orphaned", FailOrphanedParams, SQL_DIR, includes=(RELEASE_ENDED,))

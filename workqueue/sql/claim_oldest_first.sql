@@ -26,13 +26,7 @@ WITH commit_mode AS MATERIALIZED (
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
-       claimed_by = %(worker_id)s::text,
-       claimed_at = now(),
-       claim_token = gen_random_uuid(),
-       lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8),
-       attempts = w.attempts + 1,
-       updated_at = now(),
-       updated_by = {system_actor}
+       {claim_set}
   FROM commit_mode
  WHERE w.id = ANY((SELECT ids FROM granted)::uuid[])
 RETURNING w.*
