@@ -31,6 +31,8 @@ import asyncio
 import logging
 from collections import Counter
 
+from django.db import connections
+
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.completing import Completer
 from workers.config import WorkerSettings
@@ -39,10 +41,20 @@ from workers.metrics import IN_FLIGHT, RELEASED, for_kind, observe_many, waited
 from workers.outage import Outage
 from workers.rate_wake import RateWake
 from workers.running import Runner
+from workers.woken import Offer, WokenClaims
 from workqueue import runtime
+from wqcore.conf import system_alias
 from wqcore.logs import log_event
+from wqcore.store import plan_generically
 
 logger = logging.getLogger(__name__)
+
+
+class _Declined:
+    """The listener's thread did not claim on the offer it took (``woken.py``)."""
+
+
+DECLINED = _Declined()
 
 
 class ClaimLoop:
@@ -80,6 +92,8 @@ class ClaimLoop:
         self.over = asyncio.Event()
         # When to claim again for items a rate limit held back (the first claimer's).
         self.rate_wake = RateWake(settings.poll_interval_ms / 1000)
+        # The slot offered to the listener's thread while idle (``woken.py``).
+        self.woken = WokenClaims(self._claim_first, self._clocks, self._deliver)
 
     @property
     def claimers(self) -> int:
@@ -110,24 +124,35 @@ class ClaimLoop:
         woken = False
         # Whether that wait ended at a rate limit's moment (``rate_wake``), not at a notice.
         rate_woken = False
-        while not stop.is_set():
-            if self.completer.backlog > (s.capacity or 1):
-                self.written.clear()
-                await self._wait(self.written, None, stop)
-                continue
-            free = self._free()
-            if free <= 0:
-                self.slot_freed.clear()
-                await self._wait(self.slot_freed, None, stop)
-                continue
-            if not await self._until_held(stop):
-                continue
-            # Cleared before the claim: a notice that lands during the claim wakes the next one.
-            self.wake.clear()
-            asked = min(free, s.claim_batch)
-            writes = self.completer.writes
-            claimed = await self._claim(asked, woken, rate_woken)
-            rate_woken = False
+        # An offer the listener's thread took during the wait: its claim is the next one.
+        taken: Offer | None = None
+        writes = self.completer.writes
+        while taken is not None or not stop.is_set():
+            if taken is not None:
+                asked, woken, rate_woken = 1, True, False
+                outcome = await self._taken(taken)
+                taken = None
+                if isinstance(outcome, _Declined):
+                    continue  # a cap or a rate limit: the loop's own woken claim counts it
+                claimed = outcome
+            else:
+                if self.completer.backlog > (s.capacity or 1):
+                    self.written.clear()
+                    await self._wait(self.written, None, stop)
+                    continue
+                free = self._free()
+                if free <= 0:
+                    self.slot_freed.clear()
+                    await self._wait(self.slot_freed, None, stop)
+                    continue
+                if not await self._until_held(stop):
+                    continue
+                # Cleared before the claim: a notice that lands during it wakes the next one.
+                self.wake.clear()
+                asked = min(free, s.claim_batch)
+                writes = self.completer.writes
+                claimed = await self._claim(asked, woken, rate_woken)
+                rate_woken = False
             if claimed is None:
                 await self._wait(self.wake, backoff_s, stop)
                 backoff_s = min(backoff_s * 2, s.outage_backoff_max_s)
@@ -162,7 +187,11 @@ class ClaimLoop:
                 await self._wait(self.slot_freed, None, stop)
                 continue
             timeout_s, rate_woken = self.rate_wake.timeout_s()
+            offer = self._offer(stop)
             await self._wait(self.wake, timeout_s, stop)
+            if offer is not None and not self._withdraw(offer):
+                taken = offer
+                continue
             # At a rate limit's moment the items it held back wait: the fair claim takes them.
             rate_woken = rate_woken and not self.wake.is_set()
             woken = not rate_woken
@@ -197,8 +226,7 @@ class ClaimLoop:
         counted by the outage account). Sets or clears ``full`` by what came back; tells the
         rate wake what the claim said (``rate_woken``: this claim is a rate wake's)."""
         s = self.settings
-        started = self.outage.now()
-        began = self.rate_wake.clock()
+        sent_at = self._clocks()
         epoch = self._held_epoch()
         if epoch is None:  # lost since the wait: the next pass waits for a new lock
             self.full.clear()
@@ -215,35 +243,125 @@ class ClaimLoop:
                 woken=woken,
             )
         except Exception as exc:
-            if not self.outage.failed("claim", exc):
-                log_event(
-                    logger, logging.ERROR, "claim_failed", exc_info=True, worker=self.worker_id
-                )
-            self.full.clear()
+            self._failed(exc)
             return None
         finally:
-            # The slots this claim held are free again (whatever it took): a claimer waiting for
-            # room, or for the end of a run in ``once`` mode, looks again.
-            self.reserved -= asked
-            self.slot_freed.set()
-        self.outage.ok(started)
-        self.rate_wake.claimed(began, claimed.rate_wait_s, bool(claimed), rate_woken)
-        if claimed and self._held_epoch() != epoch:
-            await self._hand_back(claimed)
-            self.full.clear()
-            return []
-        for ctx, item in claimed:
-            # A woken claim's one item starts at once (its handler is the wake's reason).
-            self.runner.start(ctx, item, now=woken)
-        if claimed:
-            # The claim's metrics run after the handlers just started have taken their first
-            # step (the loop runs its callbacks in order): they are off the path to a start.
-            asyncio.get_running_loop().call_soon(self._count, claimed)
-        if len(claimed) == asked and not woken:
+            self._unreserve(asked)
+        started = self._start(claimed, epoch, now=woken)
+        took = await self._claimed(claimed, sent_at, started, rate_woken)
+        if len(took) == asked and not woken:
             self.full.set()
-        else:
-            self.full.clear()
+        return took
+
+    def _start(self, claimed: runtime.Claimed, epoch: int, *, now: bool) -> bool:
+        """Start each item claimed under the liveness lock ``epoch`` (``now``: a woken claim's
+        item, at once: its handler is the wake's reason); False, starting none, when the worker
+        no longer holds that lock."""
+        if not claimed:
+            return True
+        if self._held_epoch() != epoch:
+            return False
+        for ctx, item in claimed:
+            self.runner.start(ctx, item, now=now)
+        # The claim's metrics run after the handlers just started have taken their first step
+        # (the loop runs its callbacks in order): they are off the path to a start.
+        asyncio.get_running_loop().call_soon(self._count, claimed)
+        return True
+
+    async def _claimed(
+        self,
+        claimed: runtime.Claimed,
+        sent_at: tuple[float, float],
+        started: bool,
+        rate_woken: bool,
+    ) -> list[tuple[OpContext, runtime.WorkItem]]:
+        """What a claim sent at ``sent_at`` (``_clocks``) came back with: the outage account
+        and the rate wake told; the items handed back unrun when they were not ``started``
+        (the liveness lock was lost meanwhile: ``[]``). Clears ``full``."""
+        self.outage.ok(sent_at[0])
+        self.rate_wake.claimed(sent_at[1], claimed.rate_wait_s, bool(claimed), rate_woken)
+        self.full.clear()
+        if not started:
+            await self._hand_back(claimed)
+            return []
         return claimed
+
+    def _failed(self, exc: Exception) -> None:
+        if not self.outage.failed("claim", exc):
+            log_event(logger, logging.ERROR, "claim_failed", exc_info=exc, worker=self.worker_id)
+        self.full.clear()
+
+    def _unreserve(self, slots: int) -> None:
+        # The slots a claim held are free again (whatever it took): a claimer waiting for room,
+        # or for the end of a run in ``once`` mode, looks again.
+        self.reserved -= slots
+        self.slot_freed.set()
+
+    def _clocks(self) -> tuple[float, float]:
+        """Now, by the outage account's clock and the rate wake's: when a claim is sent."""
+        return self.outage.now(), self.rate_wake.clock()
+
+    # -- the woken claim from the listener's thread (woken.py) ------------------------------
+
+    def _offer(self, stop: asyncio.Event) -> Offer | None:
+        """Offer the listener's thread one slot for the wait ahead, if one is free and the
+        worker holds its liveness lock."""
+        epoch = self._held_epoch()
+        if epoch is None or stop.is_set() or self._free() < 1:
+            return None
+        self.reserved += 1
+        offer = Offer(asyncio.get_running_loop(), epoch)
+        self.woken.offer(offer)
+        return offer
+
+    def _withdraw(self, offer: Offer) -> bool:
+        """Withdraw ``offer`` after the wait; False when the thread took it (its claim is the
+        loop's next: ``_taken``)."""
+        if not self.woken.withdraw(offer):
+            return False
+        self._unreserve(1)
+        return True
+
+    def _claim_first(self) -> runtime.Claimed | None:
+        """The thread's claim (``runtime.claim_first``), on its own connection (the sync face:
+        Django's, this thread's), planned generically for its session."""
+        s = self.settings
+        alias = system_alias()
+        try:
+            plan_generically(alias)
+            return runtime.claim_first(
+                new_request_context(AppType.WORKER),
+                s.lane,
+                list(s.kinds),
+                self.worker_id,
+                s.lease_s,
+            )
+        except Exception:
+            connections[alias].close_if_unusable_or_obsolete()
+            raise
+
+    def _deliver(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
+        """On the loop, first thing after the thread's claim: its items start at once; the
+        wait ends (the wake event)."""
+        self._unreserve(1)
+        if isinstance(result, runtime.Claimed):
+            offer.started = self._start(result, offer.epoch, now=True)
+        self.wake.set()
+
+    async def _taken(
+        self, offer: Offer
+    ) -> list[tuple[OpContext, runtime.WorkItem]] | _Declined | None:
+        """What the claim the thread sent on ``offer`` came to, as ``_claim`` says it;
+        ``DECLINED`` when it did not claim (a cap or a rate limit is in effect)."""
+        result = await offer.done
+        if isinstance(result, Exception):
+            self._failed(result)
+            return None
+        if isinstance(result, BaseException):
+            raise result
+        if result is None:
+            return DECLINED
+        return await self._claimed(result, offer.sent_at, offer.started, rate_woken=False)
 
     def _held_epoch(self) -> int | None:
         """Which liveness lock the worker holds now (0 when it takes none; None: none now)."""

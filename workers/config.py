@@ -15,6 +15,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from workers import listen
+from workers.listen import WOKEN_CLAIM_CONNECTIONS
 from workqueue import runtime
 from workqueue.runtime import handled_kinds, handler_for, is_async, needs_threads
 from wqcore.conf import wq_settings
@@ -33,11 +34,11 @@ LEASE_CONNECTIONS = 1
 class Connections:
     """What a worker process opens, besides one connection per handler thread: the store's
     async pools (tenant, system, the claims': ``WORKER_TENANT_POOL_SIZE``,
-    ``WORKER_SYSTEM_POOL_SIZE``, ``WORKER_CLAIM_POOL_SIZE``), the listener, the heartbeat's
-    publisher, the maintenance thread (the outbox relay and the sweep, on the everyday and
-    system logins, and the sweep's mutex), and the lease keeper's thread (its renewals, on the
-    system login). The budget that capacity is checked against (``WORKER_DB_POOL_SIZE``) is
-    derived from this, not kept in step by hand."""
+    ``WORKER_SYSTEM_POOL_SIZE``, ``WORKER_CLAIM_POOL_SIZE``), the listener and its thread's
+    woken claim, the heartbeat's publisher, the maintenance thread (the outbox relay and the
+    sweep, on the everyday and system logins, and the sweep's mutex), and the lease keeper's
+    thread (its renewals, on the system login). The budget that capacity is checked against
+    (``WORKER_DB_POOL_SIZE``) is derived from this, not kept in step by hand."""
 
     store_tenant: int
     # Completions and the rest.
@@ -45,6 +46,8 @@ class Connections:
     # The claims, two at once while a backlog drains (sessions that plan them generically).
     store_claim: int
     listen: int = listen.CONNECTIONS
+    # The woken claim, sent from the listener's thread (workers/woken.py).
+    woken_claim: int = WOKEN_CLAIM_CONNECTIONS
     liveness: int = 1
     maintenance: int = 3
     lease: int = LEASE_CONNECTIONS
@@ -67,6 +70,7 @@ _LABELS = {
     "store_system": "system pool",
     "store_claim": "claim pool",
     "listen": "LISTEN",
+    "woken_claim": "woken claim",
     "liveness": "heartbeat",
     "maintenance": "relay and sweep",
     "lease": "lease keeper",

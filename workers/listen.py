@@ -1,10 +1,12 @@
 """Listening: wake the worker when work is announced on its lane.
 
-One connection on the everyday login holds ``LISTEN work_available``; each notice names a lane
-(``*`` for a batch that spans lanes). A notice for this lane sets the wake event; the claim loop
-also polls, so a lost connection costs latency, never work. Notices on the other channels it
-listens to (``outbox_pending``) go to ``on_notice``, which also hears of each (re)connection.
-Reconnects after a pause.
+One connection on the everyday login holds ``LISTEN work_available``, on a thread of its own
+(a sync connection, as the raw floor's worker waits: bench/RESULTS.md); each notice names a lane
+(``*`` for a batch that spans lanes). A notice for this lane claims on the claim loop's standing
+offer, from this thread (``woken.py``: the shortest path to a handler), or, with none standing,
+sets the wake event on the worker's loop; the claim loop also polls, so a lost connection costs
+latency, never work. Notices on the other channels it listens to (``outbox_pending``) go to
+``on_notice`` on the loop, which also hears of each (re)connection. Reconnects after a pause.
 
 LISTEN needs a session of its own, which a transaction pooler does not keep (it lends a server
 connection per transaction: the LISTEN would stay on one the listener no longer holds, and its
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -25,14 +28,21 @@ import psycopg
 from django.db import connections
 
 from workers.outage import Outage, server_of
+from workers.woken import WokenClaims
 from wqcore.conf import listen_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
 
 CHANNEL = "work_available"
-# The connections a Listener holds open.
+# The connections a Listener holds open (its LISTEN session), and those its thread's woken
+# claims do (one, on the system login: ``woken.py``).
 CONNECTIONS = 1
+WOKEN_CLAIM_CONNECTIONS = 1
+# How often the thread looks whether the listener is stopping, between notices.
+STOP_CHECK_S = 0.25
+# How long the stop waits for the thread: it ends within STOP_CHECK_S, or a claim's time.
+JOIN_TIMEOUT_S = 30.0
 
 
 def connection_kwargs() -> dict[str, Any] | None:
@@ -58,13 +68,21 @@ class Listener:
         on_notice: Callable[[str, str], None] | None = None,
         channels: tuple[str, ...] = (CHANNEL,),
         retry_s: float = 1.0,
+        claims: WokenClaims | None = None,
     ) -> None:
+        """``claims``: the claim loop's offers, claimed on from this listener's thread."""
         self.lane = lane
         self.wake = wake
         self.outage = outage
         self.on_notice = on_notice
         self.channels = channels
         self.retry_s = retry_s
+        self.claims = claims
+        self._stopping = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Whether a wake is on its way to the loop: notices that come faster than the loop
+        # runs send one, not one each.
+        self._waking = False
 
     async def run(self, stop: asyncio.Event) -> None:
         params = await asyncio.to_thread(connection_kwargs)
@@ -81,52 +99,68 @@ class Listener:
             )
             await stop.wait()
             return
-        while not stop.is_set():
-            try:
-                async with await psycopg.AsyncConnection.connect(**params, autocommit=True) as conn:
-                    for channel in self.channels:
-                        await conn.execute(f"LISTEN {channel}")
-                    self.outage.connected(server_of(conn))
-                    self.outage.ok()
-                    # Anything announced while we were not listening.
-                    self.wake.set()
-                    if self.on_notice is not None:
-                        for channel in self.channels:
-                            if channel != CHANNEL:
-                                self.on_notice(channel, "")
-                    await self._relay_notices(conn, stop)
-            except StopAsyncIteration:
-                pass  # the server closed the connection: listen again
-            except (psycopg.Error, OSError) as exc:
-                if not self.outage.failed("listen", exc):
-                    raise
-            if not stop.is_set():
-                try:
-                    await asyncio.wait_for(stop.wait(), self.retry_s)
-                except TimeoutError:
-                    pass
-
-    async def _relay_notices(
-        self, conn: psycopg.AsyncConnection[object], stop: asyncio.Event
-    ) -> None:
-        """Relay notices until ``stop`` (or the connection fails: raised here). The stop is
-        watched once per connection, not once per notice."""
-        relaying = asyncio.ensure_future(self._relay(conn))
-        stopping = asyncio.ensure_future(stop.wait())
+        self._loop = asyncio.get_running_loop()
+        thread = threading.Thread(target=self._main, args=(params,), name="worker-listen")
+        thread.daemon = True
+        thread.start()
         try:
-            await asyncio.wait({relaying, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await stop.wait()
         finally:
-            stopping.cancel()
-            if not relaying.done():
-                relaying.cancel()
-                await asyncio.gather(relaying, return_exceptions=True)
-        if relaying.done() and not relaying.cancelled():
-            relaying.result()  # the connection's error, if it failed
+            self._stopping.set()
+            await asyncio.to_thread(thread.join, JOIN_TIMEOUT_S)
+            if thread.is_alive():
+                log_event(logger, logging.WARNING, "thread_did_not_stop", thread=thread.name)
 
-    async def _relay(self, conn: psycopg.AsyncConnection[object]) -> None:
-        async for notice in conn.notifies():
-            if notice.channel == CHANNEL:
-                if notice.payload in (self.lane, "*"):
-                    self.wake.set()
-            elif self.on_notice is not None:
-                self.on_notice(notice.channel, notice.payload)
+    def _main(self, params: dict[str, Any]) -> None:
+        try:
+            while not self._stopping.is_set():
+                try:
+                    with psycopg.connect(**params, autocommit=True) as conn:
+                        for channel in self.channels:
+                            conn.execute(f"LISTEN {channel}")
+                        self.outage.connected(server_of(conn))
+                        self.outage.ok()
+                        self._connected()
+                        self._relay(conn)
+                except (psycopg.Error, OSError) as exc:
+                    if not self.outage.failed("listen", exc):
+                        log_event(logger, logging.ERROR, "listen_failed", exc_info=True)
+                self._stopping.wait(self.retry_s)
+        finally:
+            # This thread's connections (the woken claim's), given back.
+            connections.close_all()
+
+    def _connected(self) -> None:
+        # Anything announced while we were not listening.
+        self._wake()
+        if self.on_notice is not None:
+            for channel in self.channels:
+                if channel != CHANNEL:
+                    self._to_loop(self.on_notice, channel, "")
+
+    def _relay(self, conn: psycopg.Connection[Any]) -> None:
+        """Relay notices until the stop (or the connection fails: raised here)."""
+        while not self._stopping.is_set():
+            for notice in conn.notifies(timeout=STOP_CHECK_S):
+                if notice.channel == CHANNEL:
+                    if notice.payload in (self.lane, "*"):
+                        if self.claims is None or not self.claims.claim_on_notice():
+                            self._wake()
+                elif self.on_notice is not None:
+                    self._to_loop(self.on_notice, notice.channel, notice.payload)
+
+    def _wake(self) -> None:
+        if not self._waking:
+            self._waking = True
+            self._to_loop(self._set_wake)
+
+    def _set_wake(self) -> None:
+        self._waking = False
+        self.wake.set()
+
+    def _to_loop(self, fn: Callable[..., None], *args: Any) -> None:
+        assert self._loop is not None
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop has ended (the worker is stopping)
+            pass

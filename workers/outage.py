@@ -135,7 +135,7 @@ class Outage:
         )
 
 
-def server_of(conn: psycopg.AsyncConnection[Any]) -> str:
+def server_of(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> str:
     """Which server a session reached: ``host:port``, and the address the host resolved to
     when it is a name (behind one DNS name a failover changes only the address)."""
     info = conn.info

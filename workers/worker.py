@@ -95,6 +95,7 @@ class Worker:
             self.outage,
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
+            claims=self.claim_loop.woken,
         )
         self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None

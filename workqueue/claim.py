@@ -357,8 +357,8 @@ def claim(
         return Claimed()
     lane = check_lane(lane)
     caps = running_caps(lane, kinds)
-    if woken and _one_may_go(caps) and not _held_back_known():
-        one = yield from _claim_one(rctx, lane, kinds, (worker_id, lease_s))
+    if woken:
+        one = yield from _first_alone(rctx, lane, kinds, (worker_id, lease_s), caps)
         if one is not None:
             return one
     # Tenant caps: only the fair claim counts them.
@@ -382,6 +382,34 @@ def claim(
 
 
 aclaim = claim.aio
+
+
+def _first_alone(
+    rctx: RequestContext, lane: str, kinds: list[str], holder: tuple[str, float], caps: Caps
+) -> Plan[Claimed | None]:
+    """The woken claim by ``claim_one``, where it may go (``_one_may_go``, and no limit or cap
+    known to hold items back); None where it may not, or it took nothing because one holds."""
+    if not _one_may_go(caps) or _held_back_known():
+        return None
+    return (yield from _claim_one(rctx, lane, kinds, holder))
+
+
+@transition
+def claim_first(
+    rctx: RequestContext, lane: str, kinds: Sequence[str], worker_id: str, lease_s: float
+) -> Plan[Claimed | None]:
+    """A woken claim by its own statement alone (``claim_one``: the first due item of the lane
+    and ``kinds``, highest priority then oldest across tenants), as ``claim(woken=True)``
+    starts; None where that claim would go on to the claim that counts a cap or a rate limit
+    (one is in effect): the caller then claims by ``claim(woken=True)``. For the listener's
+    thread (``workers.woken``), which sends only this statement."""
+    kinds = list(kinds)
+    if not kinds:
+        return Claimed()
+    lane = check_lane(lane)
+    return (
+        yield from _first_alone(rctx, lane, kinds, (worker_id, lease_s), running_caps(lane, kinds))
+    )
 
 
 @transition

@@ -12,7 +12,7 @@ from workqueue import api as _site
 from workqueue.api import *  # noqa: F403  (the site's face is part of this one)
 from workqueue.cancel import acancel_held
 from workqueue.checks import refuse_unsafe_start, set_unreachable_hint, startup_problem
-from workqueue.claim import aclaim
+from workqueue.claim import Claimed, aclaim, claim_first
 from workqueue.enqueue import Relayed, enqueue_relayed, validated
 from workqueue.fence import Fence
 from workqueue.figures import (
@@ -100,6 +100,7 @@ __all__ = [
     "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
     "WAIT_BOUNDS_S",
+    "Claimed",
     "DueLane",
     "Fence",
     "Gauges",
@@ -131,6 +132,7 @@ __all__ = [
     "check_name",
     "check_progress",
     "check_traceparent",
+    "claim_first",
     "declare_lanes",
     "declared_lanes",
     "enqueue_relayed",

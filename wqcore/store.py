@@ -45,7 +45,7 @@ from wqcore.plans import (
     TenantBatches,
     prepares,
 )
-from wqcore.sync_face import execute, run
+from wqcore.sync_face import execute, plan_generically, run
 
 __all__ = [
     "GENERIC",
@@ -64,6 +64,7 @@ __all__ = [
     "arun",
     "async_store",
     "execute",
+    "plan_generically",
     "prepares",
     "run",
     "transition",

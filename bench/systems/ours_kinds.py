@@ -45,8 +45,10 @@ class BenchHandler:
 # of the worker's path last happened, written beside the handler's start. The wake workload
 # sends one item at a time (20 ms apart, each done in a few ms), so the latest of each is the
 # item's own. Installed by wrapping the worker's parts from outside, so the product's code is
-# what runs: the listener's wake (the notice relayed), the claim (entered, its statement sent
-# on the store and back, returned with the items' contexts) and the item's task made.
+# what runs: the notice (the listener's thread claiming on the loop's offer, or relaying it to
+# the loop), the claim (entered, its statement sent and back, returned with the items'
+# contexts: on the listener's thread, or the loop's claim), the item's task made, the handler
+# called.
 STEPS = ("notice", "claim", "sent", "back", "claimed", "task", "call")
 _STEPS: dict[str, float] = {}
 
@@ -69,10 +71,45 @@ class _StampingEvent:
         return getattr(self.event, name)
 
 
+def _around(owner: Any, name: str, before: str, after: str | None = None) -> None:
+    """Wrap ``owner.name`` (sync or async) to stamp ``before`` as it is called and ``after``
+    as it returns (for a claim statement's step: only steps whose statement is a claim)."""
+    import inspect
+
+    inner = getattr(owner, name)
+    claims_only = name == "execute"
+
+    def wanted(args: tuple[Any, ...]) -> bool:
+        return not claims_only or args[-1].statement.name.startswith("claim")
+
+    if inspect.iscoroutinefunction(inner):
+
+        async def wrapped_async(*args: Any, **kwargs: Any) -> Any:
+            if wanted(args):
+                _step(before)
+            result = await inner(*args, **kwargs)
+            if after and wanted(args):
+                _step(after)
+            return result
+
+        setattr(owner, name, wrapped_async)
+        return
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if wanted(args):
+            _step(before)
+        result = inner(*args, **kwargs)
+        if after and wanted(args):
+            _step(after)
+        return result
+
+    setattr(owner, name, wrapped)
+
+
 def _trace_steps() -> None:
-    from workers import listen, running
+    from workers import calling, listen, running, woken
     from workqueue import runtime
-    from wqcore import store
+    from wqcore import store, sync_face
 
     listener_init = listen.Listener.__init__
 
@@ -80,42 +117,13 @@ def _trace_steps() -> None:
         listener_init(self, lane, _StampingEvent(wake), *args, **kwargs)
 
     listen.Listener.__init__ = init  # type: ignore[method-assign]
-    aclaim = runtime.aclaim
-
-    async def claim(*args: Any, **kwargs: Any) -> Any:
-        _step("claim")
-        claimed = await aclaim(*args, **kwargs)
-        _step("claimed")
-        return claimed
-
-    runtime.aclaim = claim
-    execute = store.AsyncStore.execute
-
-    async def run_step(self: Any, step: Any) -> Any:
-        if not step.statement.name.startswith("claim"):
-            return await execute(self, step)
-        _step("sent")
-        rows = await execute(self, step)
-        _step("back")
-        return rows
-
-    store.AsyncStore.execute = run_step  # type: ignore[method-assign]
-    start = running.Runner.start
-
-    def start_item(self: Any, ctx: Any, item: Any, **kwargs: Any) -> None:
-        _step("task")
-        start(self, ctx, item, **kwargs)
-
-    running.Runner.start = start_item  # type: ignore[method-assign]
-    from workers import calling
-
-    call_within = calling.HandlerCalls.call_within
-
-    async def call(self: Any, *args: Any) -> Any:
-        _step("call")
-        return await call_within(self, *args)
-
-    calling.HandlerCalls.call_within = call  # type: ignore[method-assign]
+    _around(woken.WokenClaims, "claim_on_notice", "notice")
+    _around(runtime, "aclaim", "claim", "claimed")
+    _around(runtime, "claim_first", "claim", "claimed")
+    _around(store.AsyncStore, "execute", "sent", "back")
+    _around(sync_face, "execute", "sent", "back")
+    _around(running.Runner, "start", "task")
+    _around(calling.HandlerCalls, "call_within", "call")
 
 
 if os.environ.get("BENCH_STEPS"):

@@ -19,7 +19,7 @@ from prometheus_client import REGISTRY
 from audit.models import AuditEntry
 from project.observability import add_span_processor
 from tenancy.contexts import AppType, OpContext, RequestContext
-from tests.helpers import fresh_async_connections
+from tests.helpers import fresh_async_connections, queue_settings
 from tests.runtime.support import EVENTS, count, run_until, settings
 from workers import liveness
 from workers.sweep.config import SweepSettings
@@ -264,6 +264,94 @@ def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> Non
     asyncio.run(scenario())
     [started] = [t for i, e, t in EVENTS if i == enqueued["id"] and e == "start"]
     assert started - enqueued["at"] < 2.0  # the notice woke it; the poll would take 60 s
+
+
+def _start_when_idle(ctx: OpContext, worker: Worker) -> tuple[str, float]:
+    """Run ``worker`` idle, enqueue one item, run until it started, drain; the item's id and
+    how long its start came after its enqueue's commit."""
+    enqueued: dict[str, float | str] = {}
+
+    async def scenario() -> None:
+        task = asyncio.create_task(worker.run())
+        await asyncio.sleep(0.5)  # idle: listening
+        [item] = await asyncio.to_thread(_enqueue_closing, ctx)
+        enqueued["at"] = time.monotonic()
+        enqueued["id"] = str(item.id)
+        for _ in range(200):
+            if any(e[0] == enqueued["id"] for e in EVENTS):
+                break
+            await asyncio.sleep(0.01)
+        worker.request_stop()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    item_id = str(enqueued["id"])
+    [started] = [t for i, e, t in EVENTS if i == item_id and e == "start"]
+    return item_id, started - float(enqueued["at"])
+
+
+def _spy_claim_first(monkeypatch, fail_first: bool = False) -> list[tuple[str, object]]:
+    """Record each ``runtime.claim_first`` (the woken claim the listener's thread sends): the
+    thread it ran on and what it returned or raised. ``fail_first``: the first one raises as
+    a lost connection does, before anything is sent."""
+    import threading
+
+    import psycopg
+
+    calls: list[tuple[str, object]] = []
+    claim_first = runtime.claim_first
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        thread = threading.current_thread().name
+        if fail_first and not calls:
+            calls.append((thread, "raised"))
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        result = claim_first(*args, **kwargs)
+        calls.append((thread, result))
+        return result
+
+    monkeypatch.setattr(runtime, "claim_first", spy)
+    return calls
+
+
+def test_a_notice_to_an_idle_worker_is_claimed_on_the_listeners_thread(ctx, monkeypatch) -> None:
+    """The idle worker's woken claim goes from the listener's thread (workers/woken.py): one
+    claim there took the item, and the worker's loop started it."""
+    calls = _spy_claim_first(monkeypatch)
+    item_id, after_s = _start_when_idle(ctx, Worker(settings(poll_interval_ms=60_000)))
+    assert after_s < 2.0
+    took = [(thread, result) for thread, result in calls if result]
+    assert len(took) == 1, calls
+    thread, claimed = took[0]
+    assert thread == "worker-listen"
+    assert [str(item.id) for _, item in claimed] == [item_id]  # type: ignore[attr-defined]
+    assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
+
+
+def test_the_listeners_thread_declines_under_a_lane_cap_and_the_loop_claims(
+    ctx, monkeypatch
+) -> None:
+    """Under a lane's cap the woken claim must count what the lane holds: the thread declines
+    (None) and the loop's own woken claim, which counts it, takes the item at once."""
+    calls = _spy_claim_first(monkeypatch)
+    with queue_settings(LANE_CAPS={"default": 10}):
+        item_id, after_s = _start_when_idle(ctx, Worker(settings(poll_interval_ms=60_000)))
+    assert after_s < 2.0  # not the poll's minute
+    assert calls and all(result is None for _, result in calls), calls
+    assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
+
+
+def test_a_woken_claim_that_fails_on_the_thread_is_an_outage_and_the_next_claim_takes_it(
+    ctx, monkeypatch
+) -> None:
+    """The thread's claim meets a lost connection: the outage account hears of it (the worker
+    backs off, as after any failed claim), and the loop's next claim takes the item."""
+    calls = _spy_claim_first(monkeypatch, fail_first=True)
+    worker = Worker(settings(poll_interval_ms=200))
+    item_id, _ = _start_when_idle(ctx, worker)
+    assert calls[0] == ("worker-listen", "raised")
+    assert worker.outage.began == 1
+    assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
 
 
 def test_a_failed_liveness_publish_leaves_claiming_running(ctx, monkeypatch) -> None:

@@ -1,0 +1,97 @@
+"""The woken claim, sent from the listener's thread: the shortest path from a notice to a handler.
+
+While the claim loop waits idle (its last claim found less than it asked), it offers the
+listener one slot (``offer``). A notice for the lane that finds an offer standing takes it: the
+listener's thread claims the first due item at once, on its own connection (``claim_first``:
+the ``claim_one`` statement, prepared and planned generically), and hands what it took to the
+worker's loop in one ``call_soon_threadsafe``, where the item starts before anything else runs
+(``deliver``). Off the path: the notice's hop to the loop, the loop's pass to the claim, and the
+async driver's two waits (about 0.2 ms of a 1 ms wake: bench/RESULTS.md). A notice that finds
+no offer (the loop is claiming, or has no free slot) wakes the loop, as before.
+
+The loop withdraws its offer when its wait ends otherwise (its poll, a rate limit's moment, the
+stop). An offer the thread took already is awaited, never dropped: a claim that committed must
+start what it took, or hand it back (the liveness lock it was offered under is gone). The
+thread declines to claim (``None``) when a cap or a rate limit is in effect, which the claim
+that counts them must hold; the loop then claims by it, as for any woken claim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from workqueue import runtime
+
+
+@dataclass(eq=False)
+class Offer:
+    """One slot the idle claim loop offers, under the liveness lock it holds (``epoch``).
+    ``done`` receives what the thread's claim took (``runtime.Claimed``), None when it
+    declined, or the error it met; ``started``: whether ``deliver`` started the items."""
+
+    loop: asyncio.AbstractEventLoop
+    epoch: int
+    done: asyncio.Future[runtime.Claimed | BaseException | None] = field(init=False)
+    # When the claim was sent, by the outage account's clock and the rate wake's.
+    sent_at: tuple[float, float] = (0.0, 0.0)
+    started: bool = False
+
+    def __post_init__(self) -> None:
+        self.done = self.loop.create_future()
+
+
+class WokenClaims:
+    """The offer standing (one at most) and the claim the listener's thread sends on it.
+
+    ``claim()`` runs on the thread (the sync face); ``clocks()`` says when it was sent;
+    ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set."""
+
+    def __init__(
+        self,
+        claim: Callable[[], runtime.Claimed | None],
+        clocks: Callable[[], tuple[float, float]],
+        deliver: Callable[[Offer, runtime.Claimed | BaseException | None], None],
+    ) -> None:
+        self._claim = claim
+        self._clocks = clocks
+        self._deliver = deliver
+        self._lock = threading.Lock()
+        self._offer: Offer | None = None
+
+    def offer(self, offer: Offer) -> None:
+        with self._lock:
+            self._offer = offer
+
+    def withdraw(self, offer: Offer) -> bool:
+        """True when ``offer`` was still standing (now withdrawn); False: the thread took it,
+        and ``offer.done`` will say what came of it."""
+        with self._lock:
+            if self._offer is not offer:
+                return False
+            self._offer = None
+            return True
+
+    def claim_on_notice(self) -> bool:
+        """On the listener's thread, for a notice of the lane: claim on the offer standing and
+        deliver; False when none stands (the caller wakes the loop instead)."""
+        with self._lock:
+            offer, self._offer = self._offer, None
+        if offer is None:
+            return False
+        result: runtime.Claimed | BaseException | None
+        try:
+            offer.sent_at = self._clocks()
+            result = self._claim()
+        except Exception as exc:
+            result = exc
+        offer.loop.call_soon_threadsafe(self._finish, offer, result)
+        return True
+
+    def _finish(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
+        try:
+            self._deliver(offer, result)
+        finally:
+            offer.done.set_result(result)
