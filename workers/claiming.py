@@ -13,7 +13,9 @@ an idle worker still sends one claim per notice or poll.
 With nothing to claim it waits for a ``work_available`` notice (the wake event) or the poll
 interval; the claim after that wait takes the first due item alone, by the lighter statement
 (``woken``: nothing was left to share out, so the fair claim's walk over the tenants is skipped
-on the path from a notice to a handler), and the one after it is fair again. A claim that came
+on the path from a notice to a handler), and the one after it is fair again. While it waits it
+offers the listener's thread one slot (``woken.py``): a notice then sends that claim from the
+thread at once, and the loop starts what it took. A claim that came
 back short while a rate limit held items back says when that limit frees: the worker claims
 again then, if that is sooner than its poll (``rate_wake.py``), by the fair claim (those items
 are a backlog). When the database

@@ -354,6 +354,37 @@ def test_a_woken_claim_that_fails_on_the_thread_is_an_outage_and_the_next_claim_
     assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
 
 
+def test_a_woken_claim_delivered_after_the_liveness_lock_changed_is_handed_back(
+    ctx, monkeypatch
+) -> None:
+    """The thread claimed under one liveness lock, and the worker holds another by the time
+    the claim reaches its loop (the sweep may have handed the first lock's items on): the item
+    is handed back unrun, its attempt given back, and runs once under the new lock."""
+    worker = Worker(settings(poll_interval_ms=60_000))
+    lock = worker.liveness_lock
+    assert lock is not None
+    claim_first = runtime.claim_first
+
+    def claim_then_lose_the_lock(*args, **kwargs):  # type: ignore[no-untyped-def]
+        claimed = claim_first(*args, **kwargs)
+        if claimed and lock.held_epoch is not None:
+            lock.held_epoch += 1000  # as if lost and taken again while the claim was on its way
+        return claimed
+
+    monkeypatch.setattr(runtime, "claim_first", claim_then_lose_the_lock)
+    released_before = _metric(
+        "workqueue_worker_released_total", kind="TEST_SCRIPTED", reason="liveness_lost"
+    )
+    item_id, _ = _start_when_idle(ctx, worker)
+    released = _metric(
+        "workqueue_worker_released_total", kind="TEST_SCRIPTED", reason="liveness_lost"
+    )
+    assert released == released_before + 1
+    stored = WorkItem.objects.using("admin").get(pk=item_id)
+    assert stored.status == Status.DONE and stored.attempts == 1
+    assert [e for i, e, _ in EVENTS if i == item_id].count("start") == 1
+
+
 def test_a_failed_liveness_publish_leaves_claiming_running(ctx, monkeypatch) -> None:
     monkeypatch.setattr(liveness, "_PUBLISH", "INSERT INTO no_such_table VALUES (1)")
     failed_before = _metric("workqueue_worker_liveness_publish_failed_total")
