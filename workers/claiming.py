@@ -95,7 +95,9 @@ class ClaimLoop:
         # When to claim again for items a rate limit held back (the first claimer's).
         self.rate_wake = RateWake(settings.poll_interval_ms / 1000)
         # The slot offered to the listener's thread while idle (``woken.py``).
-        self.woken = WokenClaims(self._claim_first, self._clocks, self._deliver)
+        self.woken = WokenClaims(
+            self._claim_first, self._clocks, self._deliver, self._prepare_first
+        )
 
     @property
     def claimers(self) -> int:
@@ -312,7 +314,7 @@ class ClaimLoop:
         if epoch is None or stop.is_set() or self._free() < 1:
             return None
         self.reserved += 1
-        offer = Offer(asyncio.get_running_loop(), epoch)
+        offer = Offer(asyncio.get_running_loop(), epoch, new_request_context(AppType.WORKER))
         self.woken.offer(offer)
         return offer
 
@@ -324,23 +326,29 @@ class ClaimLoop:
         self._unreserve(1)
         return True
 
-    def _claim_first(self) -> runtime.Claimed | None:
+    def _claim_first(self, offer: Offer) -> runtime.Claimed | None:
         """The thread's claim (``runtime.claim_first``), on its own connection (the sync face:
-        Django's, this thread's), planned generically for its session."""
+        Django's, this thread's); then that connection readied for the next one."""
         s = self.settings
-        alias = system_alias()
         try:
-            plan_generically(alias)
-            return runtime.claim_first(
-                new_request_context(AppType.WORKER),
-                s.lane,
-                list(s.kinds),
-                self.worker_id,
-                s.lease_s,
+            claimed = runtime.claim_first(
+                offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s
             )
         except Exception:
-            connections[alias].close_if_unusable_or_obsolete()
+            connections[system_alias()].close_if_unusable_or_obsolete()
             raise
+        self._prepare_first()
+        return claimed
+
+    @staticmethod
+    def _prepare_first() -> None:
+        """Open the thread's connection, planned generically for its session (its claim goes
+        alone, not behind GENERIC_PLAN), off the path from a notice: once it listens, and
+        after each claim. A failure here is the claim's to meet and report."""
+        try:
+            plan_generically(system_alias())
+        except Exception:
+            connections[system_alias()].close_if_unusable_or_obsolete()
 
     def _deliver(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
         """On the loop, first thing after the thread's claim: its items start at once; the

@@ -121,6 +121,8 @@ class Listener:
                         self.outage.connected(server_of(conn))
                         self.outage.ok()
                         self._connected()
+                        if self.claims is not None:
+                            self.claims.prepare()
                         self._relay(conn)
                 except (psycopg.Error, OSError) as exc:
                     if not self.outage.failed("listen", exc):

@@ -23,17 +23,20 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tenancy.contexts import RequestContext
 from workqueue import runtime
 
 
 @dataclass(eq=False)
 class Offer:
-    """One slot the idle claim loop offers, under the liveness lock it holds (``epoch``).
-    ``done`` receives what the thread's claim took (``runtime.Claimed``), None when it
-    declined, or the error it met; ``started``: whether ``deliver`` started the items."""
+    """One slot the idle claim loop offers, under the liveness lock it holds (``epoch``), with
+    the claim's fresh context made with it (off the path from the notice). ``done`` receives
+    what the thread's claim took (``runtime.Claimed``), None when it declined, or the error it
+    met; ``started``: whether ``deliver`` started the items."""
 
     loop: asyncio.AbstractEventLoop
     epoch: int
+    rctx: RequestContext
     done: asyncio.Future[runtime.Claimed | BaseException | None] = field(init=False)
     # When the claim was sent, by the outage account's clock and the rate wake's.
     sent_at: tuple[float, float] = (0.0, 0.0)
@@ -46,16 +49,19 @@ class Offer:
 class WokenClaims:
     """The offer standing (one at most) and the claim the listener's thread sends on it.
 
-    ``claim()`` runs on the thread (the sync face); ``clocks()`` says when it was sent;
-    ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set."""
+    ``claim(offer)`` runs on the thread (the sync face); ``clocks()`` says when it was sent;
+    ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set. ``prepare()``
+    readies the claim's connection, on the thread, while it waits for notices."""
 
     def __init__(
         self,
-        claim: Callable[[], runtime.Claimed | None],
+        claim: Callable[[Offer], runtime.Claimed | None],
         clocks: Callable[[], tuple[float, float]],
         deliver: Callable[[Offer, runtime.Claimed | BaseException | None], None],
+        prepare: Callable[[], None],
     ) -> None:
         self._claim = claim
+        self.prepare = prepare
         self._clocks = clocks
         self._deliver = deliver
         self._lock = threading.Lock()
@@ -84,7 +90,7 @@ class WokenClaims:
         result: runtime.Claimed | BaseException | None
         try:
             offer.sent_at = self._clocks()
-            result = self._claim()
+            result = self._claim(offer)
         except Exception as exc:
             result = exc
         offer.loop.call_soon_threadsafe(self._finish, offer, result)
