@@ -328,17 +328,13 @@ class ClaimLoop:
 
     def _claim_first(self, offer: Offer) -> runtime.Claimed | None:
         """The thread's claim (``runtime.claim_first``), on its own connection (the sync face:
-        Django's, this thread's); then that connection readied for the next one."""
+        Django's, this thread's)."""
         s = self.settings
         try:
-            claimed = runtime.claim_first(
-                offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s
-            )
+            return runtime.claim_first(offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s)
         except Exception:
             connections[system_alias()].close_if_unusable_or_obsolete()
             raise
-        self._prepare_first()
-        return claimed
 
     @staticmethod
     def _prepare_first() -> None:

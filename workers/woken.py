@@ -51,7 +51,8 @@ class WokenClaims:
 
     ``claim(offer)`` runs on the thread (the sync face); ``clocks()`` says when it was sent;
     ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set. ``prepare()``
-    readies the claim's connection, on the thread, while it waits for notices."""
+    readies the claim's connection, on the thread, off the path from a notice: once it listens,
+    and after each claim."""
 
     def __init__(
         self,
@@ -94,6 +95,8 @@ class WokenClaims:
         except Exception as exc:
             result = exc
         offer.loop.call_soon_threadsafe(self._finish, offer, result)
+        # Ready for the next notice, once this claim is on its way to the loop.
+        self.prepare()
         return True
 
     def _finish(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
