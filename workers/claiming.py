@@ -336,11 +336,13 @@ class ClaimLoop:
             connections[system_alias()].close_if_unusable_or_obsolete()
             raise
 
-    @staticmethod
-    def _prepare_first() -> None:
+    def _prepare_first(self) -> None:
         """Open the thread's connection, planned generically for its session (its claim goes
         alone, not behind GENERIC_PLAN), off the path from a notice: once it listens, and
-        after each claim. A failure here is the claim's to meet and report."""
+        after each claim. A failure here is the claim's to meet and report. Not in ``once``
+        mode, which never waits idle, so never offers."""
+        if self.settings.once:
+            return
         try:
             plan_generically(system_alias())
         except Exception:
