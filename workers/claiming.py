@@ -33,8 +33,6 @@ import asyncio
 import logging
 from collections import Counter
 
-from django.db import connections
-
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.completing import Completer
 from workers.config import WorkerSettings
@@ -45,9 +43,8 @@ from workers.rate_wake import RateWake
 from workers.running import Runner
 from workers.woken import Offer, WokenClaims
 from workqueue import runtime
-from wqcore.conf import system_alias
 from wqcore.logs import log_event
-from wqcore.store import plan_generically
+from wqcore.store import OwnConnection
 
 logger = logging.getLogger(__name__)
 
@@ -95,9 +92,7 @@ class ClaimLoop:
         # When to claim again for items a rate limit held back (the first claimer's).
         self.rate_wake = RateWake(settings.poll_interval_ms / 1000)
         # The slot offered to the listener's thread while idle (``woken.py``).
-        self.woken = WokenClaims(
-            self._claim_first, self._clocks, self._deliver, self._prepare_first
-        )
+        self.woken = WokenClaims(self._claim_first, self._clocks, self._deliver)
 
     @property
     def claimers(self) -> int:
@@ -326,27 +321,13 @@ class ClaimLoop:
         self._unreserve(1)
         return True
 
-    def _claim_first(self, offer: Offer) -> runtime.Claimed | None:
-        """The thread's claim (``runtime.claim_first``), on its own connection (the sync face:
-        Django's, this thread's)."""
+    def _claim_first(self, offer: Offer, connection: OwnConnection) -> runtime.Claimed | None:
+        """The thread's claim (``runtime.claim_first``), on its own connection."""
         s = self.settings
-        try:
-            return runtime.claim_first(offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s)
-        except Exception:
-            connections[system_alias()].close_if_unusable_or_obsolete()
-            raise
-
-    def _prepare_first(self) -> None:
-        """Open the thread's connection, planned generically for its session (its claim goes
-        alone, not behind GENERIC_PLAN), off the path from a notice: once it listens, and
-        after each claim. A failure here is the claim's to meet and report. Not in ``once``
-        mode, which never waits idle, so never offers."""
-        if self.settings.once:
-            return
-        try:
-            plan_generically(system_alias())
-        except Exception:
-            connections[system_alias()].close_if_unusable_or_obsolete()
+        plan = runtime.claim_first.plan(
+            offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s
+        )
+        return connection.run(plan)
 
     def _deliver(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
         """On the loop, first thing after the thread's claim: its items start at once; the

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 CHANNEL = "work_available"
 # The connections a Listener holds open (its LISTEN session), and those its thread's woken
-# claims do (one, on the system login: ``woken.py``).
+# claims do (one of its own, on the system login: ``woken.py``).
 CONNECTIONS = 1
 WOKEN_CLAIM_CONNECTIONS = 1
 # How often the thread looks whether the listener is stopping, between notices.
@@ -129,7 +129,9 @@ class Listener:
                         log_event(logger, logging.ERROR, "listen_failed", exc_info=True)
                 self._stopping.wait(self.retry_s)
         finally:
-            # This thread's connections (the woken claim's), given back.
+            # This thread's connections (the woken claim's, and Django's if it opened one).
+            if self.claims is not None:
+                self.claims.close()
             connections.close_all()
 
     def _connected(self) -> None:

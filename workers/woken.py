@@ -3,7 +3,8 @@
 While the claim loop waits idle (its last claim found less than it asked), it offers the
 listener one slot (``offer``). A notice for the lane that finds an offer standing takes it: the
 listener's thread claims the first due item at once, on its own connection (``claim_first``:
-the ``claim_one`` statement, prepared and planned generically), and hands what it took to the
+the ``claim_one`` statement, prepared and planned generically, outside Django's cursor wrapper:
+``wqcore.own_connection``), and hands what it took to the
 worker's loop in one ``call_soon_threadsafe``, where the item starts before anything else runs
 (``deliver``). Off the path: the notice's hop to the loop, the loop's pass to the claim, and the
 async driver's two waits (about 0.2 ms of a 1 ms wake: bench/RESULTS.md). A notice that finds
@@ -23,8 +24,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import psycopg
+
 from tenancy.contexts import RequestContext
 from workqueue import runtime
+from wqcore.store import OwnConnection
 
 
 @dataclass(eq=False)
@@ -49,20 +53,18 @@ class Offer:
 class WokenClaims:
     """The offer standing (one at most) and the claim the listener's thread sends on it.
 
-    ``claim(offer)`` runs on the thread (the sync face); ``clocks()`` says when it was sent;
-    ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set. ``prepare()``
-    readies the claim's connection, on the thread, off the path from a notice: once it listens,
-    and after each claim."""
+    ``claim(offer, connection)`` runs on the thread, on ``connection``; ``clocks()`` says when
+    it was sent; ``deliver(offer, result)`` runs on the loop, then ``offer.done`` is set."""
 
     def __init__(
         self,
-        claim: Callable[[Offer], runtime.Claimed | None],
+        claim: Callable[[Offer, OwnConnection], runtime.Claimed | None],
         clocks: Callable[[], tuple[float, float]],
         deliver: Callable[[Offer, runtime.Claimed | BaseException | None], None],
-        prepare: Callable[[], None],
     ) -> None:
         self._claim = claim
-        self.prepare = prepare
+        # The thread's connection (one: the thread sends one claim at a time).
+        self.connection = OwnConnection()
         self._clocks = clocks
         self._deliver = deliver
         self._lock = threading.Lock()
@@ -91,13 +93,26 @@ class WokenClaims:
         result: runtime.Claimed | BaseException | None
         try:
             offer.sent_at = self._clocks()
-            result = self._claim(offer)
+            result = self._claim(offer, self.connection)
         except Exception as exc:
             result = exc
         offer.loop.call_soon_threadsafe(self._finish, offer, result)
         # Ready for the next notice, once this claim is on its way to the loop.
         self.prepare()
         return True
+
+    def prepare(self) -> None:
+        """On the thread, off the path from a notice (once it listens, and after each claim):
+        connect the claim's connection if it is not. A failure here is left to the claim,
+        which meets it again and reports it."""
+        try:
+            self.connection.open()
+        except (psycopg.Error, OSError):
+            pass
+
+    def close(self) -> None:
+        """On the thread, as it ends."""
+        self.connection.close()
 
     def _finish(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
         try:

@@ -95,7 +95,8 @@ class Worker:
             self.outage,
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
-            claims=self.claim_loop.woken,
+            # A run to the end of the work (``once``) never waits idle, so never offers.
+            claims=None if settings.once else self.claim_loop.woken,
         )
         self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None

@@ -32,7 +32,9 @@ from wqcore.scope import SET_ALL_TENANTS, SET_TENANT, bypasses_rls
 from wqcore.statements import GENERIC_PLAN, Statement
 
 
-def _connection_kwargs(alias: str) -> dict[str, Any]:
+def connection_kwargs(alias: str) -> dict[str, Any]:
+    """psycopg's parameters for a connection of the store's own on ``alias``: autocommit,
+    preparing statements after a few runs unless ``prepares()`` says not to."""
     params = connections[alias].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
@@ -51,14 +53,39 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     # and the claim is planned once per connection, not per batch (planning it cost more than
     # running it).
     if conn.info.parameter_status("TimeZone") != "UTC":
-        await conn.execute("SET TIME ZONE 'UTC'")
+        await conn.execute(UTC_SESSION)
+
+
+def preamble(
+    step: Step, system_bypasses: bool, plan_setting: bool
+) -> list[tuple[str, dict[str, Any] | None]]:
+    """What goes before ``step``'s statement in its implicit transaction: the tenant setting,
+    or the all-tenants setting (unless the system login bypasses row-level security) and the
+    mutex, and the plan setting."""
+    before: list[tuple[str, dict[str, Any] | None]] = []
+    if isinstance(step, System):
+        if not system_bypasses:
+            before.append((SET_ALL_TENANTS, {"on": "on"}))
+        if step.serialize is not None:
+            mutex = {"name": step.serialize}
+            before += [(MUTEX_ROW, mutex), (MUTEX_LOCK, mutex)]
+    elif not step.statement.names_tenant:
+        before = [(SET_TENANT, {"org_id": str(step.org_id)})]
+    if plan_setting:
+        before.append((GENERIC_PLAN, None))
+    return before
+
+
+# For the whole session of a connection that runs claims alone, set once: a statement that
+# wants its generic plan (the claim) then goes alone, not behind GENERIC_PLAN in its pipeline,
+# whose extra statement is a sizeable share of a small claim.
+GENERIC_SESSION = "SET plan_cache_mode = force_generic_plan"
+# Sent only where the server reports another zone (see ``_configure``).
+UTC_SESSION = "SET TIME ZONE 'UTC'"
 
 
 async def _configure_generic(conn: psycopg.AsyncConnection[Any]) -> None:
-    # For the whole session, set once here: a statement that wants its generic plan (the
-    # claim) then goes alone, not behind GENERIC_PLAN in its pipeline, whose extra statement
-    # is a sizeable share of a small claim. Sessions of these connections run nothing else.
-    await conn.execute("SET plan_cache_mode = force_generic_plan")
+    await conn.execute(GENERIC_SESSION)
     await _configure(conn)
 
 
@@ -115,7 +142,7 @@ class AsyncStore:
 
     async def _make_pool(self, role: str) -> AsyncConnectionPool:
         alias = tenant_alias() if role == TENANT else system_alias()
-        kwargs = await asyncio.to_thread(_connection_kwargs, alias)
+        kwargs = await asyncio.to_thread(connection_kwargs, alias)
         if role != TENANT and self._system_bypasses is None:
             self._system_bypasses = await asyncio.to_thread(_closing(bypasses_rls), alias)
         pool = AsyncConnectionPool(
@@ -160,22 +187,6 @@ class AsyncStore:
             return GENERIC, False
         return SYSTEM, plan_setting
 
-    def _preamble(self, step: Step, plan_setting: bool) -> list[tuple[str, dict[str, Any] | None]]:
-        """What goes before the statement in its implicit transaction: the tenant setting, or
-        the all-tenants setting and the mutex, and the plan setting."""
-        before: list[tuple[str, dict[str, Any] | None]] = []
-        if isinstance(step, System):
-            if not self._system_bypasses:
-                before.append((SET_ALL_TENANTS, {"on": "on"}))
-            if step.serialize is not None:
-                mutex = {"name": step.serialize}
-                before += [(MUTEX_ROW, mutex), (MUTEX_LOCK, mutex)]
-        elif not step.statement.names_tenant:
-            before = [(SET_TENANT, {"org_id": str(step.org_id)})]
-        if plan_setting:
-            before.append((GENERIC_PLAN, None))
-        return before
-
     async def execute(self, step: Step) -> Rows:
         """Run one step on the async face."""
         statement = step.statement
@@ -188,7 +199,7 @@ class AsyncStore:
         async with pool.connection() as conn:
             cursor = psycopg.AsyncRawCursor(conn)
             bound = statement.bind_native(step.params)
-            before = self._preamble(step, plan_setting)
+            before = preamble(step, bool(self._system_bypasses), plan_setting)
             if not before:
                 await cursor.execute(statement.native_sql, bound, binary=True)
             else:

@@ -11,7 +11,7 @@ plan returns is what the transition returns.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -82,3 +82,20 @@ def prepares() -> bool:
     one does not exist (``prepared statement "_pg3_0" does not exist``), or another client's
     exists under the same name (``... already exists``)."""
     return wq_settings.POOLER != "transaction"
+
+
+def drive[T](plan: Plan[T], execute: Callable[[Step], Rows]) -> T:
+    """Drive ``plan`` with ``execute`` running each step; returns what the plan returns. A
+    step's error is raised in the plan, where it yielded the step."""
+    try:
+        step = next(plan)
+        while True:
+            try:
+                rows = execute(step)
+            except BaseException as exc:
+                step = plan.throw(exc)
+            else:
+                step = plan.send(rows)
+    except StopIteration as done:
+        result: T = done.value  # what the plan returned
+        return result

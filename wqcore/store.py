@@ -35,6 +35,7 @@ from wqcore.async_face import (
     async_store,
     use_async_store,
 )
+from wqcore.own_connection import OwnConnection
 from wqcore.plans import (
     PREPARE_THRESHOLD,
     Plan,
@@ -45,7 +46,7 @@ from wqcore.plans import (
     TenantBatches,
     prepares,
 )
-from wqcore.sync_face import execute, plan_generically, run
+from wqcore.sync_face import execute, run
 
 __all__ = [
     "GENERIC",
@@ -53,6 +54,7 @@ __all__ = [
     "SYSTEM",
     "TENANT",
     "AsyncStore",
+    "OwnConnection",
     "Plan",
     "Rows",
     "Step",
@@ -64,7 +66,6 @@ __all__ = [
     "arun",
     "async_store",
     "execute",
-    "plan_generically",
     "prepares",
     "run",
     "transition",

@@ -25,6 +25,7 @@ from wqcore.plans import (
     Step,
     System,
     TenantBatches,
+    drive,
     prepares,
 )
 from wqcore.scope import (
@@ -147,32 +148,7 @@ def _plan_setting_ends(statement: Statement, alias: str) -> bool:
     it. In a caller's transaction (an atomic block, autocommit off) the setting would last to
     the caller's commit, so there PostgreSQL plans it as it chooses. Never when nothing is
     prepared (``prepares``): the setting's gain is a plan kept for the next run."""
-    return (
-        statement.generic_plan
-        and connections[alias].get_autocommit()
-        and prepares()
-        and connections[alias].connection not in _GENERIC_SESSIONS
-    )
-
-
-# Connections whose session plans every prepared statement generically (``plan_generically``):
-# a statement that wants its generic plan goes alone on them, not behind GENERIC_PLAN.
-_GENERIC_SESSIONS: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def plan_generically(alias: str) -> None:
-    """Have this thread's connection on ``alias`` plan every statement generically for its
-    whole session, as the async face's claim pool does (``_configure_generic``): for a
-    connection that runs claims alone (the listener's thread), whose claim then goes without
-    GENERIC_PLAN in a pipeline before it. Once per connection (a new one after an outage is
-    set again); nothing when statements are not prepared (``prepares``)."""
-    if not prepares():
-        return
-    raw = _raw_connection(alias)
-    if raw not in _GENERIC_SESSIONS:
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SET plan_cache_mode = force_generic_plan")
-        _GENERIC_SESSIONS.add(raw)
+    return statement.generic_plan and connections[alias].get_autocommit() and prepares()
 
 
 def _execute_batches_sync(step: TenantBatches) -> Rows:
@@ -238,15 +214,4 @@ def execute(step: Step) -> Rows:
 def run[T](plan: Plan[T]) -> T:
     """Drive ``plan`` on the sync face; returns what the plan returns. A step's error is raised
     in the plan, where it yielded the step."""
-    try:
-        step = next(plan)
-        while True:
-            try:
-                rows = execute(step)
-            except BaseException as exc:
-                step = plan.throw(exc)
-            else:
-                step = plan.send(rows)
-    except StopIteration as done:
-        result: T = done.value  # what the plan returned
-        return result
+    return drive(plan, execute)

@@ -107,9 +107,9 @@ def _around(owner: Any, name: str, before: str, after: str | None = None) -> Non
 
 
 def _trace_steps() -> None:
-    from workers import calling, listen, running, woken
+    from workers import calling, claiming, listen, running, woken
     from workqueue import runtime
-    from wqcore import store, sync_face
+    from wqcore import store
 
     listener_init = listen.Listener.__init__
 
@@ -119,9 +119,9 @@ def _trace_steps() -> None:
     listen.Listener.__init__ = init  # type: ignore[method-assign]
     _around(woken.WokenClaims, "claim_on_notice", "notice")
     _around(runtime, "aclaim", "claim", "claimed")
-    _around(runtime, "claim_first", "claim", "claimed")
+    _around(claiming.ClaimLoop, "_claim_first", "claim", "claimed")
     _around(store.AsyncStore, "execute", "sent", "back")
-    _around(sync_face, "execute", "sent", "back")
+    _around(store.OwnConnection, "execute", "sent", "back")
     _around(running.Runner, "start", "task")
     _around(calling.HandlerCalls, "call_within", "call")
 

@@ -291,26 +291,28 @@ def _start_when_idle(ctx: OpContext, worker: Worker) -> tuple[str, float]:
 
 
 def _spy_claim_first(monkeypatch, fail_first: bool = False) -> list[tuple[str, object]]:
-    """Record each ``runtime.claim_first`` (the woken claim the listener's thread sends): the
+    """Record each woken claim the listener's thread sends (``ClaimLoop._claim_first``): the
     thread it ran on and what it returned or raised. ``fail_first``: the first one raises as
     a lost connection does, before anything is sent."""
     import threading
 
     import psycopg
 
-    calls: list[tuple[str, object]] = []
-    claim_first = runtime.claim_first
+    from workers.claiming import ClaimLoop
 
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+    calls: list[tuple[str, object]] = []
+    claim_first = ClaimLoop._claim_first
+
+    def spy(self, offer, connection):  # type: ignore[no-untyped-def]
         thread = threading.current_thread().name
         if fail_first and not calls:
             calls.append((thread, "raised"))
             raise psycopg.OperationalError("server closed the connection unexpectedly")
-        result = claim_first(*args, **kwargs)
+        result = claim_first(self, offer, connection)
         calls.append((thread, result))
         return result
 
-    monkeypatch.setattr(runtime, "claim_first", spy)
+    monkeypatch.setattr(ClaimLoop, "_claim_first", spy)
     return calls
 
 
@@ -360,18 +362,20 @@ def test_a_woken_claim_delivered_after_the_liveness_lock_changed_is_handed_back(
     """The thread claimed under one liveness lock, and the worker holds another by the time
     the claim reaches its loop (the sweep may have handed the first lock's items on): the item
     is handed back unrun, its attempt given back, and runs once under the new lock."""
-    worker = Worker(settings(poll_interval_ms=60_000))
-    lock = worker.liveness_lock
-    assert lock is not None
-    claim_first = runtime.claim_first
+    from workers.claiming import ClaimLoop
 
-    def claim_then_lose_the_lock(*args, **kwargs):  # type: ignore[no-untyped-def]
-        claimed = claim_first(*args, **kwargs)
-        if claimed and lock.held_epoch is not None:
+    claim_first = ClaimLoop._claim_first
+
+    def claim_then_lose_the_lock(self, offer, connection):  # type: ignore[no-untyped-def]
+        claimed = claim_first(self, offer, connection)
+        lock = self.liveness
+        if claimed and lock is not None and lock.held_epoch is not None:
             lock.held_epoch += 1000  # as if lost and taken again while the claim was on its way
         return claimed
 
-    monkeypatch.setattr(runtime, "claim_first", claim_then_lose_the_lock)
+    monkeypatch.setattr(ClaimLoop, "_claim_first", claim_then_lose_the_lock)
+    worker = Worker(settings(poll_interval_ms=60_000))
+    assert worker.liveness_lock is not None
     released_before = _metric(
         "workqueue_worker_released_total", kind="TEST_SCRIPTED", reason="liveness_lost"
     )
