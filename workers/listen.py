@@ -79,6 +79,8 @@ class Listener:
         self.retry_s = retry_s
         self.claims = claims
         self._stopping = threading.Event()
+        # Set while the listener holds its LISTEN (and its claim connection is ready).
+        self.listening = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         # Whether a wake is on its way to the loop: notices that come faster than the loop
         # runs send one, not one each.
@@ -123,7 +125,11 @@ class Listener:
                         self._connected()
                         if self.claims is not None:
                             self.claims.prepare()
-                        self._relay(conn)
+                        self.listening.set()
+                        try:
+                            self._relay(conn)
+                        finally:
+                            self.listening.clear()
                 except (psycopg.Error, OSError) as exc:
                     if not self.outage.failed("listen", exc):
                         log_event(logger, logging.ERROR, "listen_failed", exc_info=True)

@@ -68,6 +68,11 @@ class WokenClaims:
         self._lock = threading.Lock()
         self._offer: Offer | None = None
 
+    @property
+    def standing(self) -> bool:
+        """Whether an offer stands now (the loop waits idle for a notice)."""
+        return self._offer is not None
+
     def offer(self, offer: Offer) -> None:
         with self._lock:
             self._offer = offer

@@ -266,6 +266,19 @@ def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> Non
     assert started - enqueued["at"] < 2.0  # the notice woke it; the poll would take 60 s
 
 
+async def _until_offered(worker: Worker, timeout_s: float = 20.0) -> None:
+    """Until the worker listens and its claim loop waits idle with an offer standing for the
+    listener's thread (a notice now is claimed there)."""
+    deadline = time.monotonic() + timeout_s
+    while not (worker.listener.listening.is_set() and worker.claim_loop.woken.standing):
+        assert time.monotonic() < deadline, "the worker never waited idle, listening"
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)  # settled: no wake of the listener's connect still on its way
+    while not worker.claim_loop.woken.standing:
+        assert time.monotonic() < deadline, "the worker never waited idle, listening"
+        await asyncio.sleep(0.01)
+
+
 def _start_when_idle(ctx: OpContext, worker: Worker) -> tuple[str, float]:
     """Run ``worker`` idle, enqueue one item, run until it started, drain; the item's id and
     how long its start came after its enqueue's commit."""
@@ -273,11 +286,11 @@ def _start_when_idle(ctx: OpContext, worker: Worker) -> tuple[str, float]:
 
     async def scenario() -> None:
         task = asyncio.create_task(worker.run())
-        await asyncio.sleep(0.5)  # idle: listening
+        await _until_offered(worker)
         [item] = await asyncio.to_thread(_enqueue_closing, ctx)
         enqueued["at"] = time.monotonic()
         enqueued["id"] = str(item.id)
-        for _ in range(200):
+        for _ in range(500):
             if any(e[0] == enqueued["id"] for e in EVENTS):
                 break
             await asyncio.sleep(0.01)
@@ -346,14 +359,36 @@ def test_the_listeners_thread_declines_under_a_lane_cap_and_the_loop_claims(
 def test_a_woken_claim_that_fails_on_the_thread_is_an_outage_and_the_next_claim_takes_it(
     ctx, monkeypatch
 ) -> None:
-    """The thread's claim meets a lost connection: the outage account hears of it (the worker
-    backs off, as after any failed claim), and the loop's next claim takes the item."""
+    """The thread's claim meets a lost connection: the outage account hears of it and the loop
+    backs off, as after any failed claim; the next notice ends the backoff and the loop's own
+    claim takes the item."""
     calls = _spy_claim_first(monkeypatch, fail_first=True)
-    worker = Worker(settings(poll_interval_ms=200))
-    item_id, _ = _start_when_idle(ctx, worker)
+    worker = Worker(settings(poll_interval_ms=60_000))
+    ids: list[str] = []
+
+    async def scenario() -> None:
+        task = asyncio.create_task(worker.run())
+        await _until_offered(worker)
+        [first] = await asyncio.to_thread(_enqueue_closing, ctx)
+        ids.append(str(first.id))
+        for _ in range(500):
+            if calls:
+                break
+            await asyncio.sleep(0.01)
+        [second] = await asyncio.to_thread(_enqueue_closing, ctx)  # its notice wakes the loop
+        ids.append(str(second.id))
+        for _ in range(500):
+            if all(any(e[0] == i and e[1] == "start" for e in EVENTS) for i in ids):
+                break
+            await asyncio.sleep(0.01)
+        worker.request_stop()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
     assert calls[0] == ("worker-listen", "raised")
     assert worker.outage.began == 1
-    assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
+    for item_id in ids:
+        assert WorkItem.objects.using("admin").get(pk=item_id).status == Status.DONE
 
 
 def test_a_woken_claim_delivered_after_the_liveness_lock_changed_is_handed_back(
