@@ -244,28 +244,6 @@ def test_an_item_of_a_kind_the_worker_cannot_run_is_released_not_failed(ctx) -> 
     assert stored.attempts == 0 and stored.status == Status.PENDING
 
 
-def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> None:
-    worker = Worker(settings(poll_interval_ms=60_000))
-    enqueued: dict[str, float] = {}
-
-    async def scenario() -> None:
-        task = asyncio.create_task(worker.run())
-        await asyncio.sleep(0.5)  # idle: listening, the next poll a minute away
-        [item] = await asyncio.to_thread(_enqueue_closing, ctx)
-        enqueued["at"] = time.monotonic()
-        enqueued["id"] = str(item.id)
-        for _ in range(200):
-            if any(e[0] == enqueued["id"] for e in EVENTS):
-                break
-            await asyncio.sleep(0.01)
-        worker.request_stop()
-        await asyncio.wait_for(task, 30)
-
-    asyncio.run(scenario())
-    [started] = [t for i, e, t in EVENTS if i == enqueued["id"] and e == "start"]
-    assert started - enqueued["at"] < 2.0  # the notice woke it; the poll would take 60 s
-
-
 async def _until_offered(worker: Worker, timeout_s: float = 20.0) -> None:
     """Until the worker listens and its claim loop waits idle with an offer standing for the
     listener's thread (a notice now is claimed there)."""
@@ -301,6 +279,11 @@ def _start_when_idle(ctx: OpContext, worker: Worker) -> tuple[str, float]:
     item_id = str(enqueued["id"])
     [started] = [t for i, e, t in EVENTS if i == item_id and e == "start"]
     return item_id, started - float(enqueued["at"])
+
+
+def test_an_idle_worker_starts_new_work_without_waiting_for_the_poll(ctx) -> None:
+    _, after_s = _start_when_idle(ctx, Worker(settings(poll_interval_ms=60_000)))
+    assert after_s < 2.0  # the notice woke it; the poll would take 60 s
 
 
 def _spy_claim_first(monkeypatch, fail_first: bool = False) -> list[tuple[str, object]]:
