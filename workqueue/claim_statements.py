@@ -140,9 +140,11 @@ def _key_free() -> Q:
 
 
 # An item no blocked bucket of a rate limit counts (claim_rate_blocked.sql: rate_blocked, a
-# part of the claim with rate limits): one hashed probe per scope, per candidate.
+# part of the claim with rate limits): one hashed probe per scope, per candidate, while any
+# bucket is blocked.
 _RATE_ALLOWED = RawSQL(
-    "NOT ("
+    # While no bucket is blocked (no limit binds), a one-time test: no candidate is probed.
+    "(NOT EXISTS (SELECT FROM rate_blocked) OR NOT ("
     + " OR ".join(
         f"{column} IN (SELECT key FROM rate_blocked WHERE scope = '{scope}')"
         for scope, column in (
@@ -152,10 +154,16 @@ _RATE_ALLOWED = RawSQL(
         )
     )
     + ' OR ("workqueue_workitem"."rate_key" IS NOT NULL AND "workqueue_workitem"."rate_key"'
-    " IN (SELECT key FROM rate_blocked WHERE scope = 'key')))",
+    " IN (SELECT key FROM rate_blocked WHERE scope = 'key'))))",
     (),
     output_field=BooleanField(),
 )
+
+
+# What a claim carries of each item it picked, beside its place: what the rate limits' part
+# (claim_rate_granted.sql) finds the item's limits by, read as the row was locked rather than
+# again by key.
+_PICKED = ("id", "kind", "org_id", "rate_key")
 
 
 def _allowed(limited: bool) -> Q:
@@ -181,7 +189,7 @@ def _claim_locking(limited: bool) -> Locking:
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id", "kind", "priority", "available_at")[:_LIMIT]
+        .values(*_PICKED, "priority", "available_at")[:_LIMIT]
     )
     # The tenant and its share of the batch come from the statement's own offers (o).
     return locking(
@@ -203,7 +211,7 @@ def _oldest_first_locking(limited: bool) -> Locking:
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id", "kind", "priority", "available_at")[:_LIMIT]
+        .values(*_PICKED, "priority", "available_at")[:_LIMIT]
     )
     return locking(
         queryset,
@@ -250,7 +258,7 @@ def _fallback_locking(limited: bool) -> Locking:
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values(*_PICKED)[:_LIMIT]
     )
     return locking(
         queryset,

@@ -67,17 +67,17 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
 ), offered AS (
     -- each tenant's first items in priority then age order, locked as they are read (the
     -- compiled select_for_update(skip_locked=True) queryset, run once per tenant)
-    SELECT o.org_id, o.weight, c.id, c.kind, c.priority, c.available_at
+    SELECT o.org_id, o.weight, c.id, c.kind, c.rate_key, c.priority, c.available_at
       FROM offers AS o, LATERAL ({locking}) AS c
      WHERE o.items > 0
 ), turns AS (
-    SELECT id, kind, priority, available_at,
+    SELECT id, kind, org_id, rate_key, priority, available_at,
            (row_number() OVER (PARTITION BY org_id ORDER BY priority DESC, available_at))
                / weight AS turn
       FROM offered
 ), fair AS (
     -- a capped kind takes at most the room its cap leaves, the lane at most its own
-    SELECT id, priority, available_at
+    SELECT id, kind, org_id, rate_key, priority, available_at
       FROM (SELECT t.*, row_number() OVER (PARTITION BY kind ORDER BY priority DESC, turn,
                                                                        available_at) AS nth
               FROM turns t) AS t
@@ -86,12 +86,15 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
      LIMIT LEAST(%(limit)s::integer, (SELECT room FROM allowed))
 ), fallback AS (
     {fallback}
+), pick AS (
+    -- the items picked, in claim order (n), with what the rate limits' part finds their limits by
+    SELECT id, kind, org_id, rate_key, row_number() OVER () AS n FROM fair
+     UNION ALL
+    SELECT id, kind, org_id, rate_key, 1000000 + row_number() OVER () FROM fallback
 ), picked AS (
     -- One array: the update then finds each row by its key, whatever the planner guesses of
     -- how many the fallback adds (it cannot know, and a big guess means a scan of the table).
-    SELECT array_agg(id ORDER BY n) AS ids
-      FROM (SELECT id, row_number() OVER () AS n FROM fair
-            UNION ALL SELECT id, 1000000 + row_number() OVER () FROM fallback) AS p
+    SELECT array_agg(id ORDER BY n) AS ids FROM pick
 ), {rate_granted}
 ), claimed AS (
 UPDATE workqueue_workitem AS w

@@ -15,13 +15,17 @@ WITH commit_mode AS MATERIALIZED (
 ), {rate_blocked}
 ), candidates AS (
     {locking}
-), picked AS (
-    -- a capped kind takes at most the room its cap leaves
-    SELECT array_agg(c.id ORDER BY c.priority DESC, c.available_at, c.id) AS ids
-      FROM (SELECT id, kind, priority, available_at,
+), pick AS (
+    -- a capped kind takes at most the room its cap leaves; the items in claim order (n), with
+    -- what the rate limits' part finds their limits by
+    SELECT c.id, c.kind, c.org_id, c.rate_key,
+           row_number() OVER (ORDER BY c.priority DESC, c.available_at, c.id) AS n
+      FROM (SELECT id, kind, org_id, rate_key, priority, available_at,
                    row_number() OVER (PARTITION BY kind ORDER BY priority DESC, available_at) AS nth
               FROM candidates) AS c
      WHERE c.nth <= COALESCE((SELECT r.room FROM kind_room r WHERE r.kind = c.kind), c.nth)
+), picked AS (
+    SELECT array_agg(id ORDER BY n) AS ids FROM pick
 ), {rate_granted}
 ), claimed AS (
 UPDATE workqueue_workitem AS w

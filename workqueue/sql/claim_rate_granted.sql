@@ -1,129 +1,43 @@
--- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order; spends them from each bucket (GCRA: tat = greatest(tat, now()) + kept * interval, interval = period_s / count), the buckets locked FOR UPDATE in key order after the items (a claimer waits for another's commit and reads its fresh tat); an item trimmed is left pending, no attempt spent; and rate_next: when the soonest bucket that held items back allows one more
--- A bucket seen for the first time is made full (its burst); if another claimer made it first (after this claim's
--- snapshot), this claim takes none of its items this time.
--- Limits and buckets are found by their keys (a limit by its scope and target, the picked items' own or '*', through
--- its unique index; a bucket by its primary key), and each bucket carries its items in claim order, so the claim's
--- cost grows with the items it picked, not with the limits or buckets set.
-rate_scopes AS MATERIALIZED (
-    -- each scope with a limit: whether any names a target, and its '*' limit if set (index
-    -- probes, each one row at most: LIMIT keeps them probes whatever the planner guesses of
-    -- the table), so a scope without limits costs the items nothing
-    SELECT * FROM (
-        SELECT s.scope,
-               (SELECT r.target FROM workqueue_ratelimit r
-                 WHERE r.scope = s.scope AND r.target <> '*'
-                 ORDER BY r.target LIMIT 1) IS NOT NULL AS targeted,
-               e.id, e.burst, e.interval_s
-          FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
-          LEFT JOIN LATERAL (SELECT r.id, r.burst, r.period_s::float8 / r.count AS interval_s
-                               FROM workqueue_ratelimit r
-                              WHERE r.scope = s.scope AND r.target = '*'
-                              LIMIT 1) AS e ON true) AS s
-     WHERE s.targeted OR s.id IS NOT NULL
-), rate_items AS MATERIALIZED (
-    -- the picked items, read in one index scan (as the claim's update finds them), with their
-    -- place in claim order
-    SELECT array_position((SELECT ids FROM picked)::uuid[], w.id) AS n,
-           w.id, w.kind, w.lane, w.org_id, w.rate_key
-      FROM workqueue_workitem w
-     WHERE w.id = ANY((SELECT ids FROM picked)::uuid[])
-), rate_keys AS MATERIALIZED (
-    -- each key the picked items have in a scope with a limit, with its items in claim order (a
-    -- scope without limits is not read: its branch's one-time condition is false)
-    SELECT 'kind' AS scope, i.kind AS key, array_agg(i.id ORDER BY i.n) AS ids
+-- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order, each spent from its bucket (the function workqueue_rate_grant_v1, sql/schema/rate_grant_v1.sql); an item refused is left pending, no attempt spent; and rate_next: when the soonest bucket that held items back allows one more
+-- The picked items go to the function as they were locked (their kind, tenant and rate key carried from the pick, not
+-- read again), and only when a limit may count one of them (rate_counted); a claim none of whose items a limit counts
+-- grants them all and starts no spending: PostgreSQL starts every node of a plan each time it runs it, and the
+-- spending's, inline, cost each such claim of 100 about half a millisecond of the server's time.
+rate_items AS MATERIALIZED (
+    SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.kind ORDER BY p.n) AS kinds,
+           array_agg(p.org_id ORDER BY p.n) AS org_ids,
+           array_agg(p.rate_key ORDER BY p.n) AS rate_keys
+      FROM pick p
+), rate_counted AS MATERIALIZED (
+    -- whether a limit may count a picked item: one naming their lane, a kind, a tenant or a key
+    -- of theirs, or '*' in any scope (probes of the limits' unique index, each one row at most:
+    -- LIMIT keeps them probes whatever the planner guesses of the table; the first found ends it)
+    SELECT EXISTS (
+        SELECT FROM (SELECT s.scope, '*' AS target
+                       FROM (VALUES ('kind'), ('lane'), ('tenant'), ('key')) AS s(scope)
+                      UNION ALL
+                     SELECT 'lane', %(lane)s::text
+                      UNION ALL
+                     SELECT 'kind', k.kind FROM (SELECT DISTINCT kind FROM pick) AS k
+                      UNION ALL
+                     SELECT 'tenant', t.org_id::text FROM (SELECT DISTINCT org_id FROM pick) AS t
+                      UNION ALL
+                     SELECT 'key', p.rate_key FROM pick p WHERE p.rate_key IS NOT NULL) AS c
+         CROSS JOIN LATERAL (SELECT FROM workqueue_ratelimit r
+                              WHERE r.scope = c.scope AND r.target = c.target
+                              LIMIT 1) AS l) AS counted
+), rate_granted AS MATERIALIZED (
+    SELECT i.ids, NULL::timestamptz AS next_free_at
       FROM rate_items i
-     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'kind')
-     GROUP BY i.kind
+     WHERE NOT (SELECT counted FROM rate_counted)
      UNION ALL
-    SELECT 'lane', i.lane, array_agg(i.id ORDER BY i.n)
+    SELECT g.granted_ids, g.next_free_at
       FROM rate_items i
-     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'lane')
-     GROUP BY i.lane
-     UNION ALL
-    SELECT 'tenant', i.org_id::text, array_agg(i.id ORDER BY i.n)
-      FROM rate_items i
-     WHERE EXISTS (SELECT FROM rate_scopes WHERE scope = 'tenant')
-     GROUP BY i.org_id
-     UNION ALL
-    SELECT 'key', i.rate_key, array_agg(i.id ORDER BY i.n)
-      FROM rate_items i
-     WHERE i.rate_key IS NOT NULL AND EXISTS (SELECT FROM rate_scopes WHERE scope = 'key')
-     GROUP BY i.rate_key
-), rate_buckets AS MATERIALIZED (
-    -- each bucket the items fall in: their scope's '*' limit, and the limit whose target is
-    -- their key (one probe of the limits' unique index on scope and target, in a scope that
-    -- names targets)
-    SELECT s.id AS limit_id, k.key, s.burst, s.interval_s, k.ids
-      FROM rate_keys k
-      JOIN rate_scopes s ON s.scope = k.scope
-     WHERE s.id IS NOT NULL
-     UNION ALL
-    SELECT l.id, k.key, l.burst, l.period_s::float8 / l.count, k.ids
-      FROM rate_keys k
-      JOIN rate_scopes s ON s.scope = k.scope
-     CROSS JOIN LATERAL (SELECT r.id, r.burst, r.period_s, r.count
-                           FROM workqueue_ratelimit r
-                          WHERE r.scope = k.scope AND r.target = k.key
-                          LIMIT 1) AS l
-     WHERE s.targeted AND k.key <> '*'
-), rate_room AS MATERIALIZED (
-    -- each bucket's allowance now: floor((now() + burst * interval - greatest(tat, now())) / interval),
-    -- its row (when it has one) locked in key order
-    SELECT b.limit_id, b.key, b.burst, b.interval_s, b.ids, h.tat IS NULL AS new,
-           GREATEST(h.tat, now()) AS start,
-           GREATEST(floor(b.burst - extract(epoch FROM GREATEST(h.tat, now()) - now()) / b.interval_s),
-                    0)::integer AS room
-      FROM (SELECT * FROM rate_buckets ORDER BY limit_id, key) AS b
-      LEFT JOIN LATERAL (SELECT t.tat
-                           FROM workqueue_ratebucket t
-                          WHERE t.limit_id = b.limit_id AND t.key = b.key
-                            FOR UPDATE) AS h ON true
-), rate_trimmed AS MATERIALIZED (
-    -- the items past a bucket's allowance
-    SELECT unnest(r.ids[r.room + 1:]) AS id FROM rate_room r WHERE r.room < cardinality(r.ids)
-), rate_made AS (
-    -- free_at: when the bucket allows one more, tat - (burst - 1) * interval
-    INSERT INTO workqueue_ratebucket (limit_id, key, tat, free_at)
-    SELECT r.limit_id, r.key, now() + make_interval(secs => s.items * r.interval_s),
-           now() + make_interval(secs => (s.items - r.burst + 1) * r.interval_s)
-      FROM rate_room r
-     CROSS JOIN LATERAL (SELECT count(*) AS items FROM unnest(r.ids) AS u(id)
-                          WHERE u.id NOT IN (SELECT id FROM rate_trimmed)) AS s
-     WHERE r.new AND s.items > 0
-     ORDER BY r.limit_id, r.key
-        ON CONFLICT (limit_id, key) DO NOTHING
-    RETURNING limit_id, key
-), rate_refused AS MATERIALIZED (
-    -- trimmed, or under a new bucket another claimer made first
-    SELECT id FROM rate_trimmed
-     UNION
-    SELECT unnest(r.ids) FROM rate_room r
-     WHERE r.new AND (r.limit_id, r.key) NOT IN (SELECT limit_id, key FROM rate_made)
-), rate_spend AS MATERIALIZED (
-    -- what each bucket that has a row spends (its items, but those refused), and when it
-    -- allows one more after that
-    SELECT r.limit_id, r.key, r.start, r.interval_s, s.items,
-           r.start + make_interval(secs => (s.items - r.burst + 1) * r.interval_s) AS free_at
-      FROM rate_room r
-     CROSS JOIN LATERAL (
-           SELECT CASE WHEN NOT EXISTS (SELECT FROM rate_refused) THEN cardinality(r.ids)
-                       ELSE (SELECT count(*) FROM unnest(r.ids) AS u(id)
-                              WHERE u.id NOT IN (SELECT id FROM rate_refused)) END AS items) AS s
-     WHERE NOT r.new
-), rate_spent AS (
-    -- free_at is written only when the bucket allows nothing now; one that still allows some
-    -- keeps its free_at, already past (only a bucket that allowed an item now is spent from,
-    -- and its free_at never runs ahead of tat), so the claim reads it the same, and the update
-    -- changes no indexed column: a HOT update, no index entry written
-    UPDATE workqueue_ratebucket AS b
-       SET tat = s.start + make_interval(secs => s.items * s.interval_s),
-           free_at = CASE WHEN s.free_at > now() THEN s.free_at ELSE b.free_at END
-      FROM rate_spend s
-     WHERE s.items > 0 AND b.limit_id = s.limit_id AND b.key = s.key
+     CROSS JOIN LATERAL workqueue_rate_grant_v1(i.ids, i.kinds, i.org_ids, i.rate_keys,
+                                                %(lane)s::text) AS g
+     WHERE (SELECT counted FROM rate_counted)
 ), granted AS (
-    SELECT array_agg(p.id ORDER BY p.n) AS ids
-      FROM unnest((SELECT ids FROM picked)::uuid[]) WITH ORDINALITY AS p(id, n)
-     WHERE p.id NOT IN (SELECT id FROM rate_refused)
+    SELECT ids FROM rate_granted
 ), rate_next AS (
     -- when the claim came back short: in how many seconds the soonest bucket that held items
     -- back allows one more (one that allowed nothing when the claim began, of its lane, its
@@ -135,6 +49,5 @@ rate_scopes AS MATERIALIZED (
                       WHERE CASE b.scope WHEN 'kind' THEN b.key = ANY(%(kinds)s::text[])
                                          WHEN 'lane' THEN b.key = %(lane)s::text
                                          ELSE true END),
-                    (SELECT min(r.start + make_interval(secs => (r.room - r.burst + 1) * r.interval_s))
-                       FROM rate_room r WHERE r.room < cardinality(r.ids))) - now())::float8
+                    (SELECT next_free_at FROM rate_granted)) - now())::float8
            END AS rate_wait_s
