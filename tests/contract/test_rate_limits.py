@@ -144,6 +144,45 @@ def test_every_key_has_a_bucket_of_its_own(face, claim_mode, ctx, worker_rctx) -
     assert RateBucket.objects.using("admin").count() == 3
 
 
+# Every scope, by its target and by '*': the claim finds each before it grants (the items' lane
+# is "default", their key "acct-1"; None stands for their tenant).
+_EACH_SCOPE = [
+    ("kind", "NOOP"),
+    ("kind", "*"),
+    ("lane", "default"),
+    ("lane", "*"),
+    ("tenant", None),
+    ("tenant", "*"),
+    ("key", "acct-1"),
+    ("key", "*"),
+]
+
+
+@pytest.mark.parametrize(("scope", "target"), _EACH_SCOPE, ids=[f"{s}:{t}" for s, t in _EACH_SCOPE])
+def test_a_limit_in_each_scope_holds_the_claim(
+    face, claim_mode, ctx, worker_rctx, scope, target
+) -> None:
+    set_rate_limit(OPERATOR, scope, target or str(ctx.org_id), "2/h")
+    items = _enqueue(ctx, 4, rate_key="acct-1")
+    assert _ids(_claimed(face, worker_rctx)) == _ids(items[:2])
+    waiting = WorkItem.objects.using("admin").filter(id__in=_ids(items[2:]))
+    assert {(w.status, w.attempts) for w in waiting} == {(Status.PENDING, 0)}
+
+
+@pytest.mark.parametrize(
+    ("scope", "target"),
+    [("kind", OTHER.name), ("lane", "elsewhere"), ("tenant", str(uuid.uuid4())), ("key", "acct-2")],
+)
+def test_a_limit_that_counts_none_of_the_items_spends_no_bucket(
+    face, claim_mode, ctx, worker_rctx, scope, target
+) -> None:
+    with queue_settings(LANES=["default", "elsewhere"]):
+        set_rate_limit(OPERATOR, scope, target, "1/h")
+    items = _enqueue(ctx, 3, rate_key="acct-1")
+    assert _ids(_claimed(face, worker_rctx)) == _ids(items)
+    assert RateBucket.objects.using("admin").count() == 0
+
+
 def test_an_item_under_two_limits_is_held_by_the_tighter(ctx, worker_rctx) -> None:
     set_rate_limit(OPERATOR, "kind", "NOOP", "5/h")
     set_rate_limit(OPERATOR, "key", "acct-1", "2/h")
