@@ -44,7 +44,7 @@ from workers.running import Runner
 from workers.woken import Offer, WokenClaims
 from workqueue import runtime
 from wqcore.logs import log_event
-from wqcore.store import OwnConnection
+from wqcore.store import Done, OwnConnection, begin
 
 logger = logging.getLogger(__name__)
 
@@ -308,8 +308,16 @@ class ClaimLoop:
         epoch = self._held_epoch()
         if epoch is None or stop.is_set() or self._free() < 1:
             return None
+        s = self.settings
+        rctx = new_request_context(AppType.WORKER)
+        plan = runtime.claim_first.plan(rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s)
+        first = begin(plan)
+        if isinstance(first, Done):
+            # Decided without a statement (a cap in effect, or one known to hold items back):
+            # the loop's own woken claim, which counts them, goes on the notice.
+            return None
         self.reserved += 1
-        offer = Offer(asyncio.get_running_loop(), epoch, new_request_context(AppType.WORKER))
+        offer = Offer(asyncio.get_running_loop(), epoch, plan, first)
         self.woken.offer(offer)
         return offer
 
@@ -318,16 +326,14 @@ class ClaimLoop:
         loop's next: ``_taken``)."""
         if not self.woken.withdraw(offer):
             return False
+        offer.plan.close()
         self._unreserve(1)
         return True
 
     def _claim_first(self, offer: Offer, connection: OwnConnection) -> runtime.Claimed | None:
-        """The thread's claim (``runtime.claim_first``), on its own connection."""
-        s = self.settings
-        plan = runtime.claim_first.plan(
-            offer.rctx, s.lane, list(s.kinds), self.worker_id, s.lease_s
-        )
-        return connection.run(plan)
+        """The thread's claim (``runtime.claim_first``, begun with the offer), on its own
+        connection."""
+        return connection.run(offer.plan, offer.first)
 
     def _deliver(self, offer: Offer, result: runtime.Claimed | BaseException | None) -> None:
         """On the loop, first thing after the thread's claim: its items start at once; the

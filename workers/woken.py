@@ -13,8 +13,11 @@ no offer (the loop is claiming, or has no free slot) wakes the loop, as before.
 The loop withdraws its offer when its wait ends otherwise (its poll, a rate limit's moment, the
 stop). An offer the thread took already is awaited, never dropped: a claim that committed must
 start what it took, or hand it back (the liveness lock it was offered under is gone). The
-thread declines to claim (``None``) when a cap or a rate limit is in effect, which the claim
-that counts them must hold; the loop then claims by it, as for any woken claim.
+thread's claim is begun with the offer, up to its statement (``plans.begin``), so on a notice
+only the statement goes. Where a cap the loop knows of is in effect, the claim decides without
+a statement and no offer is made; where the statement finds a rate limit or a tenant's cap,
+the thread declines (``None``). Either way the loop's own woken claim, which counts them,
+claims next.
 """
 
 from __future__ import annotations
@@ -24,21 +27,22 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tenancy.contexts import RequestContext
 from workqueue import runtime
-from wqcore.store import OwnConnection
+from wqcore.store import OwnConnection, Plan, Step
 
 
 @dataclass(eq=False)
 class Offer:
     """One slot the idle claim loop offers, under the liveness lock it holds (``epoch``), with
-    the claim's fresh context made with it (off the path from the notice). ``done`` receives
-    what the thread's claim took (``runtime.Claimed``), None when it declined, or the error it
-    met; ``started``: whether ``deliver`` started the items."""
+    the thread's claim begun with it (off the path from the notice): its plan, run up to its
+    statement (``first``), with the claim's fresh context; on a notice only that statement
+    goes. ``done`` receives what the thread's claim took (``runtime.Claimed``), None when it
+    declined, or the error it met; ``started``: whether ``deliver`` started the items."""
 
     loop: asyncio.AbstractEventLoop
     epoch: int
-    rctx: RequestContext
+    plan: Plan[runtime.Claimed | None]
+    first: Step
     done: asyncio.Future[runtime.Claimed | BaseException | None] = field(init=False)
     # When the claim was sent, by the outage account's clock and the rate wake's.
     sent_at: tuple[float, float] = (0.0, 0.0)

@@ -30,9 +30,10 @@ class OwnConnection:
         # Whether the system login bypasses row-level security (else: the all-tenants setting).
         self._bypasses = False
 
-    def run[T](self, plan: Plan[T]) -> T:
-        """Drive ``plan`` here; its steps must be system steps."""
-        return drive(plan, self.execute)
+    def run[T](self, plan: Plan[T], first: Step | None = None) -> T:
+        """Drive ``plan`` here (from ``first``, when it was begun ahead: ``plans.begin``); its
+        steps must be system steps."""
+        return drive(plan, self.execute, first)
 
     def execute(self, step: Step) -> Rows:
         if not isinstance(step, System):

@@ -84,11 +84,12 @@ def prepares() -> bool:
     return wq_settings.POOLER != "transaction"
 
 
-def drive[T](plan: Plan[T], execute: Callable[[Step], Rows]) -> T:
+def drive[T](plan: Plan[T], execute: Callable[[Step], Rows], first: Step | None = None) -> T:
     """Drive ``plan`` with ``execute`` running each step; returns what the plan returns. A
-    step's error is raised in the plan, where it yielded the step."""
+    step's error is raised in the plan, where it yielded the step. ``first``: the step the plan
+    already yielded (``begin``), when it was begun ahead."""
     try:
-        step = next(plan)
+        step = next(plan) if first is None else first
         while True:
             try:
                 rows = execute(step)
@@ -99,3 +100,19 @@ def drive[T](plan: Plan[T], execute: Callable[[Step], Rows]) -> T:
     except StopIteration as done:
         result: T = done.value  # what the plan returned
         return result
+
+
+def begin[T](plan: Plan[T]) -> Step | Done[T]:
+    """Run ``plan`` up to its first step, ahead of the moment that step is to run (``drive`` it
+    from there with ``first``); or, when it needs none, what it returned."""
+    try:
+        return next(plan)
+    except StopIteration as done:
+        return Done(done.value)
+
+
+@dataclass(frozen=True)
+class Done[T]:
+    """What a plan returned without a step (``begin``)."""
+
+    value: T

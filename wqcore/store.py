@@ -38,12 +38,14 @@ from wqcore.async_face import (
 from wqcore.own_connection import OwnConnection
 from wqcore.plans import (
     PREPARE_THRESHOLD,
+    Done,
     Plan,
     Rows,
     Step,
     System,
     Tenant,
     TenantBatches,
+    begin,
     prepares,
 )
 from wqcore.sync_face import execute, run
@@ -54,6 +56,7 @@ __all__ = [
     "SYSTEM",
     "TENANT",
     "AsyncStore",
+    "Done",
     "OwnConnection",
     "Plan",
     "Rows",
@@ -65,6 +68,7 @@ __all__ = [
     "aclose_async_store",
     "arun",
     "async_store",
+    "begin",
     "execute",
     "prepares",
     "run",
