@@ -4,8 +4,9 @@
 -- grants them all and starts no spending: PostgreSQL starts every node of a plan each time it runs it, and the
 -- spending's, inline, cost each such claim of 100 about half a millisecond of the server's time.
 rate_items AS MATERIALIZED (
-    SELECT array_agg(p.id ORDER BY p.n) AS ids, array_agg(p.kind ORDER BY p.n) AS kinds,
-           array_agg(p.org_id ORDER BY p.n) AS org_ids,
+    -- what the function finds the picked items' limits by, in claim order beside picked's ids
+    -- (read only when it is called)
+    SELECT array_agg(p.kind ORDER BY p.n) AS kinds, array_agg(p.org_id ORDER BY p.n) AS org_ids,
            array_agg(p.rate_key ORDER BY p.n) AS rate_keys
       FROM pick p
 ), rate_counted AS MATERIALIZED (
@@ -27,13 +28,14 @@ rate_items AS MATERIALIZED (
                               WHERE r.scope = c.scope AND r.target = c.target
                               LIMIT 1) AS l) AS counted
 ), rate_granted AS MATERIALIZED (
-    SELECT i.ids, NULL::timestamptz AS next_free_at
-      FROM rate_items i
+    SELECT p.ids, NULL::timestamptz AS next_free_at
+      FROM picked p
      WHERE NOT (SELECT counted FROM rate_counted)
      UNION ALL
     SELECT g.granted_ids, g.next_free_at
-      FROM rate_items i
-     CROSS JOIN LATERAL workqueue_rate_grant_v1(i.ids, i.kinds, i.org_ids, i.rate_keys,
+      FROM picked p
+     CROSS JOIN rate_items i
+     CROSS JOIN LATERAL workqueue_rate_grant_v1(p.ids, i.kinds, i.org_ids, i.rate_keys,
                                                 %(lane)s::text) AS g
      WHERE (SELECT counted FROM rate_counted)
 ), granted AS (
