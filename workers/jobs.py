@@ -35,6 +35,8 @@ TIMEOUT = "timeout"
 # The worker's liveness session failed: it fenced itself (``liveness_lock.py``); its items are
 # the sweep's to hand back, nothing is written.
 LIVENESS_LOST = "liveness_lost"
+# The worker claimed the item again under a new token while its earlier claim's task still ran.
+RECLAIMED = "reclaimed"
 
 
 class Ended(StrEnum):
@@ -106,13 +108,29 @@ class Jobs:
         return len(self._jobs)
 
     def add(self, ctx: OpContext, item: runtime.WorkItem) -> Job:
+        """A job for a claim just made. A job of an earlier claim of the same item may still
+        be here: this worker was frozen past its lease, the item was handed back and it claimed
+        the item again before its task heard the old claim was lost. That claim is gone (its
+        token refuses every write): its task is cancelled as lost, and it gives up the entry."""
         job = Job(ctx, item)
+        stale = self._jobs.get(item.id)
+        if stale is not None and stale.task is not None and stale.cancel_reason is None:
+            log_event(
+                logger, logging.WARNING, "item_lost", **fields_of_item(stale.item), reason=RECLAIMED
+            )
+            stale.cancel(RECLAIMED)
         self._jobs[item.id] = job
         return job
 
+    def _holding(self, fence: runtime.Fence) -> Job | None:
+        """The job of the claim ``fence`` was minted for, if it is still held here."""
+        job = self._jobs.get(fence.item_id)
+        return job if job is not None and job.fence == fence else None
+
     def end(self, job: Job) -> None:
         """The job's task ended: its slot is free, and ``on_ended`` hears how it ended."""
-        self._jobs.pop(job.item.id, None)
+        if self._jobs.get(job.item.id) is job:
+            del self._jobs[job.item.id]
         if self.on_ended is not None:
             self.on_ended(job)
         # The gauge at most every tenth of a second (and when the last item ends): a drain
@@ -135,26 +153,26 @@ class Jobs:
 
     # -- from the lease keeper's thread ---------------------------------------------------------
 
-    def lost_threadsafe(self, item_id: uuid.UUID, reason: str) -> None:
+    def lost_threadsafe(self, fence: runtime.Fence, reason: str) -> None:
         """The lease keeper lost this item (called on its thread): cancel it on the loop.
 
         A handler in a thread learns it at once (``run.cancelled``), even while the loop is
         blocked; but only after the cancellation is queued on the loop, ahead of whatever the
         handler's return queues there, so a handler that stops on the flag is cancelled, never
         completed. An async handler is cancelled when the loop next runs."""
-        if not self._call_soon(self._lost, item_id, reason):
+        if not self._call_soon(self._lost, fence, reason):
             return
-        job = self._jobs.get(item_id)
+        job = self._holding(fence)
         if job is not None:
             job.run.cancel()
 
-    def cancel_threadsafe(self, item_id: uuid.UUID) -> None:
+    def cancel_threadsafe(self, fence: runtime.Fence) -> None:
         """The lease renewal reported that someone asked to cancel this item (called on the
         keeper's thread): cancel its handler on the loop, as ``lost_threadsafe`` does (the flag
         only after the cancellation is queued)."""
-        if not self._call_soon(self._cancel_requested, item_id):
+        if not self._call_soon(self._cancel_requested, fence):
             return
-        job = self._jobs.get(item_id)
+        job = self._holding(fence)
         if job is not None and job.in_handler:
             job.run.cancel(CANCEL_REQUESTED)
 
@@ -179,9 +197,10 @@ class Jobs:
             return False
         return True
 
-    def _lost(self, item_id: uuid.UUID, reason: str) -> None:
-        """Cancel the lost item's task now (the token refuses its writes)."""
-        job = self._jobs.get(item_id)
+    def _lost(self, fence: runtime.Fence, reason: str) -> None:
+        """Cancel the lost claim's task now (the token refuses its writes); a newer claim of
+        the same item runs on."""
+        job = self._holding(fence)
         if job is None or job.task is None:
             return
         log_event(logger, logging.WARNING, "item_lost", **fields_of_item(job.item), reason=reason)
@@ -197,9 +216,9 @@ class Jobs:
             if job.task is not None and not job.task.done() and job.cancel_reason is None:
                 job.cancel(reason)
 
-    def _cancel_requested(self, item_id: uuid.UUID) -> None:
+    def _cancel_requested(self, fence: runtime.Fence) -> None:
         """Cancel the item's handler; its task ends the item cancelled (``Runner``)."""
-        job = self._jobs.get(item_id)
+        job = self._holding(fence)
         if job is None or job.task is None or job.cancel_reason:
             return  # it ended, or is being cancelled already
         if not job.in_handler:
@@ -207,7 +226,9 @@ class Jobs:
             # (a retry or a hand-back of a cancel-requested item ends it cancelled).
             job.cancel_wanted = True
             return
-        log_event(logger, logging.INFO, "item_cancel_requested", item=item_id, kind=job.item.kind)
+        log_event(
+            logger, logging.INFO, "item_cancel_requested", item=fence.item_id, kind=job.item.kind
+        )
         job.cancel(CANCEL_REQUESTED)
 
     # -- the stop -------------------------------------------------------------------------------

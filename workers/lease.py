@@ -35,8 +35,10 @@ from wqcore.logs import log_event
 logger = logging.getLogger(__name__)
 
 Renew = Callable[[list[Fence], float], Awaitable[set[uuid.UUID]]]
-OnLost = Callable[[uuid.UUID, str], None]
-OnCancel = Callable[[uuid.UUID], None]
+# Each is told the fence of the claim concerned: the same worker may hold the item again under
+# a newer claim by the time a report about the older one arrives.
+OnLost = Callable[[Fence, str], None]
+OnCancel = Callable[[Fence], None]
 
 CONFLICT = "conflict"
 SELF_FENCED = "renewal_failing"
@@ -88,9 +90,12 @@ class LeaseKeeper:
         with self._lock:
             self._leases[fence.item_id] = lease
 
-    def drop(self, item_id: uuid.UUID) -> None:
+    def drop(self, fence: Fence) -> None:
+        """Stop keeping ``fence``'s lease; a newer claim's lease of the same item is kept."""
         with self._lock:
-            self._leases.pop(item_id, None)
+            lease = self._leases.get(fence.item_id)
+            if lease is not None and lease.fence == fence:
+                del self._leases[fence.item_id]
 
     def drop_all(self) -> None:
         """Stop keeping every lease (the worker fenced itself): a renewal already on its way
@@ -151,9 +156,9 @@ class LeaseKeeper:
             for lease in leases:
                 if self._leases.get(lease.fence.item_id) is lease and not lease.cancel_reported:
                     lease.cancel_reported = True
-                    asked.append(lease.fence.item_id)
-        for item_id in asked:
-            self._on_cancel(item_id)
+                    asked.append(lease.fence)
+        for fence in asked:
+            self._on_cancel(fence)
 
     def _lose(self, leases: list[_Lease], reason: str) -> None:
         """Stop keeping these leases and report each lost, unless it ended meanwhile: an item
@@ -165,6 +170,6 @@ class LeaseKeeper:
                 item_id = lease.fence.item_id
                 if self._leases.get(item_id) is lease:
                     del self._leases[item_id]
-                    lost.append(item_id)
-        for item_id in lost:
-            self._on_lost(item_id, reason)
+                    lost.append(lease.fence)
+        for fence in lost:
+            self._on_lost(fence, reason)

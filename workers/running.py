@@ -225,7 +225,7 @@ class Runner:
             if not self.outage.failed("settle", exc):
                 log_event(logger, logging.ERROR, "item_settle_failed", exc_info=True)
         finally:
-            self.leases.drop(item.id)
+            self.leases.drop(job.fence)
             self.jobs.end(job)
 
     async def _not_run(self, job: Job, handler: Handler | None) -> None:
@@ -239,7 +239,7 @@ class Runner:
 
     async def _raised(self, job: Job, exc: BaseException, span: Any) -> None:
         """The handler raised: a snooze defers the item, anything else fails it."""
-        self.leases.drop(job.item.id)
+        self.leases.drop(job.fence)
         await self._flush_final(job)
         if job.run.snoozed_s is not None:
             await self._snooze(job)
@@ -253,7 +253,7 @@ class Runner:
         """The handler returned: its completion (with its result, JSON text) is queued, unless
         it snoozed."""
         if job.run.snoozed_s is not None:  # it swallowed Snoozed: still snoozed
-            self.leases.drop(job.item.id)
+            self.leases.drop(job.fence)
             await self._flush_final(job)
             await self._snooze(job)
             return

@@ -79,7 +79,7 @@ def test_a_renewal_refused_for_another_holder_cancels_at_once() -> None:
     keeper.hold(mine)
     keeper.hold(theirs)
     assert asyncio.run(keeper.renew_once()) is True
-    assert lost == [(theirs[1], CONFLICT)]
+    assert lost == [(theirs, CONFLICT)]
     assert len(keeper) == 1
 
 
@@ -118,7 +118,7 @@ def test_renewal_failing_for_half_the_lease_cancels_the_task() -> None:
     assert lost == []
     clock.now += 2.5  # 15 s since the last success: half the 30 s lease
     asyncio.run(keeper.renew_once())
-    assert lost == [(held[1], SELF_FENCED)]
+    assert lost == [(held, SELF_FENCED)]
 
 
 def test_half_the_lease_is_measured_from_the_last_success() -> None:
@@ -141,7 +141,7 @@ def test_half_the_lease_is_measured_from_the_last_success() -> None:
     assert lost == []
     clock.now += 1
     asyncio.run(keeper.renew_once())
-    assert lost == [(held[1], SELF_FENCED)]
+    assert lost == [(held, SELF_FENCED)]
 
 
 @pytest.mark.parametrize("lease_s", [3.0, 30.0, 300.0])
@@ -160,7 +160,7 @@ def test_a_lease_that_ended_while_its_renewal_ran_is_not_reported_lost() -> None
     keeper: LeaseKeeper
 
     async def renew(held, lease_s):
-        keeper.drop(finished.item_id)  # completed while the statement ran
+        keeper.drop(finished)  # completed while the statement ran
         keeper.hold(claimed_again)  # lost, then claimed again by this worker: a new token
         return set()  # the old tokens are refused
 
@@ -170,6 +170,10 @@ def test_a_lease_that_ended_while_its_renewal_ran_is_not_reported_lost() -> None
     assert asyncio.run(keeper.renew_once()) is True
     assert lost == []
     assert len(keeper) == 1  # the new claim is kept
+    keeper.drop(again)  # the old claim's task ends after the new claim was made
+    assert len(keeper) == 1, "dropping the old claim keeps the new claim's lease"
+    keeper.drop(claimed_again)
+    assert len(keeper) == 0
 
 
 def test_the_keeper_renews_on_a_thread_of_its_own_while_the_caller_blocks(ctx) -> None:
@@ -238,5 +242,5 @@ def test_a_cancel_request_the_renewal_reports_is_passed_on_once_and_the_lease_ke
     keeper.hold(held)
     keeper.hold(other)
     assert asyncio.run(keeper.renew_once()) and asyncio.run(keeper.renew_once())
-    assert asked == [held.item_id], "reported once"
+    assert asked == [held], "reported once"
     assert len(keeper) == 2, "still renewed until its holder ends it"

@@ -212,8 +212,9 @@ def test_a_frozen_worker_past_its_lease_loses_its_items_to_the_lease_not_before(
     # The lease's hand-back, not the rescue's, and not before the lease ended.
     assert handed_back.outcome == "lease_expired" and handed_back.ended_at >= lease_ended
     frozen.send_signal(signal.SIGCONT)
-    # Woken, it meets the fence (its renewal finds its claim gone), and claims the item again
-    # itself: done once, on its second attempt.
+    # Woken, it claims the item again itself (often before its renewal finds the old claim
+    # gone): the old claim's task is cancelled and writes nothing, and no report about the old
+    # claim reaches the new one. Done once, on its second attempt.
     _wait(lambda: _items(id=item_id, status=Status.DONE), timeout_s=30)
     assert _items(id=item_id)[0].attempts == 2
 
