@@ -1,22 +1,25 @@
 #!/usr/bin/env python3
-"""What rate limits cost the claim: the claim of one item and the drain (claims of 100) with one
-limit and with 1,000 limits set, none binding, against the same claims without limits.
+"""What rate limits cost the claim: the claim of one item and the drain (claims of 100) with
+limits set, none binding, against the same claims without limits.
 
     .venv/bin/python bench/rate_limits.py [--items 20000] [--n 300] [--rounds 3]
+                                          [--configs one,kind,thousand,elsewhere]
                                           [--against CHECKOUT] [--database-url URL]
 
 Each config runs in a fresh database (``bench_rate_limits``) on the embedded server in
 ``.pgdata/`` (``EMBEDDED_PGDATA``; ``python -m project.embedded start`` first) or the owner URL
-given, in a process of its own. Items carry one of 1,000 rate keys; ``one`` limits one key
-(1,000,000/s: never binding), ``thousand`` limits each of the 1,000 keys apart (1,000 limit
-rows; a claim of 100 spends 100 buckets). Within a config the claims alternate one by one
-between the claim with the limits' parts (what runs while any limit is set) and the claim
-without them (what runs while none is set: it reads no limit), on the same items: the machine's
-drift falls on both, and the ratio is the limits' cost. ``claim ms``: the medians of ``--n``
-claims of one item each way (each completed); ``drain``: claims of 100 until the lane is
-empty, each batch marked done by one statement outside the timing, the median time of each
-way's claims compared (``x none``: with limits / without). The figure the issue sets: the
-drain within 1.1x.
+given, in a process of its own. Items carry one of 1,000 rate keys, and every limit set allows
+1,000,000/s (never binding): ``one`` limits one key (one item in 1,000 counted); ``kind`` limits
+the items' kind (every item counted, a claim of 100 spends one bucket); ``thousand`` limits each
+of the 1,000 keys apart (1,000 limit rows; a claim of 100 spends 100 buckets); ``elsewhere``
+sets 1,000 limits on keys no item carries (none counted). Within a config the claims alternate
+one by one between the claim with the limits' parts (what runs while any limit is set) and the
+claim without them (what runs while none is set: it reads no limit), on the same items: the
+machine's drift falls on both, and the ratio is the limits' cost. ``claim ms``: the medians of
+``--n`` claims of one item each way (each completed); ``drain``: claims of 100 until the lane is
+empty, each batch marked done by one statement outside the timing, the median time of each way's
+claims compared (``x none``: with limits / without). The figure the issue sets: the drain within
+1.1x.
 
 ``--against`` another checkout (e.g. an export of the main branch, with its own ``.venv``
 link): each round runs every config with this file on that checkout's code too, alternating.
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIGS = ("one", "thousand")
+CONFIGS = ("one", "kind", "thousand", "elsewhere")
 KEYS = 1000
 DBNAME = "bench_rate_limits"
 
@@ -73,10 +76,15 @@ def _fill(ctx: Any, n: int) -> None:
 
 
 def _limit(config: str) -> None:
+    from ours import KIND
+
     from workqueue.rate_limits import set_rate_limit
 
-    keys = {"one": 1, "thousand": KEYS}[config]
-    for k in range(keys):
+    if config == "kind":
+        set_rate_limit("bench", "kind", KIND, "1000000/s")
+        return
+    keys = {"one": range(1), "thousand": range(KEYS), "elsewhere": range(KEYS, 2 * KEYS)}[config]
+    for k in keys:
         set_rate_limit("bench", "key", f"acct-{k}", "1000000/s")
 
 
@@ -194,6 +202,9 @@ def main() -> int:
     parser.add_argument("--items", type=int, default=20000)
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--configs", default=",".join(CONFIGS), help="which limits to set, comma-separated"
+    )
     parser.add_argument("--against", type=Path, help="another checkout, run alternately")
     parser.add_argument("--config", choices=CONFIGS, help=argparse.SUPPRESS)
     parser.add_argument("--code", type=Path, default=REPO, help=argparse.SUPPRESS)
@@ -217,26 +228,30 @@ def main() -> int:
         checkouts["against"] = args.against.resolve()
     # A round runs every config on every checkout once, the order turned each round.
     runs: dict[tuple[str, str], list[Result]] = {}
-    order = [(name, config) for config in CONFIGS for name in checkouts]
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = sorted(set(configs) - set(CONFIGS))
+    if unknown:
+        parser.error(f"unknown --configs {','.join(unknown)}: choose from {','.join(CONFIGS)}")
+    order = [(name, config) for config in configs for name in checkouts]
     for r in range(args.rounds):
         for name, config in order if r % 2 == 0 else order[::-1]:
             result = _one(checkouts[name], admin_url, config, args.items, args.n)
             runs.setdefault((name, config), []).append(result)
             print(
-                f"round {r + 1} {name:<7} {config:<8} claim {result.claim_ms:.3f} ms"
+                f"round {r + 1} {name:<7} {config:<9} claim {result.claim_ms:.3f} ms"
                 f" (none {result.claim_none_ms:.3f})  drain {result.drain:.0f}/s"
                 f" ({result.drain_ratio:.3f}x none, cpu {result.cpu_ratio:.3f}x)",
                 flush=True,
             )
     print(
-        f"\n{'checkout':<8} {'limits':<8} {'claim ms':>19} {'x none':>19}"
+        f"\n{'checkout':<8} {'limits':<9} {'claim ms':>19} {'x none':>19}"
         f" {'drain items/s':>22} {'x none':>19} {'cpu x none':>19}"
     )
     for name, config in order:
         rs = runs[(name, config)]
         drains = [r.drain for r in rs]
         print(
-            f"{name:<8} {config:<8} {_spread([r.claim_ms for r in rs]):>19}"
+            f"{name:<8} {config:<9} {_spread([r.claim_ms for r in rs]):>19}"
             f" {_spread([r.claim_ms / r.claim_none_ms for r in rs]):>19}"
             f" {statistics.median(drains):>7.0f} ({min(drains):.0f}-{max(drains):.0f})"
             f" {_spread([r.drain_ratio for r in rs]):>19}"
