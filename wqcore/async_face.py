@@ -17,6 +17,7 @@ from django.db import connections
 from psycopg_pool import AsyncConnectionPool
 
 from wqcore.conf import system_alias, tenant_alias
+from wqcore.jsonb import ADAPTERS
 from wqcore.plans import (
     MUTEX_LOCK,
     MUTEX_ROW,
@@ -34,11 +35,16 @@ from wqcore.statements import GENERIC_PLAN, Statement
 
 def connection_kwargs(alias: str) -> dict[str, Any]:
     """psycopg's parameters for a connection of the store's own on ``alias``: autocommit,
-    preparing statements after a few runs unless ``prepares()`` says not to."""
+    preparing statements after a few runs unless ``prepares()`` says not to, and reading
+    jsonb by ``wqcore.jsonb``."""
     params = connections[alias].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    params.update(autocommit=True, prepare_threshold=PREPARE_THRESHOLD if prepares() else None)
+    params.update(
+        autocommit=True,
+        prepare_threshold=PREPARE_THRESHOLD if prepares() else None,
+        context=ADAPTERS,
+    )
     return params
 
 
