@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from typing import Any
 
 from workers.metrics import for_kind
 from workers.outage import Outage
@@ -111,10 +110,12 @@ class Completer:
                 self.written.set()
             self.outage.ok(started)
             self.writes += 1
-            completed = _completed(batch, done)
             counts: Counter[str] = Counter()
-            for (fence, kind, _, _), ok in zip(batch, completed, strict=True):
-                if ok:
+            # As many ids as fences: every one completed (an item sent twice, under an older
+            # and a newer claim, is completed once at most, under the one that holds it).
+            every = len(done) == len(batch)
+            for fence, kind, _, _ in batch:
+                if every or fence in done.fences:
                     counts[kind] += 1
                 else:
                     log_event(
@@ -127,34 +128,17 @@ class Completer:
                     )
             for kind, n in counts.items():
                 for_kind(kind).completed.inc(n)
-            await _send_done(batch, completed)
+            await _send_done(batch, done)
 
 
-def _completed(batch: list[Finished], done: set[Any]) -> list[bool]:
-    """Whether each of ``batch`` was completed, by the ids the statement completed. One item
-    may be in a batch twice: this worker finished it, was frozen past its lease before the
-    completion was written, and on waking claimed the item again and finished it again. The
-    older claim's completion is queued first (no job of it is left to queue another once the
-    newer claim is made); the statement completed the newer claim, if either."""
-    if len(done) == len(batch):  # every one completed: no item can be there twice
-        return [True] * len(batch)
-    completed = [False] * len(batch)
-    seen: set[Any] = set()
-    for i in range(len(batch) - 1, -1, -1):  # the newest claim of an item first
-        item_id = batch[i][0].item_id
-        if item_id in done and item_id not in seen:
-            seen.add(item_id)
-            completed[i] = True
-    return completed
-
-
-async def _send_done(batch: list[Finished], completed: list[bool]) -> None:
+async def _send_done(batch: list[Finished], done: runtime.Completed) -> None:
     """``work_done`` for each completed item of ``batch``, when someone listens for its kind
     (workqueue/signals.py)."""
     if not runtime.work_done.has_listeners(runtime.WorkItem):
         return
-    for (fence, kind, _, _), ok in zip(batch, completed, strict=True):
-        if ok:
+    every = len(done) == len(batch)
+    for fence, kind, _, _ in batch:
+        if every or fence in done.fences:
             results = await runtime.work_done.asend_robust(
                 runtime.WorkItem, item_id=fence.item_id, org_id=fence.org_id, kind=kind
             )

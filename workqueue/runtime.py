@@ -81,6 +81,7 @@ from workqueue.rate_limits import (
 from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
+    Completed,
     acomplete_many,
     adefer,
     aextend_leases,
@@ -101,6 +102,7 @@ __all__ = [
     "UNDECLARED",
     "WAIT_BOUNDS_S",
     "Claimed",
+    "Completed",
     "DueLane",
     "Fence",
     "Gauges",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 from audit.api import APPEND_ENTRIES
@@ -223,12 +224,28 @@ arelease = release.aio
 # -- many items, across tenants, fenced by (org, id, token) -------------------------------------
 
 
+class Completed(set[uuid.UUID]):
+    """The ids a completion completed; ``fences``: the fences it completed them under. An item
+    given twice (a holder that claimed it again, both claims finished) is completed under the
+    one that holds it, never the other."""
+
+    def __init__(self, fences: Iterable[Fence] = ()) -> None:
+        self._fences = tuple(fences)
+        super().__init__(fence.item_id for fence in self._fences)
+
+    @cached_property
+    def fences(self) -> frozenset[Fence]:
+        # Made when asked: a batch whose every fence was completed needs no set of them.
+        return frozenset(self._fences)
+
+
 @transition
 def complete_many(
     fences: Iterable[Fence], results: Sequence[str | None] | None = None
-) -> Plan[set[uuid.UUID]]:
+) -> Plan[Completed]:
     """Mark done every fence's item still held under its token, with its result, recording
-    each one's attempt in the same statement; returns the ids completed. ``results``: each
+    each one's attempt in the same statement; returns the ids completed, with the fences
+    they were completed under (``Completed.fences``). ``results``: each
     fence's result as JSON text made by ``results.result_json`` (None: none), in the fences'
     order; None when none has one.
 
@@ -238,14 +255,15 @@ def complete_many(
     """
     held = list(fences)
     if not held:
-        return set()
+        return Completed()
     if results is not None and len(results) != len(held):
         raise ValueError(f"results: {len(results)} for {len(held)} fences")
     # any(): a result's JSON text is never empty.
     texts = TextArray(results) if results is not None and any(results) else None
     rows = yield System(COMPLETE_MANY, CompleteManyParams(*Fences.of(held), texts))
-    done = set(rows.column(0))
-    count_refused("complete", len({f.item_id for f in held} - done))
+    done = Completed(Fence(*row) for row in rows.rows)
+    if len(done) < len(held):  # as many ids as fences: every one completed
+        count_refused("complete", len(set(held) - done.fences))
     return done
 
 

@@ -253,7 +253,7 @@ def test_complete_many_reports_what_it_refused(face, ctx, make_ctx, worker_rctx)
         ctx.org_id if held[1].org_id != ctx.org_id else other.org_id, *triples[1][1:]
     )
     done = face.complete_many(triples)
-    assert done == {held[2].id}
+    assert done == {held[2].id} and done.fences == {triples[2]}
     assert row(held[1].id).status == Status.CLAIMED
 
 
@@ -265,7 +265,11 @@ def test_complete_many_matches_each_id_with_its_own_token(face, ctx, worker_rctx
     first, second = [item for _, item in face.claim(worker_rctx, "default", None, "w1", 30, 2)]
     stale = Fence(first.org_id, first.id, uuid.uuid4())
     crossed = Fence(second.org_id, second.id, first.claim_token)
-    assert face.complete_many([stale, crossed, Fence.of(first)]) == {first.id}
+    done = face.complete_many([stale, crossed, Fence.of(first)])
+    assert done == {first.id}
+    # The fence it was completed under, not the stale one of the same id (a worker that claimed
+    # the item again counts and announces it once: workers/completing.py).
+    assert done.fences == {Fence.of(first)}
     assert row(second.id).status == Status.CLAIMED
     assert face.extend_leases([crossed, stale], 300) == set()
     assert face.extend_leases([stale, Fence.of(second)], 300) == {second.id}

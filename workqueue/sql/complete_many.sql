@@ -1,4 +1,4 @@
--- complete_many: mark done each (org, id, token) still held under that token, across tenants, with its result (JSON text at the same place in `results`; the array NULL when no item has one), and record each one's attempt (its worker, start and end) and meet its edges (the items waiting for it) in the same statement; returns the ids completed
+-- complete_many: mark done each (org, id, token) still held under that token, across tenants, with its result (JSON text at the same place in `results`; the array NULL when no item has one), and record each one's attempt (its worker, start and end) and meet its edges (the items waiting for it) in the same statement; returns the fences completed (org, id, the token that held it)
 -- Each row is found by its key and checked against its own places in the three arrays (array_positions: an id given
 -- twice matches either token), not joined to them: the planner cannot know the arrays' length and, believing few rows
 -- claimed, nested a scan of the arrays inside the scan of the claimed rows (100 x 100 pairs for a batch of 100).
@@ -18,7 +18,7 @@ UPDATE workqueue_workitem AS w
    AND EXISTS (SELECT FROM unnest(array_positions(%(ids)s::uuid[], w.id)) AS p(i)
                 WHERE (%(org_ids)s::uuid[])[p.i] = w.org_id AND (%(tokens)s::uuid[])[p.i] = w.claim_token
                   AND w.status = 'claimed')
-RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at, w.has_dependents
+RETURNING w.id, w.org_id, w.claim_token, w.attempts, w.claimed_by, w.claimed_at, w.has_dependents
 ), ended AS (
     SELECT d.org_id, d.id, d.attempts, d.claimed_by, d.claimed_at,
            'done' AS outcome, '' AS error, '' AS traceback
@@ -28,4 +28,4 @@ RETURNING w.id, w.org_id, w.attempts, w.claimed_by, w.claimed_at, w.has_dependen
 ), parent_items AS (
     SELECT d.id, d.has_dependents FROM done d
 ), {move_dependents}
-SELECT d.id FROM done d, (SELECT count(*) FROM dependents) AS r
+SELECT d.org_id, d.id, d.claim_token FROM done d, (SELECT count(*) FROM dependents) AS r
