@@ -336,6 +336,10 @@ def freeze_one(fleet: Fleet, findings: Findings) -> Step:
     resumed_at = time.monotonic()
     while time.monotonic() - resumed_at < 20:
         refused = proc.refused()
+        if refused is None and proc.popen.poll() is not None:
+            # It ended (a poison item it claimed on waking ends its process): its counter died
+            # with it, and its log says what was refused, as for every worker that ended.
+            refused = proc.refusals_logged()
         if refused:
             findings.frozen_refused = refused
             break
