@@ -4,7 +4,7 @@ and host together.
 
 A limit is a row of ``workqueue_ratelimit``; its state is one row per limit and key in
 ``workqueue_ratebucket`` with the key's theoretical arrival time (GCRA), written by the claim
-statement itself (``sql/claim_rate_granted.sql``, which calls ``sql/schema/rate_grant_v1.sql``
+statement itself (``sql/claim_rate_granted.sql``, which calls ``sql/schema/rate_grant_v2.sql``
 when a limit may count a picked item): the claim hands out only what each limit
 allows now, and leaves the rest pending with no attempt spent (waiting is not a failure). A
 target of ``*`` gives each kind, lane, tenant or key a bucket of its own.

@@ -1,4 +1,4 @@
--- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order, each spent from its bucket (the function workqueue_rate_grant_v1, sql/schema/rate_grant_v1.sql); an item refused is left pending, no attempt spent; and rate_next: when the soonest bucket that held items back allows one more
+-- claim_rate_granted: of the picked items, those every rate limit they fall under allows now, in claim order, each spent from its bucket (the function workqueue_rate_grant_v2, sql/schema/rate_grant_v2.sql); an item refused is left pending, no attempt spent; and rate_next: when the soonest bucket that held items back allows one more
 -- The picked items go to the function as they were locked (their kind, tenant and rate key carried from the pick, not
 -- read again), and only when a limit may count one of them (rate_counted); a claim none of whose items a limit counts
 -- grants them all and starts no spending: PostgreSQL starts every node of a plan each time it runs it, and the
@@ -35,7 +35,7 @@ rate_items AS MATERIALIZED (
     SELECT g.granted_ids, g.next_free_at
       FROM picked p
      CROSS JOIN rate_items i
-     CROSS JOIN LATERAL workqueue_rate_grant_v1(p.ids, i.kinds, i.org_ids, i.rate_keys,
+     CROSS JOIN LATERAL workqueue_rate_grant_v2(p.ids, i.kinds, i.org_ids, i.rate_keys,
                                                 %(lane)s::text) AS g
      WHERE (SELECT counted FROM rate_counted)
 ), granted AS (
