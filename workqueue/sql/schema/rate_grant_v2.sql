@@ -14,9 +14,14 @@ AS $fn$
 DECLARE
     scopes text[];        -- the scopes that have a limit
     bucket_key text;      -- the key every picked item has in the one scope that has limits
-    rate record;          -- how many limits count them, and (one) its id, burst and interval
+    limits_found integer; -- how many limits of that scope count them (NULL: not looked up)
+    bucket_limit bigint;  -- the one limit that counts them: its id, burst and interval
+    bucket_burst integer;
+    bucket_interval_s float8;
     bucket_tat timestamptz;  -- its bucket's tat, locked (NULL: the bucket is new)
     start timestamptz;
+    new_tat timestamptz;     -- the bucket's tat and free_at after what it keeps
+    new_free_at timestamptz;
     room integer;
     kept integer := cardinality(picked_ids);
     made integer;
@@ -41,27 +46,25 @@ BEGIN
                                  THEN picked_rate_keys[1] END
         END;
     END IF;
-    IF bucket_key IS NULL OR bucket_key = '*' THEN
-        SELECT * INTO granted_ids, next_free_at
-          FROM workqueue_rate_grant_v1(picked_ids, picked_kinds, picked_org_ids, picked_rate_keys,
-                                       picked_lane);
-        RETURN;
+    IF bucket_key IS NOT NULL AND bucket_key <> '*' THEN
+        -- the limits of that scope that count them: the key's own and '*'
+        SELECT count(*), min(l.id), min(l.burst), min(l.interval_s)
+          INTO limits_found, bucket_limit, bucket_burst, bucket_interval_s
+          FROM ((SELECT r.id, r.burst, r.period_s::float8 / r.count AS interval_s
+                   FROM workqueue_ratelimit r
+                  WHERE r.scope = scopes[1] AND r.target = bucket_key LIMIT 1)
+                UNION ALL
+                (SELECT r.id, r.burst, r.period_s::float8 / r.count
+                   FROM workqueue_ratelimit r
+                  WHERE r.scope = scopes[1] AND r.target = '*' LIMIT 1)) AS l;
+        IF limits_found = 0 THEN  -- no limit counts them (the scope's limits name other keys)
+            granted_ids := picked_ids;
+            RETURN;
+        END IF;
     END IF;
-    -- the limits of that scope that count them: the key's own and '*' (both: two buckets, v1's case)
-    SELECT count(*) AS found, min(l.id) AS id, min(l.burst) AS burst, min(l.interval_s) AS interval_s
-      INTO rate
-      FROM ((SELECT r.id, r.burst, r.period_s::float8 / r.count AS interval_s
-               FROM workqueue_ratelimit r
-              WHERE r.scope = scopes[1] AND r.target = bucket_key LIMIT 1)
-            UNION ALL
-            (SELECT r.id, r.burst, r.period_s::float8 / r.count
-               FROM workqueue_ratelimit r
-              WHERE r.scope = scopes[1] AND r.target = '*' LIMIT 1)) AS l;
-    IF rate.found = 0 THEN  -- no limit counts them (the scope's limits name other keys)
-        granted_ids := picked_ids;
-        RETURN;
-    END IF;
-    IF rate.found > 1 THEN
+    IF limits_found IS DISTINCT FROM 1 THEN
+        -- not one bucket (more than one scope has limits, the items' keys differ, or the key's
+        -- own limit and '*' both count them): v1's case
         SELECT * INTO granted_ids, next_free_at
           FROM workqueue_rate_grant_v1(picked_ids, picked_kinds, picked_org_ids, picked_rate_keys,
                                        picked_lane);
@@ -70,23 +73,26 @@ BEGIN
     -- as v1: the bucket's allowance now, floor((now() + burst * interval - greatest(tat, now())) / interval)
     SELECT b.tat INTO bucket_tat
       FROM workqueue_ratebucket b
-     WHERE b.limit_id = rate.id AND b.key = bucket_key
+     WHERE b.limit_id = bucket_limit AND b.key = bucket_key
        FOR UPDATE;
     start := GREATEST(bucket_tat, now());
-    room := GREATEST(floor(rate.burst - extract(epoch FROM start - now()) / rate.interval_s), 0)::integer;
+    room := GREATEST(floor(bucket_burst - extract(epoch FROM start - now()) / bucket_interval_s), 0)::integer;
     granted_ids := picked_ids;
     IF room < kept THEN
         -- the items past the allowance; when the bucket allows one more
         granted_ids := CASE WHEN room > 0 THEN picked_ids[1:room] END;
-        next_free_at := start + make_interval(secs => (room - rate.burst + 1) * rate.interval_s);
+        next_free_at := start + make_interval(secs => (room - bucket_burst + 1) * bucket_interval_s);
         kept := room;
     END IF;
+    -- free_at: when the bucket allows one more, tat - (burst - 1) * interval (a new bucket's
+    -- start is now(), as v1 makes it)
+    new_tat := start + make_interval(secs => kept * bucket_interval_s);
+    new_free_at := start + make_interval(secs => (kept - bucket_burst + 1) * bucket_interval_s);
     IF bucket_tat IS NULL THEN
         -- a new bucket, made full and spent; if another claimer made it first (after this
         -- statement's snapshot), this claim takes none of its items this time
         INSERT INTO workqueue_ratebucket (limit_id, key, tat, free_at)
-        VALUES (rate.id, bucket_key, now() + make_interval(secs => kept * rate.interval_s),
-                now() + make_interval(secs => (kept - rate.burst + 1) * rate.interval_s))
+        VALUES (bucket_limit, bucket_key, new_tat, new_free_at)
             ON CONFLICT (limit_id, key) DO NOTHING;
         GET DIAGNOSTICS made = ROW_COUNT;
         IF made = 0 THEN
@@ -95,11 +101,9 @@ BEGIN
     ELSIF kept > 0 THEN
         -- as v1: free_at written only when the bucket allows nothing now (a HOT update otherwise)
         UPDATE workqueue_ratebucket AS b
-           SET tat = start + make_interval(secs => kept * rate.interval_s),
-               free_at = CASE WHEN start + make_interval(secs => (kept - rate.burst + 1) * rate.interval_s) > now()
-                              THEN start + make_interval(secs => (kept - rate.burst + 1) * rate.interval_s)
-                              ELSE b.free_at END
-         WHERE b.limit_id = rate.id AND b.key = bucket_key;
+           SET tat = new_tat,
+               free_at = CASE WHEN new_free_at > now() THEN new_free_at ELSE b.free_at END
+         WHERE b.limit_id = bucket_limit AND b.key = bucket_key;
     END IF;
 END
 $fn$;
