@@ -371,6 +371,12 @@ def test_the_everyday_login_cannot_read_or_write_limits(committed) -> None:
     for statement in (
         "SELECT * FROM workqueue_ratelimit",
         "UPDATE workqueue_ratebucket SET tat = now()",
+        # The claim's spending functions run as their caller (SECURITY INVOKER): nor through them.
+        *(
+            f"SELECT * FROM workqueue_rate_grant_v{v}(ARRAY[gen_random_uuid()], ARRAY['NOOP'],"
+            " ARRAY[gen_random_uuid()], ARRAY['acct'], 'default')"
+            for v in (1, 2)
+        ),
     ):
         refused = pytest.raises(Exception, match="permission")
         with connections["default"].cursor() as cursor, refused:
