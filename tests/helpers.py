@@ -22,10 +22,24 @@ def back_date(item_id: uuid.UUID, **seconds_ago: float) -> None:
     """Move the item's timestamps into the past, e.g. ``lease_expires_at=90``: the database's
     clock decides every transition, so tests make rows old rather than freezing a clock."""
     sets = ", ".join(f"{column} = now() - make_interval(secs => %s)" for column in seconds_ago)
+    if "updated_at" in seconds_ago:
+        # Still the moment its ready row was written (the rotation would give it a second one).
+        sets += ", ringed_at = CASE WHEN ringed_at = updated_at THEN now() - make_interval("
+        sets += "secs => %s) ELSE ringed_at END"
+    params = [
+        *seconds_ago.values(),
+        *([seconds_ago["updated_at"]] if "updated_at" in seconds_ago else []),
+    ]
     with connections["admin"].cursor() as cursor:
-        cursor.execute(
-            f"UPDATE workqueue_workitem SET {sets} WHERE id = %s", [*seconds_ago.values(), item_id]
-        )
+        cursor.execute(f"UPDATE workqueue_workitem SET {sets} WHERE id = %s", [*params, item_id])
+        if "available_at" in seconds_ago:
+            # Its ready row is ordered by when it is due: it moves too (into the ring when due).
+            cursor.execute(
+                "UPDATE workqueue_ready SET available_at = w.available_at,"
+                " slot = workqueue_ready_slot(w.available_at)"
+                " FROM workqueue_workitem w WHERE w.id = %s AND workqueue_ready.id = w.id",
+                [item_id],
+            )
 
 
 @contextmanager

@@ -122,6 +122,8 @@ class WorkerSettings(View):
     liveness_lock: bool = setting("WORKER_LIVENESS_LOCK")
     liveness_check_s: float = setting("WORKER_LIVENESS_CHECK_S")
     rescue_grace_s: float = setting("SWEEP_RESCUE_GRACE_S")
+    # How often this worker offers to turn the ready ring (workqueue/ready.py).
+    ready_rotate_s: float = setting("READY_ROTATE_S")
     once: bool = False
 
     @classmethod

@@ -1,6 +1,7 @@
 """The worker's timers, each on the periodic primitive (``periodic.py``): its heartbeat, its
-progress writes, its lease renewals and loop watchdog (on the keeper's thread), its sweep and
-rescue passes. Each is made from the worker it serves; ``Worker`` starts them."""
+progress writes, its lease renewals and loop watchdog (on the keeper's thread), the ready
+ring's turns, its sweep and rescue passes. Each is made from the worker it serves; ``Worker``
+starts them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from workers.periodic import PeriodicTask
 from workers.sweep.rescue import ask_delay_s
 from workers.sweep.sweeper import rescue_once, sweep_once
 from workers.watchdog import LoopWatchdog
+from workqueue import runtime
 
 if TYPE_CHECKING:
     from workers.config import WorkerSettings
@@ -111,6 +113,23 @@ def sweep_task(worker: Worker) -> PeriodicTask:
         on_error="continue",
         # The lock attempt meeting a server that went away is the outage's to log.
         report=lambda exc: worker.outage.failed("sweep", exc),
+    )
+
+
+def ring_task(worker: Worker) -> PeriodicTask:
+    """Offers to turn the ready ring (``workqueue/ready.py``) every ``READY_ROTATE_S``, in
+    every worker whether it sweeps or not: the claim reads the ring, and an item due later
+    reaches it only by a turn. One turn at a time across the fleet (the ring's mutex); the
+    others return at once."""
+    return PeriodicTask(
+        name="ready_ring",
+        operation=runtime.arotate_ready,
+        interval_s=worker.settings.ready_rotate_s,
+        mode="fixed_delay",
+        timeout_s=max(worker.settings.ready_rotate_s * 10, 10.0),
+        stop=worker.stopped,
+        on_error="continue",
+        report=lambda exc: worker.outage.failed("ready_ring", exc),
     )
 
 

@@ -261,8 +261,12 @@ class Worker:
         log_event(logger, logging.INFO, "worker_offline", worker=self.worker_id)
 
     def _extra_tasks(self) -> list[asyncio.Task[None]]:
-        """The outbox relayer, and the sweep on its timer unless it is turned off here."""
-        tasks = [asyncio.create_task(self.relayer.run(self.stopped), name="relayer")]
+        """The outbox relayer, the ready ring's turns, and the sweep on its timer unless it is
+        turned off here."""
+        tasks = [
+            asyncio.create_task(self.relayer.run(self.stopped), name="relayer"),
+            asyncio.create_task(timers.ring_task(self).run(), name="ready_ring"),
+        ]
         if self.settings.sweep:
             tasks.append(asyncio.create_task(timers.sweep_task(self).run(), name="sweep"))
             if self.sweep_settings.rescue_interval_s > 0:

@@ -38,6 +38,7 @@ from workqueue.exceptions import Conflict, InvalidPayload, NotFound
 from workqueue.fence import Fence
 from workqueue.inputs import KIND_MAX, check_id, check_lane, check_name, storable_text
 from workqueue.models import Status, WorkItem
+from workqueue.ready import FORGET_READY
 from workqueue.rows import items_of
 from workqueue.settle import count_refused
 from workqueue.triage.drawn import Drawn, Triaged, TriageParams, checked_fences, result_of
@@ -86,12 +87,18 @@ class CancelHeldParams(NamedTuple):
 
 # The cancel of the locked rows and its audit entries, spelled once for both (by id, as drawn).
 CANCEL_SEEN = Statement(
-    "cancel_seen", AppendEntriesParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)
+    "cancel_seen",
+    AppendEntriesParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES, RELEASE_ENDED, FORGET_READY),
 )
 CANCEL_ITEMS = Statement("cancel_items", CancelItemsParams, SQL_DIR, includes=(CANCEL_SEEN,))
 CANCEL_DRAWN = Statement("cancel_drawn", TriageParams, SQL_DIR, includes=(CANCEL_SEEN,))
 CANCEL_MATCHING = Statement(
-    "cancel_matching", CancelMatchingParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)
+    "cancel_matching",
+    CancelMatchingParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES, RELEASE_ENDED, FORGET_READY),
 )
 CANCEL_HELD = Statement(
     "cancel_held", CancelHeldParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED)

@@ -20,12 +20,13 @@ from tenancy.modes import claim_contexts_sql
 from workqueue import SQL_DIR
 from workqueue.dependents import RELEASE_ENDED
 from workqueue.lookups import AnyOf
-from workqueue.models import Pause, Status, WorkItem
+from workqueue.models import Pause, Ready, Status, WorkItem
 from wqcore.statements import Locking, NoParams, Statement, locking
 
-for _name in ("id", "kind", "status"):
-    # A cast the model keeps true: these are columns of its own, not relations.
-    cast("Field[Any, Any]", WorkItem._meta.get_field(_name)).register_lookup(AnyOf)
+for _model, _names in ((WorkItem, ("id", "kind", "status")), (Ready, ("id", "kind"))):
+    for _name in _names:
+        # A cast the models keep true: these are columns of their own, not relations.
+        cast("Field[Any, Any]", _model._meta.get_field(_name)).register_lookup(AnyOf)
 
 
 class ClaimParams(NamedTuple):
@@ -120,6 +121,22 @@ _ALLOWED_KINDS = "(SELECT kinds FROM allowed)::text[]"
 ONE_CLAIMED_PER_KEY = "workitem_one_claimed_per_key"
 
 
+def _ring() -> Any:
+    """The ready rows the claim reads: the ring's slots (1 to 4), never slot 0, whose items
+    are due beyond the ring's reach until the rotation promotes them (a constant, so the plan
+    leaves that partition out); and only those whose item is still pending (one probe of its
+    key: a row left behind by a cancel of a pending item, a race, or a release before the ring
+    is passed over, never picked, until the rotation drops it)."""
+    pending = WorkItem.objects.filter(id=OuterRef("id"), status=Status.PENDING)
+    return Ready.objects.filter(Exists(pending), slot__gt=0)
+
+
+# What the claims across tenants (fairness off, the woken claim, the fair claim's fallback) say
+# so they may read the ring's index across tenants (workqueue_ready_claim_idx, partial on it):
+# true of every row, and never said by a tenant's pick, which must read the fair index.
+_ACROSS_TENANTS = Q(priority__gte=-32768)
+
+
 def _key_free() -> Q:
     """An item without a concurrency key, or the first waiting item of its key (in claim
     order: priority, then age, then id) while no item of its tenant with that key is claimed.
@@ -130,7 +147,8 @@ def _key_free() -> Q:
     # keyed rows only), whether it probes it per candidate or hashes it once.
     held = WorkItem.objects.filter(status=Status.CLAIMED, concurrency_key__isnull=False, **key)
     first = (
-        WorkItem.objects.filter(status=Status.PENDING, available_at__lte=Now(), **key)
+        _ring()
+        .filter(available_at__lte=Now(), **key)
         .order_by("-priority", "available_at", "id")
         .values("id")[:1]
     )
@@ -148,12 +166,12 @@ _RATE_ALLOWED = RawSQL(
     + " OR ".join(
         f"{column} IN (SELECT key FROM rate_blocked WHERE scope = '{scope}')"
         for scope, column in (
-            ("kind", '"workqueue_workitem"."kind"'),
-            ("lane", '"workqueue_workitem"."lane"'),
-            ("tenant", '"workqueue_workitem"."org_id"::text'),
+            ("kind", '"workqueue_ready"."kind"'),
+            ("lane", '"workqueue_ready"."lane"'),
+            ("tenant", '"workqueue_ready"."org_id"::text'),
         )
     )
-    + ' OR ("workqueue_workitem"."rate_key" IS NOT NULL AND "workqueue_workitem"."rate_key"'
+    + ' OR ("workqueue_ready"."rate_key" IS NOT NULL AND "workqueue_ready"."rate_key"'
     " IN (SELECT key FROM rate_blocked WHERE scope = 'key'))))",
     (),
     output_field=BooleanField(),
@@ -162,8 +180,9 @@ _RATE_ALLOWED = RawSQL(
 
 # What a claim carries of each item it picked, beside its place: what the rate limits' part
 # (claim_rate_granted.sql) finds the item's limits by, read as the row was locked rather than
-# again by key.
-_PICKED = ("id", "kind", "org_id", "rate_key")
+# again by key; and where its ready row is (its slot, and what the ring's index orders it by),
+# so the claim deletes that row by its key.
+_PICKED = ("id", "kind", "org_id", "rate_key", "slot", "priority", "available_at")
 
 
 def _allowed(limited: bool) -> Q:
@@ -179,17 +198,12 @@ def _claim_locking(limited: bool) -> Locking:
     statement (an UPDATE around it, one round trip per batch) rather than evaluated, which
     would cost a round trip for the ids and another for the update."""
     queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING,
-            lane=_LANE,
-            org_id=_ORG,
-            available_at__lte=Now(),
-            kind__any_of=_KINDS,
-        )
+        _ring()
+        .filter(lane=_LANE, org_id=_ORG, available_at__lte=Now(), kind__any_of=_KINDS)
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values(*_PICKED, "priority", "available_at")[:_LIMIT]
+        .values(*_PICKED)[:_LIMIT]
     )
     # The tenant and its share of the batch come from the statement's own offers (o).
     return locking(
@@ -205,13 +219,12 @@ def _oldest_first_locking(limited: bool) -> Locking:
     """The claim with fairness off: pending, due items of the lane and kinds, highest priority
     then oldest first across tenants, ``select_for_update(skip_locked=True)``."""
     queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
-        )
+        _ring()
+        .filter(_ACROSS_TENANTS, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS)
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values(*_PICKED, "priority", "available_at")[:_LIMIT]
+        .values(*_PICKED)[:_LIMIT]
     )
     return locking(
         queryset,
@@ -234,13 +247,12 @@ def _one_locking() -> Locking:
     highest priority then oldest, not paused and free of its concurrency key,
     ``select_for_update(skip_locked=True)``."""
     queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
-        )
+        _ring()
+        .filter(_ACROSS_TENANTS, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS)
         .filter(_key_free(), _not_paused())
         .order_by("-priority", "available_at")
         .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
+        .values("id", "org_id", "slot", "priority", "available_at")[:_LIMIT]
     )
     return locking(queryset, {_LANE: "lane"}, "", {_KINDS: "%(kinds)s::text[]"}, limit_sql="1")
 
@@ -251,9 +263,8 @@ def _fallback_locking(limited: bool) -> Locking:
     ``select_for_update(skip_locked=True)``, instead of coming back short and waiting for a
     poll. Not while caps are in effect: then the lane's claims run one at a time anyway."""
     queryset = (
-        WorkItem.objects.filter(
-            status=Status.PENDING, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS
-        )
+        _ring()
+        .filter(_ACROSS_TENANTS, lane=_LANE, available_at__lte=Now(), kind__any_of=_KINDS)
         .exclude(id__any_of=_TAKEN)
         .filter(_key_free(), _allowed(limited))
         .order_by("-priority", "available_at")

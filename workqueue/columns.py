@@ -206,8 +206,9 @@ STEP_PLACED: dict[str, type[BinaryArray]] = {
     "has_dependents": BoolArray,
     "workflow_id": UUIDArray,
 }
-# Stamped with the insert's own moment (the server's now()).
-AT_INSERT = ("created_at", "updated_at")
+# Stamped with the insert's own moment (the server's now()); ringed_at too: the enqueue writes
+# the pending item's ready row in the same statement (workqueue/models/ready.py).
+AT_INSERT = ("ringed_at", "created_at", "updated_at")
 # What the single insert returns (the rest is what it was sent): the id, which tells an insert
 # from a conflict, when the item is due (its available_at may be the server's now()), and the
 # insert's moment.

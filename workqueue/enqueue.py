@@ -31,6 +31,7 @@ from workqueue.columns import (
 from workqueue.exceptions import Conflict
 from workqueue.inputs import check_traceparent
 from workqueue.models import WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.signals import send_enqueued
 from wqcore.statements import Statement
@@ -59,7 +60,12 @@ class TakenIdsParams(NamedTuple):
 
 
 ENQUEUE = Statement(
-    "enqueue", EnqueueParams, SQL_DIR, names_tenant=True, build_parts=one_insert_parts
+    "enqueue",
+    EnqueueParams,
+    SQL_DIR,
+    names_tenant=True,
+    includes=(READY_ROWS,),
+    build_parts=one_insert_parts,
 )
 READ_ITEMS = Statement("read_items", ReadItemsParams, SQL_DIR)
 TAKEN_IDS = Statement("taken_ids", TakenIdsParams, SQL_DIR)

@@ -31,6 +31,7 @@ from workqueue.enqueue import TAKEN_IDS, Outcome, TakenIdsParams, existing, read
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.kinds import get_kind
 from workqueue.models import WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.signals import send_enqueued, work_enqueued
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, System, Tenant, TenantBatches, transition
@@ -40,14 +41,18 @@ _ENQUEUE_MANY_ROWS = Statement(
     "enqueue_many_rows", EnqueueRowsParams, SQL_DIR, build_parts=many_insert_parts
 )
 ENQUEUE_MANY = Statement(
-    "enqueue_many", EnqueueManyParams, SQL_DIR, names_tenant=True, includes=(_ENQUEUE_MANY_ROWS,)
+    "enqueue_many",
+    EnqueueManyParams,
+    SQL_DIR,
+    names_tenant=True,
+    includes=(_ENQUEUE_MANY_ROWS, READY_ROWS),
 )
 ENQUEUE_MANY_NEW = Statement(
     "enqueue_many_new",
     EnqueueManyParams,
     SQL_DIR,
     names_tenant=True,
-    includes=(_ENQUEUE_MANY_ROWS,),
+    includes=(_ENQUEUE_MANY_ROWS, READY_ROWS),
 )
 
 Outcomes = list[tuple[uuid.UUID, Outcome]]

@@ -19,6 +19,7 @@ from workqueue.lanes import declared_lanes
 from workqueue.lookups import AnyOf
 from workqueue.metrics import DEAD_LETTERED
 from workqueue.models import AttemptOutcome, Status, WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.settle import RECORD_ATTEMPTS
 from wqcore.logs import fields_of_item, log_event
@@ -111,7 +112,7 @@ PURGEABLE = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANC
 
 # What the hand-back writes beside the items: a dead letter's audit entry, each attempt it ends,
 # and the waiting items its dead letters and cancels release.
-_REQUEUE_INCLUDES = (APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED)
+_REQUEUE_INCLUDES = (APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED, READY_ROWS)
 REQUEUE_STALE = Statement(
     "requeue_stale",
     RequeueStaleParams,

@@ -78,6 +78,7 @@ from workqueue.rate_limits import (
     purge_rate_buckets,
     read_rate_limits,
 )
+from workqueue.ready import Rotated, arotate_ready, rotate_ready
 from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
@@ -116,6 +117,7 @@ __all__ = [
     "Reported",
     "Requeued",
     "RolledUp",
+    "Rotated",
     "Span",
     "TenantShare",
     "acancel_held",
@@ -125,6 +127,7 @@ __all__ = [
     "aextend_leases",
     "afail",
     "arelease",
+    "arotate_ready",
     "asend_settled",
     "autovacuum_on",
     "awrite_progress",
@@ -172,6 +175,7 @@ __all__ = [
     "result_json",
     "retry_delay",
     "roll_up_minutes",
+    "rotate_ready",
     "send_settled",
     "set_unreachable_hint",
     "stale_tenants",

@@ -24,6 +24,7 @@ from workqueue.inputs import storable_text, storable_traceback
 from workqueue.kinds import get_kind
 from workqueue.metrics import DEAD_LETTERED, STALE_WRITES
 from workqueue.models import WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.results import result_json
 from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
@@ -95,14 +96,16 @@ class ExtendLeasesParams(NamedTuple):
 # Included where a statement settles a claim: records each attempt it ended (Attempt).
 RECORD_ATTEMPTS = Statement("record_attempts", NoParams, SQL_DIR)
 COMPLETE = Statement("complete", CompleteParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE))
-RETRY = Statement("retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_ENDED))
+RETRY = Statement(
+    "retry", RetryParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_ENDED, READY_ROWS)
+)
 DEAD_LETTER = Statement(
     "dead_letter",
     DeadLetterParams,
     SQL_DIR,
     includes=(APPEND_ENTRIES, RECORD_ATTEMPTS, RELEASE_ENDED),
 )
-GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR, includes=(RELEASE_ENDED,))
+GIVE_BACK = Statement("give_back", GiveBackParams, SQL_DIR, includes=(RELEASE_ENDED, READY_ROWS))
 EXTEND_LEASE = Statement("extend_lease", ExtendLeaseParams, SQL_DIR)
 COMPLETE_MANY = Statement(
     "complete_many", CompleteManyParams, SQL_DIR, includes=(RECORD_ATTEMPTS, RELEASE_DONE)

@@ -252,6 +252,41 @@ class Settings(pydantic.BaseModel):
         "lock",
     )
 
+    # -- the ready ring (workqueue/ready.py: every worker turns it, one at a time) ---------------
+    READY_ROTATE_S: float = Field(
+        1.0,
+        gt=0,
+        le=60,
+        description="how often each worker offers to turn the ready ring (one does at a time): "
+        "it promotes the items coming due, and empties a slot the claims have walked past, so a "
+        "claim never walks what a long-open snapshot keeps",
+    )
+    READY_COMPACT_MIN_BYTES: int = Field(
+        256 * 1024,
+        ge=0,
+        description="a slot of the ring is emptied once its file has grown to this (a smaller one "
+        "costs a claim less than emptying it costs the catalog)",
+    )
+    READY_COMPACT_MAX_ROWS: int = Field(
+        20_000,
+        ge=0,
+        description="a slot still holding more pending items than this is a backlog, left as it "
+        "is until the claims have drained it below (emptying it would rewrite the backlog)",
+    )
+    READY_BATCH: int = Field(
+        10_000,
+        ge=1,
+        description="the most items one turn of the ring promotes from its later slot, or gives "
+        "a ready row to (items a release before the ring made pending)",
+    )
+    READY_LOCK_TIMEOUT_MS: int = Field(
+        50,
+        ge=1,
+        le=10_000,
+        description="how long a turn waits for a slot's lock (held by a long report on it, a "
+        "pg_dump) before leaving the slot for the next turn; claims of that slot wait as long",
+    )
+
     # -- the sweep (in each runworker unless WORKER_SWEEP is false, or manage.py sweep) --------
     SWEEP_INTERVAL_S: float = Field(
         5.0, gt=0, description="between the end of one pass and the next"

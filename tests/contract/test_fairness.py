@@ -173,9 +173,9 @@ def test_a_tenants_items_are_read_from_its_own_index_when_another_holds_the_back
     ctx, make_ctx
 ) -> None:
     """After ANALYZE has sampled one tenant holding nearly every item, the per-tenant pick
-    still reads a tenant's items from workitem_fair_claim_idx (tenant first), never by walking
-    the lane's whole backlog in workitem_claim_idx to reach the small tenant's few (migration
-    0012 tells the planner tenants are many)."""
+    still reads a tenant's items from the ring's fair index (workqueue_ready_fair_idx: lane,
+    tenant first), never by walking the lane's whole backlog in its claim index to reach the
+    small tenant's few (migration 0020 tells the planner tenants are many, slot by slot)."""
     [seed] = _backlog(ctx, 1)
     with connections["admin"].cursor() as cursor:
         # A backlog as large as the one that showed it (cloned: the API would take minutes).
@@ -189,7 +189,16 @@ def test_a_tenants_items_are_read_from_its_own_index_when_another_holds_the_back
             " FROM workqueue_workitem w, generate_series(1, 400000) g WHERE w.id = %s",
             [seed],
         )
+        # Each with its ready row, as the enqueue writes it: the claim reads the ring.
+        cursor.execute(
+            "INSERT INTO workqueue_ready (slot, id, org_id, lane, kind, priority, available_at)"
+            " SELECT workqueue_ready_slot(w.available_at), w.id, w.org_id, w.lane, w.kind,"
+            " w.priority, w.available_at FROM workqueue_workitem w"
+            " WHERE w.status = 'pending' AND w.id <> %s",
+            [seed],
+        )
         cursor.execute("ANALYZE workqueue_workitem")  # it has seen one tenant
+        cursor.execute("ANALYZE workqueue_ready")
     api.enqueue(make_ctx(), "NOOP", {"n": -1})
     params = claim.ClaimParams("default", ["NOOP"], "w", 30.0, 10, "off", False, None, None, [], [])
     with transaction.atomic(using="admin"), connections["admin"].cursor() as cursor:
@@ -211,5 +220,7 @@ def test_a_tenants_items_are_read_from_its_own_index_when_another_holds_the_back
     ]
     assert per_tenant, _scans(plan)
     for node in per_tenant:
-        assert node["Index Name"] == "workitem_fair_claim_idx", node
+        # Each slot's copy of workqueue_ready_fair_idx (lane, org_id, priority, available_at).
+        assert node["Index Name"].startswith("workqueue_ready_"), node
+        assert "org_id" in node["Index Name"], node
         assert re.search(r"org_id = o(_\d+)?\.org_id", node["Index Cond"]), node

@@ -223,6 +223,19 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "LOCK TABLE workqueue_workitem IN SHARE ROW EXCLUSIVE MODE",
         "LOCK TABLE workqueue_audit_auditentry IN ACCESS EXCLUSIVE MODE",
         "LOCK TABLE workqueue_tenancy_org IN ACCESS EXCLUSIVE MODE",
+        # The ready ring: no delete, no table-wide lock (every claim reads it), no partition.
+        "DELETE FROM workqueue_ready",
+        "UPDATE workqueue_ready SET priority = 32767",
+        "TRUNCATE workqueue_ready",
+        "LOCK TABLE workqueue_ready IN ACCESS EXCLUSIVE MODE",
+        "LOCK TABLE workqueue_ready IN SHARE MODE",
+        "SELECT * FROM workqueue_ready_1",
+        (
+            "INSERT INTO workqueue_ready_later (slot, id, org_id, lane, kind, priority, available_at)"
+            " SELECT 0, gen_random_uuid(), id, 'default', 'NOOP', 0, now() FROM workqueue_tenancy_org"
+        ),
+        "TRUNCATE workqueue_ready_2",
+        "LOCK TABLE workqueue_ready_3 IN ACCESS EXCLUSIVE MODE",
         "ALTER TABLE workqueue_workitem DISABLE ROW LEVEL SECURITY",
         "ALTER TABLE workqueue_workitem NO FORCE ROW LEVEL SECURITY",
         "DROP POLICY tenant_isolation ON workqueue_workitem",

@@ -113,6 +113,12 @@ def _back_date_attempts(org_id: uuid.UUID, seconds: float) -> None:
             " available_at = available_at - make_interval(secs => %s) WHERE org_id = %s",
             [seconds, seconds, org_id],
         )
+        # A pending item's ready row is ordered by when it is due: it moves with it.
+        cursor.execute(
+            "UPDATE workqueue_ready SET available_at = available_at - make_interval(secs => %s)"
+            " WHERE org_id = %s",
+            [seconds, org_id],
+        )
 
 
 def test_the_rollup_is_exact_against_the_attempts_and_counts_each_once(

@@ -266,6 +266,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
     assert list(result.results) == [
         "rescue",
         "requeue_stale",
+        "rotate_ready",
         "relay_outbox",
         "enqueue_schedules",
         "roll_up_minutes",

@@ -26,6 +26,7 @@ from workers.sweep import (
     requeue_stale,
     rescue,
     roll_up_minutes,
+    rotate_ready,
 )
 from workers.sweep.config import SweepSettings
 from wqcore.conf import system_alias
@@ -40,12 +41,14 @@ MUTEX = "workers.sweep"
 Step = Callable[[RequestContext, SweepSettings], Any]
 
 # The order matters: a gone worker's items and stale claims back first (work waiting), the
-# outbox relayed, the schedules' due ticks enqueued, the attempts rolled up for the gauges page
-# (before the purge of items, which takes their attempts with them), then the purges. (The gauges
-# are read by the one endpoint exporting them, when scraped: workers.gauges.)
+# ready ring turned (what came due promoted), the outbox relayed, the schedules' due ticks
+# enqueued, the attempts rolled up for the gauges page (before the purge of items, which takes
+# their attempts with them), then the purges. (The gauges are read by the one endpoint
+# exporting them, when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
     ("rescue", rescue.run_once),
     ("requeue_stale", requeue_stale.run_once),
+    ("rotate_ready", rotate_ready.run_once),
     ("relay_outbox", relay_outbox.run_once),
     ("enqueue_schedules", enqueue_schedules.run_once),
     ("roll_up_minutes", roll_up_minutes.run_once),

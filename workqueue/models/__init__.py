@@ -107,6 +107,11 @@ class WorkItem(models.Model):
     # is there (jsonb ||), under the same fence and throttle. Never NULL: merging needs an
     # object; the database's own default too, so a row any statement inserts has one.
     meta = models.JSONField(default=dict, db_default=Value({}, JSONField()), blank=True)
+    # When the statement that last made it pending gave it its ready row
+    # (workqueue/models/ready.py): that statement's updated_at. A pending item whose ringed_at
+    # is not its updated_at was made pending by a release before the ring (or before the
+    # upgrade), without one; the ring's rotation gives it one (workitem_unringed_idx finds it).
+    ringed_at = models.DateTimeField(null=True, editable=False)
     created_at = models.DateTimeField(db_default=Now(), editable=False)
     updated_at = models.DateTimeField(db_default=Now())
 
@@ -134,27 +139,13 @@ class WorkItem(models.Model):
             ),
         ]
         indexes = [
-            # The fair claim: per lane, the tenants with pending work (a loose index scan), then
-            # each tenant's items by priority and age. Pending rows only, so done rows never
-            # widen it (between autovacuum runs, dead entries slow every claim).
+            # The pending items without a ready row (made pending by a release before the ring):
+            # the rotation gives each one. Empty once none is left, and no statement of this
+            # release writes an entry: its pending items are ringed as they are written.
             models.Index(
-                fields=["lane", "org_id", "-priority", "available_at"],
-                condition=models.Q(status="pending"),
-                name="workitem_fair_claim_idx",
-            ),
-            # The claim with fairness off (WORKQUEUE["FAIR_CLAIM"] false): priority and age across
-            # tenants.
-            models.Index(
-                fields=["lane", "-priority", "available_at"],
-                condition=models.Q(status="pending"),
-                name="workitem_claim_idx",
-            ),
-            # The claim's "is an older item with this key still waiting?" (one descent per keyed
-            # candidate). Keyed pending rows only.
-            models.Index(
-                fields=["org_id", "concurrency_key", "-priority", "available_at", "id"],
-                condition=models.Q(status="pending", concurrency_key__isnull=False),
-                name="workitem_key_waiting_idx",
+                fields=["id"],
+                condition=models.Q(status="pending") & ~models.Q(ringed_at=models.F("updated_at")),
+                name="workitem_unringed_idx",
             ),
             # The sweep: claimed rows whose lease passed.
             models.Index(
@@ -330,9 +321,11 @@ class Mutex(models.Model):
 
 # The operator's controls live beside (``controls.py``), a workflow's steps as declared
 # (``workflows.py``) and the sweep's rollup of the attempts for the gauges page's charts
-# (``minutes.py``); their models are the app's like these.
+# (``minutes.py``), and the pending items as the claim finds them (``ready.py``); their models
+# are the app's like these.
 from workqueue.models.controls import Pause, RateBucket, RateLimit, TenantShare  # noqa: E402
 from workqueue.models.minutes import LaneMinute, RollupState  # noqa: E402
+from workqueue.models.ready import Ready  # noqa: E402
 from workqueue.models.workflows import Callback, WorkflowStep  # noqa: E402
 
 __all__ = [
@@ -348,6 +341,7 @@ __all__ = [
     "Pause",
     "RateBucket",
     "RateLimit",
+    "Ready",
     "RollupState",
     "Status",
     "StoredResponse",

@@ -12,4 +12,4 @@ WITH drawn AS (
        FOR UPDATE OF w
 ), {cancel_seen}
 )
-SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r, (SELECT count(*) FROM forgotten) AS f

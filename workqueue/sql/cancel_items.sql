@@ -7,4 +7,4 @@ WITH seen AS (
        FOR UPDATE
 ), {cancel_seen}
 )
-SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r, (SELECT count(*) FROM forgotten) AS f

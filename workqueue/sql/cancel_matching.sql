@@ -1,4 +1,4 @@
--- cancel_matching: cancel up to batch items of one kind (and lane, and statuses; in one tenant or, with org_id null on the system login, every tenant) as cancel_items does each (meeting the edges a cancelled one ends), skipping rows another transaction has locked (a later batch or run takes them); appends an audit entry per item naming the actor; returns how many were cancelled and how many holders were asked
+-- cancel_matching: cancel up to batch items of one kind (and lane, and statuses; in one tenant or, with org_id null on the system login, every tenant) as cancel_items does each (meeting the edges a cancelled one ends, forgetting a pending one's ready row), skipping rows another transaction has locked (a later batch or run takes them); appends an audit entry per item naming the actor; returns how many were cancelled and how many holders were asked
 WITH seen AS (
     SELECT w.id, w.status AS status_before
       FROM workqueue_workitem w
@@ -29,7 +29,7 @@ WITH seen AS (
 {append_entries}
 ), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status = 'cancelled'
-), {move_dependents}
+), {forget_ready}, {move_dependents}
 SELECT count(*) FILTER (WHERE status = 'cancelled') AS cancelled,
        count(*) FILTER (WHERE status = 'claimed') AS requested
-  FROM moved, (SELECT count(*) FROM dependents) AS r
+  FROM moved, (SELECT count(*) FROM dependents) AS r, (SELECT count(*) FROM forgotten) AS f

@@ -1,4 +1,4 @@
--- cancel_seen: the cancel of the rows the including statement's `seen` locked (id, status_before, reason): a waiting or pending one at once (status cancelled, its reason, if any, as its last error; the edges it ends met: those a waiting item needs finished), a claimed one by asking its holder (cancel_requested_at), each with its work.cancelled or work.cancel_requested audit entry (with the reason, if any); the one spelling for cancel_items, cancel_drawn and cancel_workflow
+-- cancel_seen: the cancel of the rows the including statement's `seen` locked (id, status_before, reason): a waiting or pending one at once (status cancelled, a pending one's ready row forgotten, its reason, if any, as its last error; the edges it ends met: those a waiting item needs finished), a claimed one by asking its holder (cancel_requested_at), each with its work.cancelled or work.cancel_requested audit entry (with the reason, if any); the one spelling for cancel_items, cancel_drawn and cancel_workflow
 moved AS (
     UPDATE workqueue_workitem AS w
        SET status = CASE WHEN seen.status_before = 'claimed' THEN 'claimed' ELSE 'cancelled' END,
@@ -20,5 +20,5 @@ moved AS (
       FROM moved m
 ), parent_items AS (
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status = 'cancelled'
-), {move_dependents}, audited AS (
+), {forget_ready}, {move_dependents}, audited AS (
 {append_entries}

@@ -1,4 +1,4 @@
--- claim_one: the woken claim: the first due item of the lane and kinds alone, highest priority then oldest across tenants (not of a paused lane or kind, one per concurrency key), locked with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim_statements.py; it gets a fresh token, a lease, and one attempt spent; or, while a rate limit is set or (fair) a tenant's cap stands, nothing, and one row saying so; every row says whether a rate limit is set (rate_limited) and a tenant's cap stands (tenant_capped)
+-- claim_one: the woken claim: the first due item of the lane and kinds alone (its row of the ready ring, workqueue_ready, taken), highest priority then oldest across tenants (not of a paused lane or kind, one per concurrency key), locked with the compiled select_for_update(skip_locked=True) queryset of workqueue/claim_statements.py; it gets a fresh token, a lease, and one attempt spent; or, while a rate limit is set or (fair) a tenant's cap stands, nothing, and one row saying so; every row says whether a rate limit is set (rate_limited) and a tenant's cap stands (tenant_capped)
 -- The worker was idle, so there is no backlog to share out and nothing to count: the claim that counts caps and spends
 -- rate limits (claim_oldest_first) runs only when held says it must (the rate limits' small table and the capped tenants' index, read in this
 -- statement, so no reading of them goes before the claim and none is out of date). A pause is one index probe of
@@ -19,14 +19,22 @@ WITH commit_mode AS MATERIALIZED (
                    ({caps_in_effect}
                    ) AS tenant_capped
             OFFSET 0) AS f  -- each read once (not pulled up into both uses)
+), picked AS MATERIALIZED (
+    SELECT c.* FROM ({locking}) AS c WHERE NOT (SELECT held FROM held)
 ), claimed AS (
 UPDATE workqueue_workitem AS w
    SET status = 'claimed',
        {claim_set}
   FROM commit_mode
- WHERE NOT (SELECT held FROM held)
-   AND w.id = ({locking})
+ WHERE w.id = (SELECT x.id FROM workqueue_workitem x
+                WHERE x.id = (SELECT id FROM picked) AND x.status = 'pending'
+                  FOR UPDATE SKIP LOCKED)
 RETURNING w.*
+), taken AS (
+    DELETE FROM workqueue_ready r
+     USING picked p, claimed c
+     WHERE c.id = p.id AND r.slot = p.slot AND r.lane = %(lane)s::text AND r.org_id = p.org_id
+       AND r.priority = p.priority AND r.available_at = p.available_at AND r.id = p.id
 )
 SELECT contexts.*, held.rate_limited, held.tenant_capped
   FROM held LEFT JOIN ({claim_contexts}) AS contexts ON true

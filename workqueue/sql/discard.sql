@@ -1,4 +1,4 @@
--- discard: set aside the tenant's dead letters or waiting or pending items (status discarded: never run, purged later; the edges a waiting or pending one ends are met: those a waiting item needs finished), only those still as the operator saw them (same status and updated_at), appending a work.discarded audit entry per item that keeps its payload, error and attempts
+-- discard: set aside the tenant's dead letters or waiting or pending items (status discarded: never run, purged later, a pending one's ready row forgotten; the edges a waiting or pending one ends are met: those a waiting item needs finished), only those still as the operator saw them (same status and updated_at), appending a work.discarded audit entry per item that keeps its payload, error and attempts
 WITH drawn AS (
     SELECT * FROM unnest(%(ids)s::uuid[], %(statuses)s::text[], %(updated_ats)s::timestamptz[])
                   AS t(id, status, updated_at)
@@ -26,5 +26,5 @@ WITH drawn AS (
 ), parent_items AS (
     -- A dead letter's edges were met when it died: only a waiting or pending one ends here.
     SELECT m.id, m.has_dependents FROM moved m WHERE m.status_before <> 'failed'
-), {move_dependents}
-SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r
+), {forget_ready}, {move_dependents}
+SELECT m.* FROM moved m, (SELECT count(*) FROM dependents) AS r, (SELECT count(*) FROM forgotten) AS f

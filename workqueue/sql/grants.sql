@@ -5,8 +5,19 @@
 GRANT SELECT, INSERT ON workqueue_workitem TO {app};
 GRANT UPDATE (status, available_at, claimed_by, claim_token, lease_expires_at, attempts,
               last_error, payload, cancel_requested_at, result, updated_at, updated_by, waiting_on,
-              has_dependents)
+              has_dependents, ringed_at)
    ON workqueue_workitem TO {app};
+-- The ready ring: the statements that make an item pending write its ready row under the
+-- tenant; only the claim (system login) deletes one, and workqueue_ready_forget the rows of
+-- items a tenant ended while pending. No DELETE (it would let the login LOCK the ring, stalling
+-- every claim), and no right on the partitions themselves (read and written through the table).
+GRANT SELECT, INSERT ON workqueue_ready TO {app};
+-- The rotation empties the ring's partitions (TRUNCATE, after moving what they still hold) on
+-- the system login.
+GRANT SELECT, INSERT, DELETE, TRUNCATE
+   ON workqueue_ready_later, workqueue_ready_1, workqueue_ready_2, workqueue_ready_3,
+      workqueue_ready_4
+   TO {system};
 -- A tenant reads its own share of the queue; the operator sets shares (system login).
 GRANT SELECT ON workqueue_tenantshare TO {app};
 -- The enqueue API's stored responses: a request claims its Idempotency-Key (insert) and

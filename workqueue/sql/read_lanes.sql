@@ -1,10 +1,10 @@
--- read_lanes: the lanes that hold items, for the admin's lane filter, without reading the whole table: the lanes of pending items by a loose index scan (one probe of workitem_claim_idx per lane), of claimed items (workitem_stale_idx) when with_live, and of the newest `scan` dead letters (workitem_triage_idx); at most 200
+-- read_lanes: the lanes that hold items, for the admin's lane filter, without reading the whole table: the lanes of pending items by a loose index scan of the ready ring (one probe of each slot's workqueue_ready_claim_idx per lane), of claimed items (workitem_stale_idx) when with_live, and of the newest `scan` dead letters (workitem_triage_idx); at most 200
 WITH RECURSIVE pending AS (
-    (SELECT w.lane, 1 AS n FROM workqueue_workitem w
-      WHERE w.status = 'pending' AND %(with_live)s::boolean ORDER BY w.lane LIMIT 1)
+    (SELECT r.lane, 1 AS n FROM workqueue_ready r
+      WHERE %(with_live)s::boolean ORDER BY r.lane LIMIT 1)
     UNION ALL
-    SELECT (SELECT w.lane FROM workqueue_workitem w
-             WHERE w.status = 'pending' AND w.lane > p.lane ORDER BY w.lane LIMIT 1), p.n + 1
+    SELECT (SELECT r.lane FROM workqueue_ready r
+             WHERE r.lane > p.lane ORDER BY r.lane LIMIT 1), p.n + 1
       FROM pending p
      WHERE p.lane IS NOT NULL AND p.n < 200
 ), dead AS (

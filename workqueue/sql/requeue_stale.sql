@@ -1,4 +1,4 @@
--- requeue_stale: hand back the tenant's claimed items whose lease passed before `before`, or (the rescue's locking) those the named gone holders claimed before `before` (the locking subquery is one of the querysets workqueue/maintenance.py compiles; the error and the attempt's outcome say which); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry (and the edges it ends met: those a waiting item needs finished), and each attempt so ended is recorded, and the lanes of the items handed back are announced on work_available, in the same statement
+-- requeue_stale: hand back the tenant's claimed items whose lease passed before `before`, or (the rescue's locking) those the named gone holders claimed before `before`, each requeued with its ready row (the locking subquery is one of the querysets workqueue/maintenance.py compiles; the error and the attempt's outcome say which); one whose attempts are spent becomes a dead letter instead, and one someone asked to cancel ends cancelled, each with its audit entry (and the edges it ends met: those a waiting item needs finished), and each attempt so ended is recorded, and the lanes of the items handed back are announced on work_available, in the same statement
 -- (attempts >= max_attempts spells rules.is_exhausted once more; tests/contract/test_maintenance.py holds them together)
 -- `stale` names each row's holder as it was (the update clears it for a requeued item; a dead letter keeps it).
 WITH stale AS (
@@ -15,12 +15,14 @@ UPDATE workqueue_workitem AS w
                          THEN {cause} || '; cancelled as asked'
                          WHEN w.attempts >= w.max_attempts
                          THEN {cause} || '; attempts spent' ELSE {cause} END,
-       updated_at = now(),
+       updated_at = now(), ringed_at = now(),
        updated_by = {system_actor}
   FROM stale
  WHERE w.id = stale.id
 RETURNING w.*
-), entries AS (
+), made_pending AS (
+    SELECT * FROM moved
+), {ready_rows}, entries AS (
     SELECT m.org_id,
            CASE WHEN m.status = 'failed' THEN 'work.dead_lettered' ELSE 'work.cancelled' END
                AS action,

@@ -1,5 +1,5 @@
 -- sample_pending: at the first pass of each minute (by the database clock), count each tenant's pending items per lane into that minute's row, as the lane's depth; returns whether it counted (false: this minute's are counted already) and how many rows it wrote
--- Read from the fair claim's index on pending rows (workitem_fair_claim_idx: lane, tenant). A minute a tenant's lane had
+-- Read from the ready ring (workqueue_ready: a row per pending item, its slots small whatever the items' history). A minute a tenant's lane had
 -- nothing pending keeps 0: the rows of that minute written by the rollup start at 0.
 WITH turn AS (
     UPDATE workqueue_rollupstate
@@ -11,7 +11,7 @@ WITH turn AS (
            CASE WHEN w.lane = ANY(%(lanes)s::text[]) THEN w.lane ELSE '(undeclared)' END AS lane,
            count(*) AS pending
       FROM turn t
-      JOIN workqueue_workitem w ON w.status = 'pending'
+      JOIN workqueue_ready w ON true
      GROUP BY t.minute, w.org_id, 3
 ), written AS (
     INSERT INTO workqueue_laneminute AS m (minute, org_id, lane, done, failed, dead, waits, pending)

@@ -17,6 +17,7 @@ from workqueue import SQL_DIR
 from workqueue.dependents import HOLD_REQUEUED
 from workqueue.exceptions import InvalidPayload
 from workqueue.inputs import is_aware
+from workqueue.ready import READY_ROWS
 from workqueue.triage.matching import DEAD_MATCHING, DeadFilter, count_dead, match_values
 from wqcore.conf import wq_settings
 from wqcore.logs import log_event
@@ -46,7 +47,7 @@ REQUEUE_MATCHING = Statement(
     "requeue_matching",
     MatchingActionParams,
     SQL_DIR,
-    includes=(DEAD_MATCHING, APPEND_ENTRIES, HOLD_REQUEUED),
+    includes=(DEAD_MATCHING, APPEND_ENTRIES, HOLD_REQUEUED, READY_ROWS),
 )
 DISCARD_MATCHING = Statement(
     "discard_matching",

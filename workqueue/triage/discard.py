@@ -8,6 +8,7 @@ from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.dependents import RELEASE_ENDED
+from workqueue.ready import FORGET_READY
 from workqueue.triage.drawn import (
     DISCARDABLE,
     Drawn,
@@ -20,7 +21,9 @@ from workqueue.triage.drawn import (
 from wqcore.statements import Statement
 from wqcore.store import Plan, Tenant, transition
 
-DISCARD = Statement("discard", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED))
+DISCARD = Statement(
+    "discard", TriageParams, SQL_DIR, includes=(APPEND_ENTRIES, RELEASE_ENDED, FORGET_READY)
+)
 
 
 @transition

@@ -16,6 +16,7 @@ from workqueue.enqueue import READ_ITEMS, ReadItemsParams
 from workqueue.exceptions import Conflict
 from workqueue.kinds import get_kind, validate_payload
 from workqueue.models import WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.triage.drawn import (
     REQUEUEABLE,
@@ -48,10 +49,16 @@ class RequeueEditedParams(NamedTuple):
 
 
 REQUEUE_DEAD = Statement(
-    "requeue_dead", RequeueDeadParams, SQL_DIR, includes=(APPEND_ENTRIES, HOLD_REQUEUED)
+    "requeue_dead",
+    RequeueDeadParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES, HOLD_REQUEUED, READY_ROWS),
 )
 REQUEUE_EDITED = Statement(
-    "requeue_edited", RequeueEditedParams, SQL_DIR, includes=(APPEND_ENTRIES, HOLD_REQUEUED)
+    "requeue_edited",
+    RequeueEditedParams,
+    SQL_DIR,
+    includes=(APPEND_ENTRIES, HOLD_REQUEUED, READY_ROWS),
 )
 
 

@@ -38,6 +38,7 @@ from workqueue.enqueue import (
 from workqueue.exceptions import Conflict, InvalidPayload
 from workqueue.kinds import get_kind
 from workqueue.models import Needs, Status, WorkItem
+from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.signals import send_enqueued
 from workqueue.workflows.builder import Step, Workflow
@@ -83,7 +84,7 @@ ENQUEUE_WORKFLOW = Statement(
     EnqueueWorkflowParams,
     SQL_DIR,
     names_tenant=True,
-    includes=(_STEP_ROWS,),
+    includes=(_STEP_ROWS, READY_ROWS),
 )
 
 # What a parent that ended so can never become again: nothing waits for it to be done.
