@@ -231,8 +231,10 @@ def test_scoped_to_a_no_tenant_table_shows_or_changes_a_row_of_b(two_tenants) ->
         "LOCK TABLE workqueue_ready IN SHARE MODE",
         "SELECT * FROM workqueue_ready_1",
         (
-            "INSERT INTO workqueue_ready_later (slot, id, org_id, lane, kind, priority, available_at)"
-            " SELECT 0, gen_random_uuid(), id, 'default', 'NOOP', 0, now() FROM workqueue_tenancy_org"
+            "INSERT INTO workqueue_ready_later"
+            " (slot, id, org_id, lane, kind, priority, available_at)"
+            " SELECT 0, gen_random_uuid(), id, 'default', 'NOOP', 0, now()"
+            " FROM workqueue_tenancy_org"
         ),
         "TRUNCATE workqueue_ready_2",
         "LOCK TABLE workqueue_ready_3 IN ACCESS EXCLUSIVE MODE",
