@@ -9,7 +9,10 @@
 #       python manage.py runworker NOOP,NOTIFY_SHIPMENT
 # Settings come from the environment (deploy.env.example for production, .env.example for all of
 # them); DATABASE_URL must name a real server (the embedded PostgreSQL of bin/run is a laptop's).
-FROM python:3.13-slim
+# The base: the official one by default; bin/image passes one made from Debian's packages
+# where no image registry is reachable (the same layout: CPython 3.13 in /usr/local).
+ARG BASE=python:3.13-slim
+FROM ${BASE}
 
 # A worker's /healthz and /metrics listen on every interface: the scraper comes from outside.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DEBUG=false PORT=8000 \
