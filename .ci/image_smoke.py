@@ -737,11 +737,119 @@ def rolling_upgrade(
     stop(new_web)
 
 
+def compose_check(image: str, folder: Path, timings: dict[str, float]) -> None:
+    """compose.yaml as an operator runs it (a copy, with its own environment files, project
+    and port, so a stack of the same machine's is never touched)."""
+    say(f"== compose.yaml ({'podman-compose' if ENGINE == 'podman' else 'docker compose'})")
+    work = folder / "compose"
+    work.mkdir()
+    (work / "compose.yaml").write_text((ROOT / "compose.yaml").read_text())
+    project = f"wq-smoke-{os.getpid()}"
+    port = free_port()
+    env = {
+        **os.environ,
+        "WORKQUEUE_COMPOSE_FILE": str(work / "compose.yaml"),
+        "COMPOSE_PROJECT_NAME": project,
+        "WEB_PORT": str(port),
+        "WORKQUEUE_IMAGE": image,
+    }
+
+    def compose(*args: str) -> str:
+        done = subprocess.run(
+            [str(IMAGE), "compose", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise SmokeFailure(f"bin/image compose {' '.join(args)}: {done.stderr[-3000:]}")
+        return done.stdout
+
+    def containers(*, every: bool = False) -> dict[str, str]:
+        """The project's containers: service -> container name."""
+        out = engine_run(
+            "ps",
+            *(["--all"] if every else []),
+            "--filter",
+            f"label=com.docker.compose.project={project}",
+            "--format",
+            '{{.Names}} {{index .Labels "com.docker.compose.service"}}',
+        )
+        return {service: name for name, service in (line.split() for line in out.splitlines())}
+
+    subprocess.run([str(IMAGE), "compose-env"], env=env, capture_output=True, check=True)
+    owner_password = re.findall(
+        r"^POSTGRES_PASSWORD=(.+)$", (work / "compose.owner.env").read_text(), re.M
+    )[0]
+    try:
+        started = time.monotonic()
+        compose("up", "-d")
+        up = containers()
+        services = {"db", "web", "worker-1", "worker-2", "sweep"}
+        check(services <= set(up), f"compose up started {sorted(up)}, not {sorted(services)}")
+        for service in ("db", "web", "worker-1", "worker-2"):
+            wait_healthy(up[service])
+        check(running(up["sweep"]), "the sweep is not running")
+        timings["compose_up_s"] = time.monotonic() - started
+        passed(
+            f"compose up: db, web, worker-1, worker-2 healthy and the sweep running in "
+            f"{timings['compose_up_s']:.0f} s"
+        )
+        password = secrets.token_urlsafe(16)
+        engine_run(
+            "run",
+            "--rm",
+            "--network",
+            f"{project}_default",
+            "--env-file",
+            str(work / "compose.env"),
+            "--env-file",
+            str(work / "compose.owner.env"),
+            "--env",
+            f"DEMO_PASSWORD={password}",
+            image,
+            "python",
+            "manage.py",
+            "create_demo_tenant",
+        )
+        api = Api(f"http://127.0.0.1:{port}", "admin", password)
+        item_id = api.enqueue({})
+        wait_for(lambda: api.item(item_id)["status"] == "done", "the compose item done", 60)
+        host = psql_in(up["db"], f"SELECT host FROM workqueue_attempt WHERE item_id = '{item_id}'")
+        workers = {
+            engine_run("inspect", "--format", "{{.Config.Hostname}}", up[w]).strip()
+            for w in ("worker-1", "worker-2")
+        }
+        check(host in workers, f"the compose item was run by {host!r}, not a worker of it")
+        passed(f"an item enqueued through the published port was done by a worker ({host})")
+        for service in ("web", "worker-1", "worker-2", "sweep"):
+            check(
+                owner_password not in engine_run("exec", up[service], "env"),
+                f"{service} was given the database superuser's password",
+            )
+        passed("the web, the workers and the sweep never see the database superuser's password")
+    finally:
+        started = time.monotonic()
+        compose("down", "-t", "40", "-v")
+        timings["compose_down_s"] = time.monotonic() - started
+    left = containers(every=True)
+    check(not left, f"compose down left {sorted(left.values())}")
+    passed(f"compose down in {timings['compose_down_s']:.0f} s: nothing left running")
+
+
+def psql_in(container: str, sql: str) -> str:
+    """``sql`` as the superuser, in the database container of a compose project."""
+    return engine_run(
+        "exec", container, "psql", "-U", "postgres", "-d", "workqueue", "-qAtXc", sql
+    ).strip()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--skip-upgrade", action="store_true", help="check the release under test only"
-    )
+    parser.add_argument("--skip-upgrade", action="store_true", help="leave out the rolling upgrade")
+    parser.add_argument("--skip-compose", action="store_true", help="leave out compose.yaml")
     options = parser.parse_args()
     pid = os.getpid()
     started = time.monotonic()
@@ -769,6 +877,8 @@ def main() -> int:
                     release_under_test(image, run, fresh, timings)
                     if not options.skip_upgrade:
                         rolling_upgrade(image, run, upgrade, timings)
+                    if not options.skip_compose:
+                        compose_check(image, Path(folder), timings)
                 finally:
                     run.remove_all()
         except SmokeFailure as exc:
