@@ -21,7 +21,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DEBUG=false PORT=8000 \
 WORKDIR /app
 RUN useradd --system --uid 10001 --no-create-home app
 COPY requirements-runtime.txt .
-RUN pip install --no-cache-dir --require-hashes -r requirements-runtime.txt
+# Gettext's sources (Django's .po files, about 10 MB) are never read: only the compiled .mo files
+# are.
+RUN pip install --no-cache-dir --require-hashes -r requirements-runtime.txt \
+    && find /usr/local/lib -name '*.po' -delete
 # .dockerignore keeps the local venv, database, secrets, tests and caches out.
 COPY . .
 # The admin's CSS and scripts into STATIC_ROOT, which whitenoise serves (a build-only key: the

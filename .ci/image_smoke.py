@@ -23,6 +23,7 @@ them: the previous release's is built once per release).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -473,8 +474,10 @@ def previous_release() -> tuple[str, str]:
     """The commit before the newest migration (the release this one upgrades), and the
     migration files that came after it."""
     git = ["git", "-C", str(ROOT)]
+    # The product's migrations (the image's), not the test sites'.
+    migrations = [":(glob)**/migrations/0*.py", ":(exclude)tests/**", ":(exclude)bench/**"]
     newest = subprocess.run(
-        [*git, "log", "-1", "--format=%H", "HEAD", "--", "*/migrations/0*.py"],
+        [*git, "log", "-1", "--format=%H", "HEAD", "--", *migrations],
         capture_output=True,
         text=True,
         check=True,
@@ -495,8 +498,9 @@ def previous_release() -> tuple[str, str]:
 
 
 def release_image(commit: str) -> tuple[str, float]:
-    """The image of ``commit`` (its files, this Dockerfile), kept by its commit: built once."""
-    tag = f"localhost/workqueue:{commit[:12]}"
+    """The image of ``commit`` (its files, this Dockerfile), kept by both: built once."""
+    recipe = hashlib.sha256((ROOT / "Dockerfile").read_bytes()).hexdigest()[:8]
+    tag = f"localhost/workqueue:{commit[:12]}-dockerfile-{recipe}"
     if ENGINE == "podman":
         present = subprocess.run([ENGINE, "image", "exists", tag], check=False).returncode == 0
     else:
@@ -513,8 +517,47 @@ def release_image(commit: str) -> tuple[str, float]:
             ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", folder], input=archive.stdout, check=True)
-        (Path(folder) / ".git-commit").write_text(commit)
-        return build("--tag", tag, "--context", folder)
+        return build("--tag", tag, "--context", folder, "--revision", commit[:12])
+
+
+def prune_images(keep: set[str]) -> None:
+    """Remove the images bin/image made that this run does not keep (the older releases' and
+    commits'), and the layers no image uses any more; an image a container uses stays."""
+    out = engine_run(
+        "images",
+        "--filter",
+        "label=org.opencontainers.image.revision",
+        "--format",
+        "{{.Repository}}:{{.Tag}}",
+        check_ok=False,
+    )
+    kept = keep | {"localhost/workqueue:latest"}
+    for tag in sorted(set(out.split()) - kept):
+        if tag.startswith("localhost/workqueue:"):
+            engine_run("rmi", tag, check_ok=False)
+    engine_run("image", "prune", "--force", check_ok=False)
+
+
+def layer_sizes(image: str) -> str:
+    """What the image's size is made of: its layers that hold anything, largest first."""
+    out = engine_run("history", "--no-trunc", "--format", "{{.Size}}\t{{.CreatedBy}}", image)
+    units = {"B": 1e-6, "kB": 1e-3, "KB": 1e-3, "MB": 1.0, "GB": 1e3}
+    names = {
+        "pip install": "the dependencies",
+        "collectstatic": "the static files",
+        "COPY dir:": "the site",
+        "ADD file:": "the base",
+    }
+    layers = []
+    for line in out.splitlines():
+        size, _, created_by = line.partition("\t")
+        match = re.match(r"([\d.]+)\s*([kKMG]?B)", size)
+        mb = float(match[1]) * units[match[2]] if match else 0.0
+        if mb >= 0.5:
+            name = next((n for key, n in names.items() if key in created_by), created_by[:40])
+            layers.append((mb, name))
+    layers.sort(reverse=True)
+    return ", ".join(f"{name} {mb:.0f} MB" for mb, name in layers)
 
 
 def no_secret_in(image: str, found_in: list[str], marker: str) -> None:
@@ -609,6 +652,7 @@ def release_under_test(
         "the worker claiming the long items",
         60,
     )
+    running_then = counts(deployment.database).get("claimed", 0)
     took, code = stop(worker)
     now = counts(deployment.database)
     handed_back = int(
@@ -621,8 +665,9 @@ def release_under_test(
     done = now.get("done", 0) - 1  # the first item's
     lost = len(short) + len(long) - done - handed_back
     say(
-        f"  drain on SIGTERM: {len(short) + len(long)} items: {done} done, {handed_back} handed "
-        f"back, lost {lost} (the container stopped in {took:.1f} s, exit {code})"
+        f"  drain on SIGTERM: {len(short) + len(long)} items, {running_then} running at the "
+        f"signal: {done} done, {handed_back} handed back, lost {lost} (the container stopped "
+        f"in {took:.1f} s, exit {code})"
     )
     check(code == 0, f"the worker exited {code} on SIGTERM: {logs(worker)[-2000:]}")
     check(now.get("claimed", 0) == 0, f"items still claimed after the drain: {now}")
@@ -638,7 +683,8 @@ def release_under_test(
 
 def rolling_upgrade(
     image: str, run: Containers, deployment: Deployment, timings: dict[str, float]
-) -> None:
+) -> str:
+    """The upgrade from the previous release; returns that release's image."""
     previous, newest = previous_release()
     old, took = release_image(previous)
     timings["previous_build_s"] = took
@@ -735,6 +781,7 @@ def rolling_upgrade(
     )
     passed("the rolling upgrade lost nothing and refused nothing")
     stop(new_web)
+    return old
 
 
 def compose_check(image: str, folder: Path, timings: dict[str, float]) -> None:
@@ -854,6 +901,7 @@ def main() -> int:
     pid = os.getpid()
     started = time.monotonic()
     timings: dict[str, float] = {}
+    keep: set[str] = set()
     run = Containers(f"wq-smoke-{pid}")
     names = [f"wq_image_smoke_{pid}", f"wq_image_upgrade_{pid}"]
     logins = [f"wq_image_{pid}_app", f"wq_image_{pid}_system"]
@@ -862,6 +910,13 @@ def main() -> int:
         upgrade = Deployment("upgrade", names[1], logins[0], logins[1], Path(folder))
         upgrade.passwords = fresh.passwords  # the same logins
         try:
+            try:
+                psql("postgres", "SELECT 1")
+            except SmokeFailure as exc:
+                raise SmokeFailure(
+                    f"the image smoke runs its databases on the PostgreSQL at {PG_HOST}:{PG_PORT} "
+                    f"(trust auth, the postgres superuser): {exc}"
+                ) from None
             with databases(names, logins):
                 try:
                     say(f"== the image ({ENGINE})")
@@ -869,18 +924,22 @@ def main() -> int:
                         image, took = build()
                     timings["build_s"] = took
                     say(f"  build {took:.1f} s, {image_size_mb(image)} MB: {image}")
+                    say(f"  its size: {layer_sizes(image)}")
                     no_secret_in(image, fresh.secrets, marker)
                     passed(
                         "no secret in the image: its history, its environment, its files "
                         "(a filled-in deploy.env and compose.env in its folder stayed out)"
                     )
                     release_under_test(image, run, fresh, timings)
+                    keep.add(image)
                     if not options.skip_upgrade:
-                        rolling_upgrade(image, run, upgrade, timings)
+                        keep.add(rolling_upgrade(image, run, upgrade, timings))
                     if not options.skip_compose:
                         compose_check(image, Path(folder), timings)
                 finally:
                     run.remove_all()
+                    if keep:
+                        prune_images(keep)
         except SmokeFailure as exc:
             say(f"FAILED: {exc}")
             return 1
