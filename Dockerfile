@@ -9,7 +9,10 @@
 #       python manage.py runworker NOOP,NOTIFY_SHIPMENT
 # Settings come from the environment (deploy.env.example for production, .env.example for all of
 # them); DATABASE_URL must name a real server (the embedded PostgreSQL of bin/run is a laptop's).
-FROM python:3.13-slim
+# The base: the official one by default; bin/image passes one made from Debian's packages
+# where no image registry is reachable (the same layout: CPython 3.13 in /usr/local).
+ARG BASE=python:3.13-slim
+FROM ${BASE}
 
 # A worker's /healthz and /metrics listen on every interface: the scraper comes from outside.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DEBUG=false PORT=8000 \
@@ -18,7 +21,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DEBUG=false PORT=8000 \
 WORKDIR /app
 RUN useradd --system --uid 10001 --no-create-home app
 COPY requirements-runtime.txt .
-RUN pip install --no-cache-dir --require-hashes -r requirements-runtime.txt
+# Gettext's sources (Django's .po files, about 10 MB) are never read: only the compiled .mo files
+# are.
+RUN pip install --no-cache-dir --require-hashes -r requirements-runtime.txt \
+    && find /usr/local/lib -name '*.po' -delete
 # .dockerignore keeps the local venv, database, secrets, tests and caches out.
 COPY . .
 # The admin's CSS and scripts into STATIC_ROOT, which whitenoise serves (a build-only key: the
