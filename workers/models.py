@@ -19,7 +19,8 @@ class Worker(models.Model):
     """One ``runworker`` process, as it last reported itself (best effort; not a lock)."""
 
     id = models.CharField(primary_key=True, max_length=200)
-    kind = models.CharField(max_length=200)
+    # The kinds it serves, comma-separated (a worker serving every kind lists them all).
+    kind = models.TextField()
     lane = models.CharField(max_length=50)
     host = models.CharField(max_length=200)
     pid = models.IntegerField()

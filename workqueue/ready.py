@@ -74,3 +74,21 @@ def rotate_ready() -> Plan[Rotated]:
 
 
 arotate_ready = rotate_ready.aio
+
+
+class BringForwardParams(NamedTuple):
+    lane: str
+    kinds: list[str]
+
+
+BRING_FORWARD = Statement("bring_forward", BringForwardParams, SQL_DIR, includes=(READY_ROWS,))
+
+
+@transition
+def bring_forward(lane: str, kinds: list[str]) -> Plan[int]:
+    """Make the pending items of ``lane``'s ``kinds`` that wait for a later time (a retry's
+    delay, a snooze, ``available_at``) due now, by the database's clock; returns how many.
+    For a test's drain of what is scheduled: a production queue waits for the time it was
+    given. Takes no tenant (a test's drain runs every tenant's items of the lane)."""
+    rows: Rows = yield System(BRING_FORWARD, BringForwardParams(lane, list(kinds)))
+    return int(rows.rows[0][0])

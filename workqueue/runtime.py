@@ -78,7 +78,7 @@ from workqueue.rate_limits import (
     purge_rate_buckets,
     read_rate_limits,
 )
-from workqueue.ready import Rotated, arotate_ready, rotate_ready
+from workqueue.ready import Rotated, arotate_ready, bring_forward, rotate_ready
 from workqueue.results import result_json
 from workqueue.rules import is_exhausted, retry_delay
 from workqueue.settle import (
@@ -131,6 +131,7 @@ __all__ = [
     "asend_settled",
     "autovacuum_on",
     "awrite_progress",
+    "bring_forward",
     "check_lane",
     "check_max_attempts",
     "check_meta",

@@ -114,7 +114,7 @@ def test_a_requeue_by_filter_counts_up_to_what_matched(ctx) -> None:
 def test_a_sweep_pass_names_each_step_on_a_terminal_only() -> None:
     out, shown = _run("sweep", "--once", terminal=True)
     lines = _lines(shown)
-    assert lines[0] == "sweep: step 1 of 11, rescue" and "roll_up_minutes" in shown, shown
+    assert lines[0] == "sweep: step 1 of 12, rescue" and "roll_up_minutes" in shown, shown
     assert "sweep took" in out
     out, shown = _run("sweep", "--once", "--json", terminal=True)
     assert _quiet(shown) and json.loads(out)["skipped"] is False

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models.functions import Now
 
 from outbox.api import relay_all
 from tenancy.contexts import AppType, OpContext, new_request_context
@@ -118,12 +117,7 @@ def _refuse_in_transaction(what: str) -> None:
 def _bring_forward(lane: str, kinds: Sequence[str]) -> int:
     """Make the lane's waiting items of ``kinds`` due now (retries, snoozes, ``available_at``
     in the future), by the database's clock."""
-    with system_scope() as alias:
-        return (
-            runtime.WorkItem.objects.using(alias)
-            .filter(lane=lane, kind__in=kinds, status=runtime.Status.PENDING)
-            .update(available_at=Now())
-        )
+    return runtime.bring_forward(lane, list(kinds))
 
 
 def _run_worker(settings: WorkerSettings, timeout_s: float) -> list[Job]:
