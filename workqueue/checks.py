@@ -9,7 +9,7 @@ may call ``refuse_unsafe_start()``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +19,9 @@ from django.db import connections
 from django.db.utils import Error as DatabaseError
 
 from wqcore.conf import LOGIN_SETTINGS, system_alias, tenant_alias, wq_settings
+
+# The tag of the deploy check: ``manage.py check --database default --tag queued_work``.
+QUEUED_WORK_TAG = "queued_work"
 
 # A site's own words for an unreachable database, given the reason (the reference site: its
 # embedded server, its environment variables); set by the site's AppConfig.ready().
@@ -158,5 +161,25 @@ def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return warnings
 
 
+def queued_work(databases: Sequence[str] | None = None, **_: Any) -> list[checks.CheckMessage]:
+    """The deploy check (``deploy_check.py``): queued items of kinds this code does not register,
+    and queued payloads its schemas refuse. Tagged ``database``, so it runs only where a command
+    names a database (``check --database default``, ``migrate`` before it migrates)."""
+    from workqueue.deploy_check import queued_problems
+
+    if not databases:
+        return []
+    try:
+        found = queued_problems()
+    except DatabaseError:
+        # Not migrated yet (nothing is queued), or unreachable (``database_setup`` says so).
+        return []
+    return [
+        *(checks.Warning(str(p), id="workqueue.W010") for p in found.unknown),
+        *(checks.Warning(str(p), id="workqueue.W011") for p in found.invalid),
+    ]
+
+
 def register() -> None:
     checks.register(database_setup, "database_logins")
+    checks.register(queued_work, QUEUED_WORK_TAG, checks.Tags.database)

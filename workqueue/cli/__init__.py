@@ -4,7 +4,8 @@ A subcommand module has ``HELP`` (one line), ``add_arguments(parser)`` and
 ``run(command, **options)`` (``command`` is the Django command: its ``stdout``, ``style``).
 """
 
-# Each entry is a module of this package; ``manage.py queue --help`` lists them in this order.
+# Each entry names a module of this package (``module_name``); ``manage.py queue --help``
+# lists them in this order.
 SUBCOMMANDS: tuple[str, ...] = (
     "stats",
     "pause",
@@ -14,4 +15,10 @@ SUBCOMMANDS: tuple[str, ...] = (
     "cancel",
     "requeue",
     "discard",
+    "check-deploy",
 )
+
+
+def module_name(subcommand: str) -> str:
+    """The module of a subcommand (a dash in its name is an underscore in the module's)."""
+    return subcommand.replace("-", "_")

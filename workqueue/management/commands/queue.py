@@ -9,11 +9,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workqueue.cli import SUBCOMMANDS
+from workqueue.cli import SUBCOMMANDS, module_name
 
 
 def _modules() -> dict[str, ModuleType]:
-    return {name: importlib.import_module(f"workqueue.cli.{name}") for name in SUBCOMMANDS}
+    return {
+        name: importlib.import_module(f"workqueue.cli.{module_name(name)}") for name in SUBCOMMANDS
+    }
 
 
 class Command(BaseCommand):
