@@ -103,6 +103,16 @@ def locking(
     return Locking(text)
 
 
+# Every statement made in this process, by ``<app folder>.<name>`` (``statements()``).
+_STATEMENTS: dict[str, Statement] = {}
+
+
+def statements() -> dict[str, Statement]:
+    """Every statement the modules imported so far made, by ``<app folder>.<name>`` (e.g.
+    ``workqueue.claim``), for ``manage.py statements`` to print them whole."""
+    return dict(sorted(_STATEMENTS.items()))
+
+
 # Sent before a ``generic_plan`` statement in the same implicit transaction (one pipeline, one
 # Sync), so the setting ends with it: the statement is bound, and its plan chosen, after this.
 GENERIC_PLAN = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
@@ -134,6 +144,9 @@ class Statement:
     # whose estimate grows with the table: PostgreSQL's own choice then plans it afresh on
     # every run (over a million waiting items, planning the claim cost more than running it).
     generic_plan: bool = field(default=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _STATEMENTS.setdefault(f"{self.directory.parent.name}.{self.name}", self)
 
     @cached_property
     def lockings(self) -> dict[str, Locking]:

@@ -32,6 +32,7 @@ from wqcore.terminal import Progress
 STEP_WORDS = {
     "rescue": "gone workers' items handed back",
     "requeue_stale": "stale claims handed back",
+    "rotate_ready": "the ready ring turned (promoted, adopted, slots emptied)",
     "relay_outbox": "outbox rows relayed",
     "purge_outbox": "relayed outbox rows purged",
     "purge_items": "finished items purged",
@@ -40,6 +41,7 @@ STEP_WORDS = {
     "enqueue_schedules": "schedule ticks enqueued",
     "roll_up_minutes": "attempts rolled up for the gauges page's charts",
     "purge_minutes": "the gauges page's old minutes purged",
+    "purge_rate_buckets": "idle rate-limit buckets purged",
 }
 
 
