@@ -109,8 +109,13 @@ _STATEMENTS: dict[str, Statement] = {}
 
 def statements() -> dict[str, Statement]:
     """Every statement the modules imported so far made, by ``<app folder>.<name>`` (e.g.
-    ``workqueue.claim``), for ``manage.py statements`` to print them whole."""
-    return dict(sorted(_STATEMENTS.items()))
+    ``workqueue.claim``), for ``manage.py statements`` to print them whole (only those whose
+    file is there: a test may make one of a file it never wrote)."""
+    return {
+        key: statement
+        for key, statement in sorted(_STATEMENTS.items())
+        if (statement.directory / f"{statement.name}.sql").is_file()
+    }
 
 
 # Sent before a ``generic_plan`` statement in the same implicit transaction (one pipeline, one
