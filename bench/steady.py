@@ -1,0 +1,468 @@
+#!/usr/bin/env python3
+"""Steady arrivals beside a long REPEATABLE READ reader: does the queue keep up?
+
+    .venv/bin/python bench/steady.py [--rate 1000] [--minutes 4] [--reader | --no-reader]
+                                     [--tree PATH ...] [--peer pgqueuer] [--peer-minutes M]
+                                     [--database-url URL]
+
+Each configuration runs in a fresh database (``bench_steady``) on the embedded server
+(``EMBEDDED_PGDATA``, this tree's ``.pgdata`` by default) or the owner URL given, in a process of
+its own: the product of a tree (this one unless ``--tree`` names others; each tree needs its
+``.venv``), one ``manage.py runworker`` with the shipped defaults, or a peer (``pgqueuer``: its
+QueueManager with the default batch of 10 and an async no-op, under ``bench/.venv``, which
+``bench/run`` builds). Items arrive at ``--rate`` a second in lists of 50 every 50 ms (the
+enqueuer catches up when late); with ``--reader`` (the default) one connection holds a
+``REPEATABLE READ`` transaction open from before the first arrival to the end (it ran one
+SELECT: its snapshot holds the xmin horizon).
+
+Every 10 s one line: items arrived and done in those 10 s, pending (arrived, not yet done), the
+p50/p99 latency of the items done in them (creation to completion, by the database's clock),
+the dead tuples (``n_dead_tup``) and total size of the hot tables (partitions summed). At the
+end, per configuration: the last minute's p50/p99, done/arrived over the run, the largest
+pending, and whether it fell behind (more than 5 s of arrivals pending at the end, or the last
+minute's completions 3% short of its arrivals); then each configuration's figures against the
+peer's. The figures are written to bench/out/steady-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+DBNAME = "bench_steady"
+LIST_SIZE = 50
+TICK_S = 10.0
+# Fell behind: more than this many seconds of arrivals still pending at the end, or the last
+# minute's completions short of its arrivals by more than this share.
+BEHIND_S = 5.0
+BEHIND_SHARE = 0.03
+RESULT = "STEADY:RESULT "
+
+
+@dataclass(frozen=True)
+class Tables:
+    """How a system's figures are read: its hot tables, and the statement giving the items done
+    in a window ``(%(since)s, %(until)s]``: their count and latency p50/p99 in seconds."""
+
+    hot: tuple[str, ...]
+    done_sql: str
+
+
+OURS = Tables(
+    ("workqueue_workitem", "workqueue_ready"),
+    """
+    SELECT count(*),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM updated_at - created_at)),
+           percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM updated_at - created_at))
+      FROM workqueue_workitem
+     WHERE status = 'done' AND updated_at > %(since)s AND updated_at <= %(until)s
+    """,
+)
+# pgqueuer deletes a finished job from its queue and logs it; the log also holds its 'queued'
+# row, written by the enqueue.
+PGQUEUER = Tables(
+    ("pgqueuer", "pgqueuer_log"),
+    """
+    SELECT count(*),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM d.created - q.created)),
+           percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM d.created - q.created))
+      FROM pgqueuer_log d
+      JOIN pgqueuer_log q ON q.job_id = d.job_id AND q.status = 'queued'
+     WHERE d.status = 'successful' AND d.created > %(since)s AND d.created <= %(until)s
+    """,
+)
+
+HOT_SQL = """
+WITH t AS (SELECT to_regclass(%s) AS rel),
+     tree AS (SELECT rel AS relid FROM t WHERE rel IS NOT NULL
+              UNION SELECT p.relid FROM t, pg_partition_tree(t.rel) p)
+SELECT count(tree.relid), coalesce(sum(s.n_dead_tup), 0),
+       coalesce(sum(pg_total_relation_size(tree.relid)), 0)
+  FROM tree LEFT JOIN pg_stat_user_tables s ON s.relid = tree.relid
+"""
+
+
+# -- one configuration, in its own process -------------------------------------------------
+
+
+class Monitor(threading.Thread):
+    """Every 10 s, on a connection of its own (autocommit: it holds no snapshot between
+    statements), reads what was done and the hot tables, and prints a line."""
+
+    def __init__(self, dsn: str, tables: Tables, arrived: Callable[[], int]) -> None:
+        super().__init__(daemon=True)
+        import psycopg
+
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.tables = tables
+        self.arrived = arrived
+        self.stop_event = threading.Event()
+        self.ticks: list[dict[str, Any]] = []
+        self.since = self.now()
+        self.started = self.since
+        self.done_total = 0
+        self.arrived_before = 0
+
+    def now(self) -> Any:
+        row = self.conn.execute("SELECT clock_timestamp()").fetchone()
+        assert row is not None
+        return row[0]
+
+    def window(self, since: Any, until: Any) -> tuple[int, float, float]:
+        row = self.conn.execute(self.tables.done_sql, {"since": since, "until": until}).fetchone()
+        assert row is not None
+        count, p50, p99 = row
+        return int(count), float(p50 or "nan") * 1000, float(p99 or "nan") * 1000
+
+    def hot(self) -> list[tuple[int, int] | None]:
+        out: list[tuple[int, int] | None] = []
+        for table in self.tables.hot:
+            row = self.conn.execute(HOT_SQL, [table]).fetchone()
+            assert row is not None
+            out.append((int(row[1]), int(row[2])) if row[0] else None)
+        return out
+
+    def header(self) -> str:
+        dead = " ".join(f"{'dead ' + t.split('_')[-1]:>12}" for t in self.tables.hot)
+        size = " ".join(f"{'MB ' + t.split('_')[-1]:>10}" for t in self.tables.hot)
+        return (
+            f"{'t s':>5} {'arrived':>8} {'done':>8} {'pending':>8} {'p50 ms':>9} {'p99 ms':>9} "
+            f"{dead} {size}"
+        )
+
+    def tick(self) -> dict[str, Any]:
+        until = self.now()
+        arrived = self.arrived()
+        done, p50, p99 = self.window(self.since, until)
+        self.done_total += done
+        hot = self.hot()
+        row = {
+            "t": (until - self.started).total_seconds(),
+            "arrived": arrived - self.arrived_before,
+            "done": done,
+            "pending": arrived - self.done_total,
+            "p50_ms": p50,
+            "p99_ms": p99,
+            "dead": [h[0] if h else None for h in hot],
+            "bytes": [h[1] if h else None for h in hot],
+        }
+        self.since, self.arrived_before = until, arrived
+        self.ticks.append(row)
+        dead = " ".join(f"{'-' if d is None else f'{d:,}':>12}" for d in row["dead"])
+        size = " ".join(f"{'-' if b is None else f'{b / 1e6:.1f}':>10}" for b in row["bytes"])
+        print(
+            f"{row['t']:>5.0f} {row['arrived']:>8,} {done:>8,} {row['pending']:>8,} "
+            f"{p50:>9.1f} {p99:>9.1f} {dead} {size}",
+            flush=True,
+        )
+        return row
+
+    def run(self) -> None:
+        next_at = time.monotonic() + TICK_S
+        while not self.stop_event.wait(max(0.0, next_at - time.monotonic())):
+            self.tick()
+            next_at += TICK_S
+
+
+def hold_reader(dsn: str) -> Any:
+    """A connection in a REPEATABLE READ transaction that ran one SELECT: its snapshot, and so
+    the server's xmin horizon, stays until it closes."""
+    import psycopg
+
+    conn = psycopg.connect(dsn)
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    conn.execute("SELECT count(*) FROM pg_class").fetchone()
+    return conn
+
+
+def arrive(
+    dsn: str, tables: Tables, enqueue: Callable[[int], None], args: argparse.Namespace
+) -> dict[str, Any]:
+    """Enqueue ``rate`` items a second in lists of 50 for ``minutes``, the reader held open
+    beside it, a line every 10 s; the run's figures."""
+    interval = LIST_SIZE / args.rate
+    count = [0]
+    reader = hold_reader(dsn) if args.reader else None
+    monitor = Monitor(dsn, tables, lambda: count[0])
+    print(monitor.header(), flush=True)
+    monitor.start()
+    start = time.monotonic()
+    end = start + args.minutes * 60
+    next_at = start
+    try:
+        while (now := time.monotonic()) < end:
+            if now < next_at:
+                time.sleep(next_at - now)
+            enqueue(LIST_SIZE)
+            count[0] += LIST_SIZE
+            next_at += interval
+        monitor.stop_event.set()
+        monitor.join()
+        monitor.tick()  # the part of a tick left at the end
+        until = monitor.now()
+        last_minute = monitor.window(until - _minute(), until)
+    finally:
+        if reader is not None:
+            reader.close()
+    ticks = monitor.ticks
+    arrived = count[0]
+    return {
+        "ticks": ticks,
+        "arrived": arrived,
+        "done": monitor.done_total,
+        "max_pending": max(t["pending"] for t in ticks),
+        "final_pending": ticks[-1]["pending"],
+        "last_minute_done": last_minute[0],
+        "last_minute_p50_ms": last_minute[1],
+        "last_minute_p99_ms": last_minute[2],
+        "last_minute_arrived": sum(t["arrived"] for t in ticks if t["t"] > ticks[-1]["t"] - 60),
+    }
+
+
+def _minute() -> Any:
+    from datetime import timedelta
+
+    return timedelta(minutes=1)
+
+
+def run_ours(dsn: str, tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+    sys.path[:0] = [str(tree), str(tree / "bench" / "systems")]
+    import ours
+
+    ours.setup_django(dsn)
+    ctx = ours.prepare(dsn)
+    from workqueue.runtime import NewItem, enqueue_many
+
+    seq = [0]
+
+    def enqueue(n: int) -> None:
+        enqueue_many(ctx, [NewItem(ours.KIND, {"seq": seq[0] + i}) for i in range(n)])
+        seq[0] += n
+
+    workers = ours.RunWorkers("default", 1)
+    try:
+        return arrive(dsn, OURS, enqueue, args)
+    finally:
+        workers.stop()
+
+
+def run_pgqueuer(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
+
+    # The adapter is named after the library it drives: loaded under another name.
+    spec = importlib.util.spec_from_file_location("pgqueuer_adapter", BENCH / "systems/pgqueuer.py")
+    assert spec is not None and spec.loader is not None
+    adapter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adapter)
+    common = adapter.c
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(adapter.setup(dsn))
+    queries = loop.run_until_complete(adapter.queries(dsn))
+    seq = [0]
+
+    def enqueue(n: int) -> None:
+        payloads = [adapter.payload(seq[0] + i) for i in range(n)]
+        loop.run_until_complete(queries.enqueue([adapter.ENTRYPOINT] * n, payloads, [0] * n))
+        seq[0] += n
+
+    with common.Workers(str(spec.origin), ["serve", "--dsn", dsn], 1) as workers:
+        workers.wait_ready()
+        workers.go()
+        return arrive(dsn, PGQUEUER, enqueue, args)
+
+
+# -- the harness ---------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    name: str
+    python: Path
+    args: list[str]
+    cwd: Path
+    minutes: float
+
+
+def admin_url(given: str | None) -> str:
+    sys.path[:0] = [str(REPO), str(BENCH / "systems")]
+    import _pg
+
+    if given:
+        return given
+    from project.database import embedded_urls
+    from project.embedded import default_pgdata, is_running, start
+
+    pgdata = default_pgdata()
+    if not is_running(pgdata):
+        start(pgdata)
+    return _pg.database_url(embedded_urls(pgdata).admin, "postgres")
+
+
+def configs(args: argparse.Namespace) -> list[Config]:
+    out = []
+    for tree in args.tree or [REPO]:
+        tree = tree.resolve()
+        rev = subprocess.run(
+            ["git", "-C", str(tree), "log", "-1", "--format=%h"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        name = f"ours {tree.name}@{rev}"
+        out.append(Config(name, tree / ".venv/bin/python", ["ours", str(tree)], tree, args.minutes))
+    for peer in args.peer:
+        minutes = args.peer_minutes or args.minutes
+        out.append(Config(peer, BENCH / ".venv/bin/python", [peer, ""], REPO, minutes))
+    return out
+
+
+def run_config(config: Config, url: str, args: argparse.Namespace) -> dict[str, Any]:
+    sys.path[:0] = [str(BENCH / "systems")]
+    import _pg
+
+    dsn = _pg.fresh_database(url, DBNAME)
+    cmd = [
+        str(config.python),
+        __file__,
+        "--child",
+        *config.args,
+        dsn,
+        "--rate",
+        str(args.rate),
+        "--minutes",
+        str(config.minutes),
+        "--reader" if args.reader else "--no-reader",
+    ]
+    proc = subprocess.Popen(cmd, cwd=config.cwd, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    result: dict[str, Any] | None = None
+    for line in proc.stdout:
+        if line.startswith(RESULT):
+            result = json.loads(line[len(RESULT) :])
+        else:
+            print(line, end="", flush=True)
+    if proc.wait() != 0 or result is None:
+        raise SystemExit(f"{config.name}: exited {proc.returncode}")
+    _pg.drop_database(url, DBNAME)
+    return result
+
+
+def fell_behind(result: dict[str, Any], rate: int) -> bool:
+    short = result["last_minute_done"] < (1 - BEHIND_SHARE) * result["last_minute_arrived"]
+    return bool(short or result["final_pending"] > rate * BEHIND_S)
+
+
+def summary(results: dict[str, dict[str, Any]], args: argparse.Namespace, label: str) -> None:
+    print(f"\n== steady {args.rate:,}/s, {'with' if args.reader else 'without'} reader; {label} ==")
+    print(
+        f"{'configuration':<24} {'min':>4} {'last-min p50 ms':>15} {'last-min p99 ms':>15} "
+        f"{'done/arrived':>12} {'max pending':>11} {'fell behind':>11}"
+    )
+    for name, r in results.items():
+        print(
+            f"{name:<24} {r['minutes']:>4g} {r['last_minute_p50_ms']:>15.1f} "
+            f"{r['last_minute_p99_ms']:>15.1f} {r['done'] / max(1, r['arrived']):>12.3f} "
+            f"{r['max_pending']:>11,} {'yes' if fell_behind(r, args.rate) else 'no':>11}"
+        )
+    peers = [n for n in results if not n.startswith("ours")]
+    for peer in peers:
+        p = results[peer]
+        print(f"\nratios against {peer} (lower is better for latency, higher for done/arrived)")
+        for name, r in results.items():
+            if name in peers:
+                continue
+            ratio50 = r["last_minute_p50_ms"] / p["last_minute_p50_ms"]
+            ratio99 = r["last_minute_p99_ms"] / p["last_minute_p99_ms"]
+            done = (r["done"] / max(1, r["arrived"])) / (p["done"] / max(1, p["arrived"]))
+            print(
+                f"  {name:<24} last-min p50 {ratio50:.3g}x  p99 {ratio99:.3g}x  "
+                f"done/arrived {done:.3g}x"
+            )
+
+
+def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
+    doc = __doc__ or ""
+    p = argparse.ArgumentParser(
+        prog="bench/steady.py",
+        description=doc.split("\n\n", 2)[-1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--rate", type=int, default=1000, help="items a second (default: %(default)s)")
+    p.add_argument(
+        "--minutes", type=float, default=4, help="each configuration's run (default: %(default)s)"
+    )
+    p.add_argument(
+        "--reader",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="hold a REPEATABLE READ transaction open beside the run (default: on)",
+    )
+    p.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        default=[],
+        help="run the product from this git worktree (with its .venv); repeatable "
+        "(default: this tree)",
+    )
+    p.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        choices=["pgqueuer"],
+        help="run a peer under the same load and reader, after the trees",
+    )
+    p.add_argument("--peer-minutes", type=float, help="the peer's run (default: --minutes)")
+    p.add_argument("--trees-off", action="store_true", help="run the peers only")
+    p.add_argument(
+        "--label",
+        default="shared 2-core machine, other sessions running (noisy)",
+        help="what the summary says of the machine (default: %(default)s)",
+    )
+    p.add_argument("--database-url", help="an owner URL (default: the embedded server)")
+    p.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.rate < LIST_SIZE or args.minutes <= 0:
+        p.error(f"--rate must be at least {LIST_SIZE} and --minutes above 0")
+    return args
+
+
+def main() -> int:
+    args = parse_cli()
+    if args.child:
+        system, tree, dsn = args.child
+        if system == "ours":
+            result = run_ours(dsn, Path(tree), args)
+        else:
+            result = run_pgqueuer(dsn, args)
+        print(RESULT + json.dumps({**result, "minutes": args.minutes}), flush=True)
+        return 0
+    url = admin_url(args.database_url)
+    results: dict[str, dict[str, Any]] = {}
+    for config in configs(args):
+        if args.trees_off and config.name.startswith("ours"):
+            continue
+        started = time.strftime("%H:%M:%S", time.gmtime())
+        print(f"\n-- {config.name}, {config.minutes:g} min, started {started} UTC", flush=True)
+        results[config.name] = run_config(config, url, args)
+    summary(results, args, args.label)
+    out = BENCH / "out" / f"steady-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"argv": sys.argv[1:], "label": args.label, "results": results}))
+    print(f"\nwrote {out.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
