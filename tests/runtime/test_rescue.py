@@ -251,8 +251,8 @@ def test_a_live_worker_cut_from_its_liveness_session_fences_itself_and_claims_ag
     _wait(lambda: len(_items(id__in=[*ids, *more], status=Status.DONE)) == 5, timeout_s=60)
 
     out = procs.output(worker)
-    # One liveness_lost event (a claim in flight may also be handed back with that reason).
-    assert out.count("logger=workers.liveness_lock liveness_lost") == 1, out
+    # It said so (a busy machine may make it lose the lock again; how often is not the point).
+    assert out.count("logger=workers.liveness_lock liveness_lost") >= 1, out
     assert "Traceback" not in out, out
     assert _liveness_backend(worker_id) != 0  # it holds a new lock
     # No two runs of an item overlapped: each run ended (or saw its cancellation) before the
