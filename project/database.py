@@ -30,6 +30,8 @@ from urllib.parse import SplitResult, quote, urlencode, urlsplit, urlunsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from wqcore.conf import CONNECTION_OPTIONS
+
 APP_LOGIN = "workqueue_app"
 SYSTEM_LOGIN = "workqueue_system"
 DATABASE_NAME = "workqueue"
@@ -194,6 +196,8 @@ def parse(name: str, url: str) -> dict[str, Any]:
     for key in ("host", "port"):
         if key in options:
             config[key.upper()] = str(options.pop(key))
+    # Keepalives and the user timeout on every connection, unless the URL sets its own.
+    config["OPTIONS"] = {**CONNECTION_OPTIONS, **options}
     hosts = _hosts(parts.netloc)
     if len(hosts) > 1:
         # Several hosts, each with its own port or none (libpq's default for that host):

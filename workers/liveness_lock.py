@@ -41,7 +41,7 @@ from workers.config import WorkerSettings
 from workers.jobs import LIVENESS_LOST
 from workers.outage import Outage, server_of
 from workers.periodic import PeriodicTask
-from wqcore.conf import system_alias
+from wqcore.conf import CONNECTION_OPTIONS, system_alias
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 
@@ -58,14 +58,6 @@ TAKE_TIMEOUT_S = 5.0
 CHECK_STEP_S = 0.05
 # Between attempts to take a lock again while the database does not answer.
 RETAKE_S = 0.5
-# The session's TCP keepalives: a server that vanished (its host, the network) is noticed by the
-# socket too, not only by the next check.
-KEEPALIVES = {
-    "keepalives": 1,
-    "keepalives_idle": 5,
-    "keepalives_interval": 2,
-    "keepalives_count": 3,
-}
 
 
 class TakeParams(NamedTuple):
@@ -82,11 +74,13 @@ CHECK_LIVENESS = Statement("check_liveness", NoParams, _SQL)
 
 
 def session_params() -> dict[str, Any]:
-    """How the liveness session connects: the system login's parameters, keepalives on."""
+    """How the liveness session connects: the system login's parameters, with the product's
+    keepalives and user timeout whatever the URL says (a server that vanished, its host or the
+    network, is noticed by the socket too, not only by the next check)."""
     params = connections[system_alias()].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    return {**params, **KEEPALIVES}
+    return {**params, **CONNECTION_OPTIONS}
 
 
 def new_key() -> int:

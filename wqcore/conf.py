@@ -462,6 +462,21 @@ setting_changed.connect(_reload, dispatch_uid="wqcore.conf.reload")
 # none gains), and UTC (what Django's connections use).
 LOGIN_SETTINGS = (("jit", "off"), ("timezone", "UTC"))
 
+# libpq's options on every connection the product opens (``project/database.py`` puts them in
+# each alias's OPTIONS; the URL's own query, ``?keepalives_idle=60``, wins): a database host
+# that vanishes without refusing (a cut network, a frozen VM) leaves TCP waiting for minutes
+# otherwise. Idle 5 s, then a probe every 2 s, 3 unanswered: a silent peer is noticed in about
+# 11 s; tcp_user_timeout (ms) ends a connection whose sent data goes unacknowledged for 10 s.
+# Each is the client's side, sent in no startup packet (a pooler accepts them), and ignored on
+# a Unix-domain socket.
+CONNECTION_OPTIONS: dict[str, int] = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
+
 
 # -- the aliases ----------------------------------------------------------------------------------
 

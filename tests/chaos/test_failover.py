@@ -152,11 +152,13 @@ def _check_workers(found: Findings, outcome: Outcome) -> None:
     logs = "\n\n".join(w.output()[-4000:] for w in outcome.workers)
     assert outcome.exit_codes == [0] * len(outcome.workers), logs
     assert found.tracebacks == 0, logs
-    assert found.lines["database_unreachable"] == [1] * len(outcome.workers), logs
-    assert found.lines["database_back"] == [1] * len(outcome.workers), logs
+    # How often a worker says so depends on the machine's load (a busy one may see the outage
+    # twice); what must hold: each saw it, and each outage it saw ended with it back.
+    assert all(n >= 1 for n in found.lines["database_unreachable"]), logs
+    assert found.lines["database_back"] == found.lines["database_unreachable"], logs
     for worker in outcome.workers:
-        back = next(line for line in worker.output().splitlines() if " database_back " in line)
-        assert " was=" in back, back  # another server than before
+        said = [line for line in worker.output().splitlines() if " database_back " in line]
+        assert any(" was=" in line for line in said), said  # another server than before
     assert len(found.resume_s) == len(outcome.workers), "a worker completed nothing after it"
 
 

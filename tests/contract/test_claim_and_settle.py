@@ -365,7 +365,7 @@ def test_the_claim_never_waits_on_a_locked_row(face, ctx, worker_rctx) -> None:
         locked.wait(10)
         started = time.monotonic()
         assert face.claim(worker_rctx, "default", None, "w1", 30, 1) == []
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 8  # it skipped the lock held for 10 s
     finally:
         release_lock.set()
         holder.join()

@@ -203,19 +203,11 @@ def _b_waiting_step(scene: Scene) -> None:
 
 
 def _planted_edge(scene: Scene) -> None:
-    """A plants an edge from an item of its own to B's waiting step (the edge in A's name, as
-    row-level security lets it), marks its item a parent, and has it completed by a worker:
-    B's step must not move."""
+    """A writes an edge in its own name (as row-level security lets it) from an item of its own
+    to B's waiting step: the statement refuses it, saying why, and stores nothing; B's step
+    stays waiting when A's item ends."""
     w = scene.world
     mine, _ = api.enqueue(w.a.ctx, "NOOP", {}, lane=worlds.PARKED)
-    token = uuid.uuid4()
-    with connections["admin"].cursor() as cursor:  # claimed by A's worker (a claim of its own)
-        cursor.execute(
-            "UPDATE workqueue_workitem SET status = 'claimed', claim_token = %s,"
-            " claimed_by = 'x:1:y', claimed_at = now(), attempts = 1,"
-            " lease_expires_at = now() + interval '1 hour' WHERE id = %s",
-            [token, mine.id],
-        )
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             "SELECT id FROM workqueue_workitem WHERE org_id = %s AND status = 'waiting'",
@@ -223,15 +215,24 @@ def _planted_edge(scene: Scene) -> None:
         )
         theirs = [r[0] for r in cursor.fetchall()]
     assert theirs
-    with tenant_scope(w.a.org_id), connections["default"].cursor() as cursor:
-        for child in theirs:
-            cursor.execute(
-                "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
-                " VALUES (%s, %s, %s, 'done')",
-                [w.a.org_id, mine.id, child],
-            )
+    for child in theirs:
+        with pytest.raises(DatabaseError, match="two items of the tenant it is written in"):
+            with tenant_scope(w.a.org_id), connections["default"].cursor() as cursor:
+                cursor.execute(
+                    "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
+                    " VALUES (%s, %s, %s, 'done')",
+                    [w.a.org_id, mine.id, child],
+                )
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM workqueue_dependency WHERE parent_id = %s", [mine.id])
+        assert cursor.fetchone()[0] == 0, "an edge across tenants was stored"
+    token = uuid.uuid4()
+    with connections["admin"].cursor() as cursor:  # claimed by A's worker, and completed
         cursor.execute(
-            "UPDATE workqueue_workitem SET has_dependents = true WHERE id = %s", [mine.id]
+            "UPDATE workqueue_workitem SET status = 'claimed', claim_token = %s,"
+            " claimed_by = 'x:1:y', claimed_at = now(), attempts = 1, has_dependents = true,"
+            " lease_expires_at = now() + interval '1 hour' WHERE id = %s",
+            [token, mine.id],
         )
     assert complete_many([runtime.Fence(w.a.org_id, mine.id, token)]) == {mine.id}
     assert {row(child).status for child in theirs} == {"waiting"}
@@ -240,7 +241,7 @@ def _planted_edge(scene: Scene) -> None:
 ATTACKS.append(
     Attack(
         "sql",
-        "release B's waiting step by an edge planted in A's name",
+        "store an edge in A's name to B's waiting step",
         _planted_edge,
         prepare=_b_waiting_step,
     )
@@ -289,6 +290,11 @@ sql_attack(
     "make B's step wait for an item of A's",
     "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
     " VALUES (%(b_org)s, %(a_item)s, %(b_held)s, 'done')",
+)
+sql_attack(
+    "make A's item wait for B's held item (an edge in A's name)",
+    "INSERT INTO workqueue_dependency (org_id, parent_id, child_id, needs)"
+    " VALUES (%(a_org)s, %(b_held)s, %(a_item)s, 'done')",
 )
 sql_attack(
     "rewrite B's edges",

@@ -11,6 +11,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from project.database import parse
+from wqcore.conf import CONNECTION_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,7 +82,21 @@ def test_a_multi_host_url_reaches_every_host_with_its_own_port_and_the_options()
         "?target_session_attrs=read-write&connect_timeout=3",
     )
     assert (config["HOST"], config["PORT"]) == ("db1,db2,::1", "5433,,5434")
-    assert config["OPTIONS"] == {"target_session_attrs": "read-write", "connect_timeout": 3}
+    assert config["OPTIONS"] == {
+        **CONNECTION_OPTIONS,
+        "target_session_attrs": "read-write",
+        "connect_timeout": 3,
+    }
+
+
+def test_every_connection_has_keepalives_and_a_user_timeout_unless_its_url_sets_its_own() -> None:
+    """A host that vanishes without refusing (a cut network) is noticed by the socket: libpq's
+    keepalives and tcp_user_timeout by default, on every alias; the URL's own value wins."""
+    config = parse("DATABASE_URL", "postgres://app@db1/workqueue")
+    assert config["OPTIONS"] == CONNECTION_OPTIONS
+    assert CONNECTION_OPTIONS["keepalives"] == 1 and CONNECTION_OPTIONS["tcp_user_timeout"] > 0
+    own = parse("DATABASE_URL", "postgres://app@db1/workqueue?keepalives_idle=60")
+    assert own["OPTIONS"] == {**CONNECTION_OPTIONS, "keepalives_idle": 60}
 
 
 def test_the_other_logins_urls_keep_every_host_and_option_of_database_url(monkeypatch) -> None:
@@ -110,8 +125,10 @@ def test_the_owners_connection_string_carries_the_urls_libpq_options() -> None:
         "postgres://postgres@db1:5433,db2:5434/wq?target_session_attrs=read-write",
     )
     config["OPTIONS"]["isolation_level"] = 1  # Django's own: not libpq's
+    keepalives = " ".join(f"{k}={v}" for k, v in CONNECTION_OPTIONS.items())
     assert _conninfo(config, "postgres") == (
-        "target_session_attrs=read-write dbname=postgres user=postgres host=db1,db2 port=5433,5434"
+        f"{keepalives} target_session_attrs=read-write dbname=postgres user=postgres"
+        " host=db1,db2 port=5433,5434"
     )
 
 

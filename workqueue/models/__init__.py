@@ -197,7 +197,9 @@ class Dependency(models.Model):
     from the parent's status (done meets it; failed for good, cancelled or discarded meet it when
     it needs ``finished``), and the statement that changes that status moves the child's
     ``waiting_on`` (``workqueue/dependents.py``). No foreign keys: the statements that end an
-    item do not check one, and the purge deletes an item's edges with it."""
+    item do not check one, and the purge deletes an item's edges with it. The statement that
+    writes edges refuses one whose two items are not both of the tenant it names
+    (``sql/schema/edge_tenant_v1.sql``)."""
 
     # One edge per pair; its first column finds a parent's edges when the parent ends.
     pk = models.CompositePrimaryKey("parent_id", "child_id")

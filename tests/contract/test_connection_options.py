@@ -1,0 +1,42 @@
+"""Every connection the product opens carries libpq's keepalives and user timeout
+(``wqcore.conf.CONNECTION_OPTIONS``): Django's on each alias (the sweeper's is the system
+alias's), the store's own, the workers' liveness session and LISTEN connection. Read from the
+real connections' own parameters (libpq's, as it connected)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connections
+
+from workers import listen
+from workers.liveness_lock import session_params
+from wqcore.async_face import connection_kwargs
+from wqcore.conf import CONNECTION_OPTIONS
+
+pytestmark = pytest.mark.usefixtures("committed")
+
+WANTED = {k: str(v) for k, v in CONNECTION_OPTIONS.items()}
+
+
+def _carried(info: psycopg.ConnectionInfo) -> dict[str, str]:
+    parameters = info.get_parameters()
+    return {k: parameters.get(k, "") for k in WANTED}
+
+
+def _opened(params: dict[str, Any]) -> dict[str, str]:
+    with psycopg.connect(**{**params, "autocommit": True}) as conn:
+        return _carried(conn.info)
+
+
+def test_every_connection_the_product_opens_has_keepalives_and_a_user_timeout() -> None:
+    for alias in ("default", "system", "admin"):
+        connections[alias].ensure_connection()
+        assert _carried(connections[alias].connection.info) == WANTED, alias
+    assert _opened(connection_kwargs("system")) == WANTED  # the store's own
+    assert _opened(session_params()) == WANTED  # the liveness session
+    listening = listen.connection_kwargs()
+    assert listening is not None
+    assert _opened(listening) == WANTED  # the workers' LISTEN
