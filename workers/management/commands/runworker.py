@@ -1,4 +1,4 @@
-"""manage.py runworker <kind>: claim and run work of one kind (or several, comma-separated)."""
+"""manage.py runworker [KIND]: claim and run work of every handled kind, or of those named."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workers.config import WorkerSettings
+from workers.config import WorkerSettings, served_kinds
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
 from workqueue import runtime
@@ -27,7 +27,8 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Run a worker for KIND (a kind your apps register; several as KIND_A,KIND_B): "
+        "Run a worker for every kind your apps register a handler for (or for KIND alone; "
+        "several as KIND_A,KIND_B; '*' is every kind; --exclude KIND leaves one out): "
         "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
         "it off), serve /healthz and /metrics on WORKER_METRICS_HOST (127.0.0.1 by default) "
         "and WORKER_METRICS_PORT (9100 by default, or the next free port when another worker "
@@ -46,7 +47,19 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
+        parser.add_argument(
+            "kind",
+            nargs="?",
+            default="",
+            help="the work kind(s) to run, comma-separated (default, or '*': every handled kind)",
+        )
+        parser.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="KIND",
+            help="a kind not to run (repeatable)",
+        )
         parser.add_argument("--lane", help="the lane to claim from (WORKER_LANE)")
         parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
         parser.add_argument(
@@ -59,8 +72,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
         try:
+            kinds = served_kinds(options["kind"], options["exclude"])
             settings = WorkerSettings.from_settings(
                 kinds,
                 lane=options["lane"],
