@@ -8,9 +8,11 @@ import os
 import pty
 import secrets
 import subprocess
+import uuid
 
 import pytest
 
+from tenancy.contexts import OpContext
 from tests.runtime.subprocess_kinds import LOGGED
 from tests.runtime.support import PYTHON, ROOT, subprocess_env
 from workqueue import api
@@ -36,7 +38,7 @@ def _on_a_terminal() -> str:
     leader, follower = pty.openpty()
     proc = subprocess.Popen(ARGS, cwd=ROOT, env=_env(), stdout=follower, stderr=follower)
     os.close(follower)
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         try:
             chunk = os.read(leader, 65536)
@@ -58,12 +60,12 @@ def _in_a_pipe(**env: str) -> str:
     return done.stderr
 
 
-def _fails(ctx):  # type: ignore[no-untyped-def]
+def _fails(ctx: OpContext) -> uuid.UUID:
     item, _ = api.enqueue(ctx, LOGGED.name, {"fail": True})
     return item.id
 
 
-def test_a_terminal_shows_the_handlers_traceback(ctx) -> None:
+def test_a_terminal_shows_the_handlers_traceback(ctx: OpContext) -> None:
     item = _fails(ctx)
     shown = _on_a_terminal()
     assert WorkItem.objects.using("admin").get(pk=item).status == Status.FAILED
@@ -72,7 +74,7 @@ def test_a_terminal_shows_the_handlers_traceback(ctx) -> None:
     assert "subprocess_kinds.py" in shown and "PermanentError" in shown
 
 
-def test_a_pipe_keeps_one_line_per_event(ctx) -> None:
+def test_a_pipe_keeps_one_line_per_event(ctx: OpContext) -> None:
     item = _fails(ctx)
     written = _in_a_pipe()
     assert WorkItem.objects.using("admin").get(pk=item).status == Status.FAILED
@@ -81,7 +83,7 @@ def test_a_pipe_keeps_one_line_per_event(ctx) -> None:
     assert "Traceback" not in written
 
 
-def test_json_keeps_the_traceback_in_its_one_line(ctx) -> None:
+def test_json_keeps_the_traceback_in_its_one_line(ctx: OpContext) -> None:
     item = _fails(ctx)
     written = _in_a_pipe(LOG_FORMAT="json")
     assert WorkItem.objects.using("admin").get(pk=item).status == Status.FAILED
