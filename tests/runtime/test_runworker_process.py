@@ -186,3 +186,29 @@ def test_runworker_refuses_an_exclude_it_does_not_know() -> None:
     done = _run_once("--exclude", "NOPE")
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "--exclude 'NOPE': no such handled kind (" in done.stderr
+
+
+def test_a_workers_connections_say_its_role_and_process() -> None:
+    from django.db import connections
+
+    port = _free_port()
+    proc = _start(port)
+    names: list[str] = []
+
+    def named() -> bool:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+                [f"workqueue worker %:{proc.pid}"],
+            )
+            names[:] = [name for (name,) in cursor.fetchall()]
+        return len(names) >= 2  # its pools' connections, not only one
+
+    try:
+        _wait(lambda: _healthz(port) == 200)
+        _wait(named)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0

@@ -21,6 +21,7 @@ from workers.sweep.config import SweepSettings
 from workers.worker import Worker
 from workqueue import runtime
 from workqueue.runtime import startup_problem
+from wqcore.appname import name_connections
 from wqcore.conf import effective
 from wqcore.logs import log_event
 
@@ -83,6 +84,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        name_connections("worker")
         reload = options["reload"]
         if reload is None:
             reload = reloading.default_on()
