@@ -8,6 +8,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 try:
     from django.core.wsgi import get_wsgi_application
 
+    from wqcore.appname import name_connections
+
+    name_connections("web")
+
     application = get_wsgi_application()
 
     # A web process on an unreachable database, or on a login that escapes row-level security,

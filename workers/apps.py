@@ -40,9 +40,37 @@ class WorkersConfig(AppConfig):
 
         check_declarations()
         checks.register(_schedule_checks)
+        checks.register(_unserved_kind_checks)
 
 
 def _schedule_checks(**_: Any) -> list[checks.CheckMessage]:
     from workers.schedules import too_fine
 
     return [checks.Warning(line, id="workqueue_workers.W001") for line in too_fine()]
+
+
+def _unserved_kind_checks(**_: Any) -> list[checks.CheckMessage]:
+    """A warning for each kind registered here that no running worker declared, when workers
+    run (none running is a deployment not started, not a kind forgotten): its items would wait
+    silently. Nothing when the workers' table cannot be read (the database check says why)."""
+    from django.db import DatabaseError
+
+    from workers.liveness import read_live_kinds
+    from workqueue.runtime import known_kinds
+
+    try:
+        served = read_live_kinds(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
+    except DatabaseError:
+        return []
+    if not served:
+        return []
+    return [
+        checks.Warning(
+            f"no running worker serves the kind {kind!r} (they serve {', '.join(sorted(served))})",
+            hint="restart the workers (runworker with no kinds runs every handled kind) or "
+            f"start one for it: manage.py runworker {kind}",
+            id="workqueue_workers.W002",
+        )
+        for kind in known_kinds()
+        if kind not in served
+    ]

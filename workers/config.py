@@ -78,6 +78,25 @@ _LABELS = {
 }
 
 
+# A worker named no kinds, or this: every kind a handler is registered for.
+ALL_KINDS = "*"
+
+
+def served_kinds(named: str, exclude: list[str] | tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The kinds a worker runs: those ``named`` (comma-separated), or every handled kind when
+    none (or ``*``) is named (items of any kind may be enqueued in any lane, so the lane does
+    not narrow them), less ``exclude``. An excluded kind no handler runs is refused: most likely
+    a typo."""
+    names = [k.strip() for k in named.split(",") if k.strip()]
+    if not names or names == [ALL_KINDS]:
+        names = handled_kinds()
+    unknown = [k for k in exclude if k not in handled_kinds()]
+    if unknown:
+        handled = ", ".join(handled_kinds())
+        raise ImproperlyConfigured(f"--exclude {unknown[0]!r}: no such handled kind ({handled})")
+    return tuple(k for k in names if k not in exclude)
+
+
 @dataclass(frozen=True)
 class WorkerSettings(View):
     """A worker's settings: the ``WORKER_*`` names of ``WORKQUEUE`` (each field's), their values
@@ -204,9 +223,7 @@ class WorkerSettings(View):
         known = runtime.known_kinds()
         if not self.kinds:
             listed = ", ".join(known) or "none registered"
-            return [
-                f"name at least one kind to run (runworker KIND, or KIND_A,KIND_B; known: {listed})"
-            ]
+            return [f"no kind left to run (known: {listed}; runworker alone runs every one)"]
         problems = []
         for kind in self.kinds:
             if kind not in known:

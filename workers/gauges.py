@@ -28,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from outbox.api import READ_LAG
-from workers.liveness import READ_LIVE_LANES, READ_WORKERS
+from workers.liveness import READ_LIVE_KINDS, READ_LIVE_LANES, READ_WORKERS
 from workers.schedule_state import READ_SCHEDULE_GAUGES
 from workers.schedules import all_schedules
 from workqueue import runtime
@@ -59,6 +59,7 @@ QUEUE_GAUGES = Statement(
         READ_WORKERS,
         READ_SCHEDULE_GAUGES,
         READ_LIVE_LANES,
+        READ_LIVE_KINDS,
         READ_PAUSES,
         READ_RATE_LIMITS,
     ),
@@ -94,6 +95,24 @@ class QueueGauges:
         lanes = set(runtime.declared_lanes()) | due
         return {lane: lane in due and lane not in self.served_lanes for lane in sorted(lanes)}
 
+    # The (lane, kind) pairs live workers serve (lanes as in ``served_lanes``).
+    served_kinds: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def unserved_kinds(self) -> dict[tuple[str, str], bool]:
+        """Every registered kind in its own lane, and any (lane, kind) with due work: whether
+        it has due pending items and no live worker serving that kind in that lane (a lane
+        served for other kinds still leaves this one waiting)."""
+        due = {
+            (r["lane"], r["kind"])
+            for r in self.items
+            if r["status"] == "pending" and r["oldest_age_s"] is not None
+        }
+        declared = set(runtime.declared_lanes())
+        lanes = {name: runtime.get_kind(name).lane for name in runtime.known_kinds()}
+        own = {(lane if lane in declared else runtime.UNDECLARED, k) for k, lane in lanes.items()}
+        return {pair: pair in due and pair not in self.served_kinds for pair in sorted(own | due)}
+
     # The paused lanes and kinds: (lane, kind), kind '' for a whole lane.
     pauses: list[tuple[str, str]] = field(default_factory=list)
     # One row per rate limit: id, scope, target, used (of its burst, by the busiest bucket
@@ -127,7 +146,7 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = wq_settings.GAUGES_WORKER_STALE_AFTER_S
     params = QueueGaugesParams(runtime.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers, schedules, lanes, pauses, limits = (
+    items, top, lag, workers, schedules, lanes, kinds, pauses, limits = (
         json.loads(text) for text in rows.rows[0]
     )
     declared = set(params.lanes)
@@ -139,6 +158,9 @@ def read_queue_gauges() -> QueueGauges:
         workers={w["state"]: int(w["workers"]) for w in workers},
         schedules=schedules,
         served_lanes={lane if lane in declared else runtime.UNDECLARED for lane in lanes},
+        served_kinds={
+            (lane if lane in declared else runtime.UNDECLARED, kind) for lane, kind in kinds
+        },
         pauses=[(p["lane"], p["kind"]) for p in pauses],
         rate_limits=limits,
     )
@@ -257,6 +279,15 @@ def _worker_families(g: QueueGauges) -> Iterator[Metric]:
     for lane, flagged in g.unserved_lanes.items():
         unserved.add_metric([lane], 1 if flagged else 0)
     yield unserved
+    unserved_kind = GaugeMetricFamily(
+        "workqueue_kind_unserved",
+        "1 when a kind has due pending items in a lane and no live worker of that lane serves "
+        "the kind, else 0.",
+        labels=["lane", "kind"],
+    )
+    for (lane, kind), flagged in g.unserved_kinds.items():
+        unserved_kind.add_metric([lane, kind], 1 if flagged else 0)
+    yield unserved_kind
 
 
 def _schedule_families(g: QueueGauges) -> Iterator[Metric]:

@@ -102,6 +102,21 @@ READ_LIVE_LANES = Statement(
 )
 
 
+# The kinds live workers serve in each lane: a kind with due work in a lane and none of them is
+# unserved (/metrics says it as workqueue_kind_unserved; manage.py check warns of it).
+READ_LIVE_KINDS = Statement(
+    "read_live_kinds", ReadWorkersParams, directory=Path(__file__).with_name("sql")
+)
+
+
+def read_live_kinds(stale_after_s: float) -> set[str]:
+    """The kinds the live workers serve, in any lane (read on the system login)."""
+    from wqcore.store import System, execute
+
+    rows = execute(System(READ_LIVE_KINDS, ReadWorkersParams(float(stale_after_s))))
+    return {kind for (_lane, kind) in rows.rows}
+
+
 def read_live_lanes(stale_after_s: float) -> set[str]:
     """The lanes the live workers serve (rows not offline, beating within ``stale_after_s``).
     The workers table belongs to no tenant: read on the system login."""

@@ -26,12 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from django.conf import settings as django_settings
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, SpanKind, Status, StatusCode
@@ -48,6 +50,7 @@ from workers.outage import Outage
 from workers.reporting import Reporter
 from workqueue import runtime
 from workqueue.runtime import Handler, handler_for, is_async, is_failure
+from wqcore.conf import wq_settings
 from wqcore.logs import bind_item, log_event
 from wqcore.tracing import exporting
 
@@ -55,6 +58,18 @@ logger = logging.getLogger(__name__)
 tracer = trace.get_tracer("workqueue.worker")
 
 _NO_SPAN = contextlib.nullcontext(trace.INVALID_SPAN)
+
+
+def logs_traceback() -> bool:
+    """Whether a handler's failure logs its traceback: where someone reads it (stderr is a
+    terminal, or DEBUG is on: the lines after the event), and in JSON (one field, ``exc``, of
+    the event's one line); a text log in a pipe keeps one line per event, the traceback stored
+    with the attempt."""
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        terminal = False
+    return terminal or bool(django_settings.DEBUG) or wq_settings.LOG_FORMAT == "json"
 
 
 def _links(traceparent: str | None) -> list[Link]:
@@ -329,6 +344,7 @@ class Runner:
         item = job.item
         error, permanent = runtime.failure_of(exc, job.run)
         trace = "".join(traceback.format_exception(exc))
+        shown = exc if logs_traceback() else None
         # A handler with its own retry policy says how long to wait (RetryableError.delay_s).
         delay_s = getattr(exc, "delay_s", None)
         try:
@@ -346,13 +362,20 @@ class Runner:
                 logger,
                 logging.INFO,
                 "item_retried",
+                exc_info=shown,
                 error=first_line(error),
                 available_at=failed.available_at.isoformat(),
             )
         else:
             job.ended = Ended.DEAD_LETTERED
             # WARNING, with the error's first line: what an error tracker's logging hook sees.
-            log_event(logger, logging.WARNING, "item_dead_lettered", error=first_line(error))
+            log_event(
+                logger,
+                logging.WARNING,
+                "item_dead_lettered",
+                exc_info=shown,
+                error=first_line(error),
+            )
         await runtime.asend_settled(failed, failed.last_error, exc, trace)
 
     async def _release(self, job: Job, note: str) -> None:

@@ -139,3 +139,76 @@ def test_runworker_once_runs_what_is_there_and_exits(ctx) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert count(status=Status.DONE) == 30
+
+
+def _run_once(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PYTHON, "manage.py", "runworker", *args, "--once", "--metrics-port", "0"],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("named", [(), ("*",)])
+def test_runworker_with_no_kinds_runs_every_handled_kind(ctx, named) -> None:
+    from tenancy.current import using_context
+    from tests import tasks
+
+    noop, _ = api.enqueue(ctx, "NOOP", {"n": 1})
+    with using_context(ctx):
+        added = tasks.add.enqueue(2, 3)
+    done = _run_once(*named)
+    assert done.returncode == 0, done.stderr
+    assert WorkItem.objects.using("admin").get(pk=noop.id).status == Status.DONE
+    assert WorkItem.objects.using("admin").get(pk=added.id).status == Status.DONE
+    # Its liveness row declares the kinds it ran (and every other handled kind).
+    declared = WorkerRow.objects.using("admin").latest("started_at").kind
+    assert {noop.kind, "DJANGO_TASK"} <= set(declared.split(","))
+
+
+def test_runworker_exclude_leaves_a_kind_pending(ctx) -> None:
+    from tenancy.current import using_context
+    from tests import tasks
+
+    noop, _ = api.enqueue(ctx, "NOOP", {"n": 1})
+    with using_context(ctx):
+        added = tasks.add.enqueue(2, 3)
+    done = _run_once("--exclude", "NOOP")
+    assert done.returncode == 0, done.stderr
+    assert WorkItem.objects.using("admin").get(pk=noop.id).status == Status.PENDING
+    assert WorkItem.objects.using("admin").get(pk=added.id).status == Status.DONE
+
+
+def test_runworker_refuses_an_exclude_it_does_not_know() -> None:
+    done = _run_once("--exclude", "NOPE")
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "--exclude 'NOPE': no such handled kind (" in done.stderr
+
+
+def test_a_workers_connections_say_its_role_and_process() -> None:
+    from django.db import connections
+
+    port = _free_port()
+    proc = _start(port)
+    names: list[str] = []
+
+    def named() -> bool:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
+                [f"workqueue worker %:{proc.pid}"],
+            )
+            names[:] = [name for (name,) in cursor.fetchall()]
+        return len(names) >= 2  # its pools' connections, not only one
+
+    try:
+        _wait(lambda: _healthz(port) == 200)
+        _wait(named)
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0

@@ -1,4 +1,4 @@
-"""manage.py runworker <kind>: claim and run work of one kind (or several, comma-separated)."""
+"""manage.py runworker [KIND]: claim and run work of every handled kind, or of those named."""
 
 from __future__ import annotations
 
@@ -8,17 +8,20 @@ import gc
 import logging
 import os
 import signal
+import sys
 import threading
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from workers.config import WorkerSettings
+from workers import reloading
+from workers.config import WorkerSettings, served_kinds
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
 from workqueue import runtime
 from workqueue.runtime import startup_problem
+from wqcore.appname import name_connections
 from wqcore.conf import effective
 from wqcore.logs import log_event
 
@@ -27,11 +30,14 @@ logger = logging.getLogger(__name__)
 
 class Command(BaseCommand):
     help = (
-        "Run a worker for KIND (a kind your apps register; several as KIND_A,KIND_B): "
+        "Run a worker for every kind your apps register a handler for (or for KIND alone; "
+        "several as KIND_A,KIND_B; '*' is every kind; --exclude KIND leaves one out): "
         "claim work of the lane, run it, renew leases, run the sweep (WORKER_SWEEP=false turns "
         "it off), serve /healthz and /metrics on WORKER_METRICS_HOST (127.0.0.1 by default) "
         "and WORKER_METRICS_PORT (9100 by default, or the next free port when another worker "
-        "on this host has it). SIGTERM or Ctrl-C drains (a "
+        "on this host has it). --reload (on by default when DEBUG is on and stderr is a "
+        "terminal, as runserver; --noreload turns it off) drains and restarts it when a source "
+        "file changes. SIGTERM or Ctrl-C drains (a "
         "second one stops at once, still handing back what was running). The options override "
         "the WORKQUEUE settings listed below, with the values in effect."
     )
@@ -46,12 +52,31 @@ class Command(BaseCommand):
         return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("kind", help="the work kind(s) to run, comma-separated")
+        parser.add_argument(
+            "kind",
+            nargs="?",
+            default="",
+            help="the work kind(s) to run, comma-separated (default, or '*': every handled kind)",
+        )
+        parser.add_argument(
+            "--exclude",
+            action="append",
+            default=[],
+            metavar="KIND",
+            help="a kind not to run (repeatable)",
+        )
         parser.add_argument("--lane", help="the lane to claim from (WORKER_LANE)")
         parser.add_argument("--capacity", type=int, help="items run at once (WORKER_CAPACITY)")
         parser.add_argument(
             "--once", action="store_true", help="run what is available now, then exit"
         )
+        parser.add_argument(
+            "--reload",
+            action="store_true",
+            default=None,
+            help="drain and restart when a source file changes (default: DEBUG and a terminal)",
+        )
+        parser.add_argument("--noreload", action="store_false", dest="reload", help="never reload")
         parser.add_argument(
             "--metrics-port",
             type=int,
@@ -59,8 +84,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        kinds = tuple(k.strip() for k in options["kind"].split(",") if k.strip())
+        name_connections("worker")
+        reload = options["reload"]
+        if reload is None:
+            reload = reloading.default_on()
+        reload = reload and not options["once"]
+        if reload and not reloading.is_child():
+            sys.exit(reloading.run_parent())
+        self._watch = reloading.Watch(lambda path: self._reload_soon(path)) if reload else None
         try:
+            kinds = served_kinds(options["kind"], options["exclude"])
             settings = WorkerSettings.from_settings(
                 kinds,
                 lane=options["lane"],
@@ -89,12 +122,27 @@ class Command(BaseCommand):
             self._run_to_the_end(settings, sweep)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
+        finally:
+            if self._watch is not None:
+                self._watch.stop()
+        code = reloading.RESTART if self._watch is not None and self._watch.changed else 0
         # A sync handler cancelled on shutdown may still be running in its thread; its item was
         # released and its writes are refused by the token, so do not wait for it to return.
         if threading.active_count() > 1 and any(
             t.name.startswith("worker-handler") for t in threading.enumerate()
         ):
-            os._exit(0)
+            os._exit(code)
+        if code:
+            sys.exit(code)
+
+    def _reload_soon(self, path: str) -> None:
+        """From the watch's thread: drain the worker on its loop, as a first SIGTERM does."""
+        self._loop.call_soon_threadsafe(self._reload, path)
+
+    def _reload(self, path: str) -> None:
+        log_event(logger, logging.INFO, "worker_reloading", changed=path)
+        if self._worker.signals == 0:
+            self._worker.request_stop()
 
     def _run_to_the_end(self, settings: WorkerSettings, sweep: SweepSettings | None) -> None:
         """Run the worker on its event loop until it has drained.
@@ -133,6 +181,9 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, worker.request_stop)
         self._signals_handled = True
+        self._worker, self._loop = worker, loop
+        if self._watch is not None:
+            self._watch.start()
         await worker.run()
 
 

@@ -25,6 +25,7 @@ from workers.schedules import too_fine
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import STEPS, PassResult, close_lock, rescue_once, sweep_once
 from workqueue.runtime import startup_problem
+from wqcore.appname import name_connections
 from wqcore.conf import effective
 from wqcore.terminal import Progress
 
@@ -138,6 +139,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
+        name_connections("sweep")
         try:
             settings = SweepSettings()
             if problem := startup_problem():
