@@ -1,5 +1,6 @@
 """What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
-cancel, hear outcomes, read results.
+cancel, hear outcomes, read results; and name a tenant outside a request (``tenant``,
+``context``).
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -9,6 +10,7 @@ back with the view), the async one (``a...``) runs on the queue's own connection
 Workers, the outbox and the sweep call the runtime face (``workqueue.runtime``), not this one.
 """
 
+from tenancy.naming import context, tenant
 from workqueue.cancel import acancel, acancel_matching, cancel, cancel_matching
 from workqueue.enqueue import NewItem, Outcome, aenqueue, enqueue
 from workqueue.enqueue_many import aenqueue_many, enqueue_many
@@ -63,6 +65,7 @@ __all__ = [
     "cancel",
     "cancel_matching",
     "cancel_workflow",
+    "context",
     "count_parents",
     "enqueue",
     "enqueue_many",
@@ -73,6 +76,7 @@ __all__ = [
     "register",
     "result_of",
     "results_of",
+    "tenant",
     "work_dead_lettered",
     "work_done",
     "work_failed",

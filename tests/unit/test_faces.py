@@ -57,6 +57,8 @@ FACES: dict[str, tuple[str, ...]] = {
         "middleware",
         "models",
         "modes",
+        # Naming a tenant outside a request (workqueue.api's tenant and context).
+        "naming",
         # The migration step that puts a tenant table under row-level security.
         "rls",
         "scope",
@@ -108,6 +110,7 @@ SITE_FACE = [
     "cancel",
     "cancel_matching",
     "cancel_workflow",
+    "context",
     "count_parents",
     "enqueue",
     "enqueue_many",
@@ -118,6 +121,7 @@ SITE_FACE = [
     "register",
     "result_of",
     "results_of",
+    "tenant",
     "work_dead_lettered",
     "work_done",
     "work_failed",
