@@ -1,6 +1,6 @@
 """What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
-cancel, hear outcomes, read results; and name a tenant outside a request (``tenant``,
-``context``).
+cancel, hear outcomes, read results and where an item stands (``status_of``); and name a tenant
+outside a request (``tenant``, ``context``).
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -21,6 +21,7 @@ from workqueue.models import Status, WorkItem
 from workqueue.results import aresult_of, aresults_of, result_of, results_of
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
+from workqueue.statuses import NOT_DONE, ItemStatus, astatus_of, status_of
 from workqueue.workflows import (
     Workflow,
     acancel_workflow,
@@ -36,8 +37,10 @@ from workqueue.workflows import (
 )
 
 __all__ = [
+    "NOT_DONE",
     "Conflict",
     "InvalidPayload",
+    "ItemStatus",
     "Kind",
     "NewItem",
     "NotFound",
@@ -62,6 +65,7 @@ __all__ = [
     "aread_parents",
     "aresult_of",
     "aresults_of",
+    "astatus_of",
     "cancel",
     "cancel_matching",
     "cancel_workflow",
@@ -76,6 +80,7 @@ __all__ = [
     "register",
     "result_of",
     "results_of",
+    "status_of",
     "tenant",
     "work_dead_lettered",
     "work_done",
