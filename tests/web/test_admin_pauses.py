@@ -104,7 +104,7 @@ def test_manage_py_pauses_lists_and_resumes_as_the_operator(operator: Person) ->
     assert "paused default:NOOP" in _queue("pause", "default:NOOP", "--user", name, "--reason", "x")
     assert "already paused" in _queue("pause", "default:NOOP")
     listing = _queue("paused")
-    assert listing.startswith("default:NOOP\tpaused by " + str(operator.user.pk))
+    assert listing.startswith(f"default:NOOP\tpaused by {name} at "), listing  # not the id
     assert "resumed default:NOOP" in _queue("resume", "default:NOOP", "--user", name)
     assert "was not paused" in _queue("resume", "default:NOOP")
     assert _queue("paused").strip() == "nothing is paused"
