@@ -35,6 +35,7 @@ def test_the_operator_pauses_and_resumes_a_lane_in_the_admin(operator: Person) -
     assert (pause.lane, pause.kind, pause.paused_by) == ("default", "NOOP", str(operator.user.pk))
     listing = operator.client.get(LIST).content.decode()
     assert "default:NOOP" in listing and "deploy" in listing
+    assert f'<td class="field-paused_by_name">{operator.user.get_username()}</td>' in listing
     answer = operator.client.post(
         LIST, {"action": "resume_selected", "_selected_action": [str(pause.pk)]}
     )

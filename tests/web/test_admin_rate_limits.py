@@ -29,6 +29,8 @@ def test_the_operator_sets_and_clears_a_limit_in_the_admin(operator: Person) -> 
     assert answer.status_code == 302, answer.content.decode()[:2000]
     limit = RateLimit.objects.using("admin").get()
     assert (limit.count, limit.period_s, limit.burst) == (600, 60, 20)
+    listing = operator.client.get(LIST).content.decode()
+    assert f'<td class="field-set_by_name">{operator.user.get_username()}</td>' in listing
     answer = operator.client.post(
         LIST, {"action": "clear_selected", "_selected_action": [str(limit.pk)]}
     )
