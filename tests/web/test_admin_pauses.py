@@ -78,6 +78,9 @@ def test_the_gauges_page_shows_what_is_paused(operator: Person, member) -> None:
     staff_page = member().client.get(GAUGES).content.decode()
     assert 'id="pauses"' in staff_page and "NOOP" in staff_page
     assert "operator-42" not in staff_page  # who paused it: the operator's page only
+    lane_pauses.pause(str(operator.user.pk), "default", "", reason="all")
+    page = operator.client.get(GAUGES).content.decode()
+    assert f"<td>{operator.user.get_username()}</td>" in page  # a user by name, not by id
 
 
 def test_metrics_carry_a_gauge_per_paused_lane_and_kind(committed) -> None:

@@ -62,3 +62,6 @@ def test_the_gauges_page_shows_the_limits(operator: Person) -> None:
     set_rate_limit("operator-42", "kind", "NOOP", "10/s")
     page = operator.client.get(GAUGES).content.decode()
     assert 'id="rate-limits"' in page and "10/s" in page and "operator-42" in page
+    set_rate_limit(str(operator.user.pk), "kind", "NOOP", "5/s")
+    page = operator.client.get(GAUGES).content.decode()
+    assert f"<td>{operator.user.get_username()}</td>" in page  # a user by name, not by id
