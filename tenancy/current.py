@@ -5,10 +5,12 @@ tenant comes from here: the tenancy middleware names the signed-in member's cont
 request (it ends with the request), a worker names the item's context while a task runs, and
 anything else (a management command, a shell, a script, a test) names one explicitly::
 
-    from tenancy.current import using_context
+    from workqueue import api
 
-    with using_context(ctx):
+    with api.tenant(org_or_slug):
         send_report.enqueue(report_id)
+
+A single-tenant site names nothing: its one tenant (as the system) is the default.
 
 It is a context variable: each thread and each asyncio task sees its own, and
 ``sync_to_async``/``async_to_sync`` carry it across. With none named, ``require_context``
@@ -33,15 +35,20 @@ def current_context() -> OpContext | None:
 
 
 def require_context(what: str) -> OpContext:
-    """The context named for what runs now, or ``NoContext`` naming ``what`` needed it."""
+    """The context named for what runs now (in a single-tenant site with none named, its one
+    tenant's), or ``NoContext`` naming ``what`` needed it and how to name one."""
     ctx = _CURRENT.get()
-    if ctx is None:
-        raise NoContext(
-            f"{what} needs a tenant and none is named here: call it in a view of a signed-in "
-            "member (the tenancy middleware names theirs), or name one with "
-            "`with tenancy.current.using_context(ctx):`"
-        )
-    return ctx
+    if ctx is not None:
+        return ctx
+    from tenancy.modes import current_tenancy
+    from tenancy.naming import HOW_TO_NAME, context
+
+    if current_tenancy().name == "single":
+        return context()
+    raise NoContext(
+        f"{what} needs a tenant and none is named here: call it in a view of a signed-in "
+        f"member (the tenancy middleware names theirs), or {HOW_TO_NAME}"
+    )
 
 
 @contextmanager

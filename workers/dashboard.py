@@ -21,6 +21,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from audit.api import actor_names
 from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
 from tenancy.modes import current_tenancy
@@ -243,6 +244,20 @@ def read_charts(
     return ChartsView(window, lane, lanes, drawn, done, since, rolled_up_at, late)
 
 
+def _named_pauses() -> list[runtime.Paused]:
+    """The pauses, who paused each named as a person reads it (the user's name, not the id)."""
+    pauses = runtime.read_pauses()
+    names = actor_names(p.paused_by for p in pauses)
+    return [p._replace(paused_by=names.get(p.paused_by, p.paused_by)) for p in pauses]
+
+
+def _named_rate_limits() -> list[runtime.LimitState]:
+    """The rate limits, who set each named as a person reads it."""
+    limits = runtime.read_rate_limits()
+    names = actor_names(lim.set_by for lim in limits)
+    return [lim._replace(set_by=names.get(lim.set_by, lim.set_by)) for lim in limits]
+
+
 def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None = None) -> Panel:
     """Everything the page shows, for the whole site (``None``) or one tenant."""
     gauges = runtime.read_gauges_of(org_id)
@@ -257,8 +272,8 @@ def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None 
         top_tenants=_top_tenants() if org_id is None else [],
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
-        pauses=runtime.read_pauses(),
-        rate_limits=runtime.read_rate_limits(),
+        pauses=_named_pauses(),
+        rate_limits=_named_rate_limits(),
     )
     depth: dict[tuple[str, str], dict[str, int]] = {}
     for (lane, kind, status), n in sorted(gauges.counts.items()):

@@ -1,5 +1,6 @@
 """What a site's code calls: enqueue work (and workflows of it), declare kinds and their handlers,
-cancel, hear outcomes, read results.
+cancel, hear outcomes, read results and where an item stands (``status_of``); and name a tenant
+outside a request (``tenant``, ``context``).
 
 This is the queue's whole public face for a site (a test pins its names); its tests call
 ``workers.testing`` beside it. Each call that touches the database comes in a pair: the sync
@@ -9,6 +10,7 @@ back with the view), the async one (``a...``) runs on the queue's own connection
 Workers, the outbox and the sweep call the runtime face (``workqueue.runtime``), not this one.
 """
 
+from tenancy.naming import context, tenant
 from workqueue.cancel import acancel, acancel_matching, cancel, cancel_matching
 from workqueue.enqueue import NewItem, Outcome, aenqueue, enqueue
 from workqueue.enqueue_many import aenqueue_many, enqueue_many
@@ -19,6 +21,7 @@ from workqueue.models import Status, WorkItem
 from workqueue.results import aresult_of, aresults_of, result_of, results_of
 from workqueue.rules import RetryPolicy
 from workqueue.signals import work_dead_lettered, work_done, work_failed, work_retried
+from workqueue.statuses import NOT_DONE, ItemStatus, astatus_of, status_of
 from workqueue.workflows import (
     Workflow,
     acancel_workflow,
@@ -34,8 +37,10 @@ from workqueue.workflows import (
 )
 
 __all__ = [
+    "NOT_DONE",
     "Conflict",
     "InvalidPayload",
+    "ItemStatus",
     "Kind",
     "NewItem",
     "NotFound",
@@ -60,9 +65,11 @@ __all__ = [
     "aread_parents",
     "aresult_of",
     "aresults_of",
+    "astatus_of",
     "cancel",
     "cancel_matching",
     "cancel_workflow",
+    "context",
     "count_parents",
     "enqueue",
     "enqueue_many",
@@ -73,6 +80,8 @@ __all__ = [
     "register",
     "result_of",
     "results_of",
+    "status_of",
+    "tenant",
     "work_dead_lettered",
     "work_done",
     "work_failed",

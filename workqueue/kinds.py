@@ -158,10 +158,7 @@ def validate_payload(kind: Kind, payload: Any) -> str:
         model = schema.__pydantic_validator__.validate_python(payload)
         raw: bytes = schema.__pydantic_serializer__.to_json(model, exclude_none=True)
     except pydantic.ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "payload"
-        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
-        raise InvalidPayload(f"payload.{where}: {first['msg']}{more}") from None
+        raise InvalidPayload(_every_error(exc)) from None
     except (pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
         unstorable = find_unstorable(payload) or f"payload: not JSON-serialisable ({exc})"
         raise InvalidPayload(unstorable) from None
@@ -185,3 +182,13 @@ def validate_payload(kind: Kind, payload: Any) -> str:
             "(WORKQUEUE['MAX_PAYLOAD_BYTES'])"
         )
     return raw.decode()
+
+
+def _every_error(exc: pydantic.ValidationError) -> str:
+    """Each of pydantic's errors as ``payload.<where>: <why>``, all of them (a caller fixes
+    them in one go), joined by ``; ``."""
+    said = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        said.append(f"payload{'.' + where if where else ''}: {error['msg']}")
+    return "; ".join(said)

@@ -22,6 +22,8 @@ unless a transaction pooler is in front (``WORKQUEUE["POOLER"] = "transaction"``
 from __future__ import annotations
 
 import functools
+import inspect
+import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate
 
@@ -91,8 +93,11 @@ class Transition[**P, R]:
         self.plan = plan
         self._after_sync: Callable[Concatenate[R, P], None] | None = None
         functools.update_wrapper(self, plan)
+        takes_ctx = _takes_ctx(plan)
 
         async def aio(*args: P.args, **kwargs: P.kwargs) -> R:
+            if takes_ctx:
+                _check_ctx(plan.__name__, args, kwargs)
             return await arun(plan(*args, **kwargs))
 
         functools.update_wrapper(aio, plan)  # its signature is the plan's (``__wrapped__``)
@@ -103,7 +108,11 @@ class Transition[**P, R]:
         )
         self.aio: Callable[P, Coroutine[Any, Any, R]] = aio
 
+        self._takes_ctx = takes_ctx
+
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        if self._takes_ctx:
+            _check_ctx(self.plan.__name__, args, kwargs)
         result = run(self.plan(*args, **kwargs))
         if self._after_sync is not None:
             self._after_sync(result, *args, **kwargs)
@@ -123,3 +132,21 @@ class Transition[**P, R]:
 
 
 transition = Transition
+
+
+def _takes_ctx(plan: Callable[..., Any]) -> bool:
+    params = list(inspect.signature(plan).parameters)
+    return bool(params) and params[0] == "ctx"
+
+
+def _check_ctx(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A plan's ``ctx`` must be a tenant's context: say what to pass, not fail deep inside
+    with an ``AttributeError`` (a context is anything with the tenant's ``org_id``)."""
+    ctx = args[0] if args else kwargs.get("ctx")
+    if not isinstance(getattr(ctx, "org_id", None), uuid.UUID):
+        raise TypeError(
+            f"{name}: ctx must be a tenant's context (an OpContext), got {type(ctx).__name__}: "
+            "in a view pass `request.op` (the tenancy middleware names it), outside one "
+            "`with workqueue.api.tenant(org_or_slug) as ctx:` (`workqueue.api.context()` in "
+            "a single-tenant site)"
+        )

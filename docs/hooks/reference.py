@@ -1,6 +1,8 @@
 """MkDocs hook: the reference pages made from the code at build time, never written by hand
 (so they cannot go stale): every WORKQUEUE setting (wqcore/conf.py), every management command's
---help, every metric with its labels, the public API's docstrings. And the screenshots the
+--help, every metric with its labels, the public API's docstrings (the copies stored under
+docs/reference/ are replaced by fresh ones; ``bin/docs check`` says when a copy is stale); each
+app's README as a page, docs' links to those files pointing at the pages. And the screenshots the
 browser test writes (docs/assets/screenshots/, git-ignored): one it has not written yet is a
 placeholder image, so the site builds without a browser.
 
@@ -16,6 +18,7 @@ from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -32,6 +35,9 @@ PLACEHOLDER = ROOT / "docs" / "assets" / "screenshot-missing.png"
 
 def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
     for src_uri, content in refgen.pages().items():
+        stored = files.get_file_from_path(src_uri)
+        if stored is not None:
+            files.remove(stored)
         files.append(File.generated(config, src_uri, content=content))
     missing = [
         name for name in refgen.SCREENSHOTS if files.get_file_from_path(SHOTS + name) is None
@@ -47,3 +53,7 @@ def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
             ", ".join(missing),
         )
     return files
+
+
+def on_page_markdown(markdown: str, page: Page, **kwargs: Any) -> str:
+    return refgen.site_links(markdown, page.file.src_uri)

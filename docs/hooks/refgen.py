@@ -1,5 +1,7 @@
-"""The reference pages, made from the code that holds each fact (the docs hook adds them to the
-site at build time; tests/unit/test_docs_reference.py checks they miss nothing):
+"""The reference pages, made from the code that holds each fact, and stored under docs/ so the
+docs read where they are stored (``bin/docs generate`` writes them; ``bin/docs check``, in CI,
+fails when one is stale; the docs hook builds the site from fresh ones;
+tests/unit/test_docs_reference.py checks they miss nothing):
 
 - ``reference/settings.md``: every ``WORKQUEUE`` setting, its type, default, bounds and
   description, as ``wqcore/conf.py`` declares them, grouped by that module's section comments;
@@ -52,13 +54,15 @@ METRIC_SOURCES = {
 }
 PUBLIC_MODULES = ("workqueue.api", "workers.testing", "outbox.api")
 GENERATED_NOTE = (
-    "<!-- Generated at build time from the code (docs/hooks/refgen.py): edit the code, not "
-    "this page. -->\n\n"
+    "<!-- Generated from the code (docs/hooks/refgen.py, bin/docs generate): edit the code, "
+    "not this page. -->\n\n"
 )
 
 
 # The repository's own Markdown shown in the site as it is (each app's README, the benchmarks'
 # method and diary): the file stays the one home of its text.
+# A Markdown link: its label, its target, its anchor.
+LINK = re.compile(r"\[([^\]]+)\]\(([^)#\s]*)(#[^)\s]*)?\)")
 REPO_PAGES = {
     "wqcore/README.md": "internals/wqcore.md",
     "tenancy/README.md": "internals/tenancy.md",
@@ -72,18 +76,54 @@ REPO_PAGES = {
 }
 
 
-def pages() -> dict[str, str]:
-    """Each generated page's path under docs/ and its Markdown."""
+def reference_pages() -> dict[str, str]:
+    """The pages made from the code (stored under docs/, kept fresh by ``bin/docs check``)."""
     setup_django()
-    made = {
+    return {
         "reference/settings.md": settings_page(),
         "reference/commands.md": commands_page(),
         "reference/metrics.md": metrics_page(),
         "reference/api.md": api_page(),
     }
+
+
+def pages() -> dict[str, str]:
+    """Each generated page's path under docs/ and its Markdown: the reference pages, and the
+    repository's own Markdown (only in the site: docs/ links to those files where they are)."""
+    made = reference_pages()
     for source, uri in REPO_PAGES.items():
         made[uri] = repo_page(source, uri)
     return made
+
+
+def site_links(markdown: str, uri: str) -> str:
+    """A docs page's Markdown for the site: a link to a repository file shown in the site (an
+    app's README) points at its page there."""
+    here = ROOT / "docs" / os.path.dirname(uri)
+
+    def relink(match: re.Match[str]) -> str:
+        label, target, anchor = match[1], match[2], match[3] or ""
+        if not target or re.match(r"[a-z]+:", target):
+            return match[0]
+        page = REPO_PAGES.get(os.path.relpath((here / target).resolve(), ROOT))
+        if page is None:
+            return match[0]
+        return f"[{label}]({os.path.relpath(page, os.path.dirname(uri))}{anchor})"
+
+    return LINK.sub(relink, markdown)
+
+
+def stale(write: bool) -> list[str]:
+    """The stored reference pages that differ from what the code makes (written when
+    ``write``)."""
+    found = []
+    for uri, text in reference_pages().items():
+        path = ROOT / "docs" / uri
+        if not path.exists() or path.read_text() != text:
+            found.append(uri)
+            if write:
+                path.write_text(text)
+    return found
 
 
 def repo_page(source: str, uri: str) -> str:
@@ -105,7 +145,7 @@ def repo_page(source: str, uri: str) -> str:
         return f"[{label}]({os.path.relpath(page, os.path.dirname(uri))}{anchor})"
 
     note = f"<!-- The repository's {source}, shown as it is: edit that file. -->\n\n"
-    body = re.sub(r"\[([^\]]+)\]\(([^)#\s]*)(#[^)\s]*)?\)", relink, text)
+    body = LINK.sub(relink, text)
     return note + body
 
 
@@ -487,6 +527,17 @@ def api_page() -> str:
     return "".join(out)
 
 
-if __name__ == "__main__":  # python docs/hooks/refgen.py: print the pages
-    for path, text in pages().items():
-        print(f"==> {path}\n{text}")
+if __name__ == "__main__":  # python docs/hooks/refgen.py [write | check]: see bin/docs --help
+    action = sys.argv[1] if len(sys.argv) > 1 else "print"
+    if action == "print":
+        for path, text in pages().items():
+            print(f"==> {path}\n{text}")
+    elif action in ("write", "check"):
+        changed = stale(write=action == "write")
+        for uri in changed:
+            print(f"docs/{uri}: {'written' if action == 'write' else 'stale'}")
+        if changed and action == "check":
+            print("the stored reference pages are stale: run bin/docs generate", file=sys.stderr)
+            sys.exit(1)
+    else:
+        sys.exit(f"refgen.py takes print, write or check, not {action!r}")

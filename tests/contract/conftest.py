@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from workqueue import claim, enqueue, enqueue_many, maintenance, results, settle
+from workqueue import claim, enqueue, enqueue_many, maintenance, results, settle, statuses
 from workqueue.workflows import cancel as workflow_cancel
 from workqueue.workflows import declare, parents
 from wqcore.store import aclose_async_store
@@ -35,6 +35,7 @@ PAIRED = {
     "parent_results": parents,
     "result_of": results,
     "results_of": results,
+    "status_of": statuses,
 }
 
 

@@ -174,7 +174,7 @@ def test_an_item_of_another_kind_is_not_a_task_result(member: OpContext) -> None
 
 
 def test_without_a_tenant_nothing_is_enqueued_or_read(ctx: OpContext) -> None:
-    with pytest.raises(NoContext, match="using_context"):
+    with pytest.raises(NoContext, match=r"workqueue\.api\.tenant\(org_or_slug\)"):
         tasks.add.enqueue(1, 2)
     with pytest.raises(NoContext, match="reading a task result"):
         tasks.add.get_result(tasks.UNKNOWN_ID)

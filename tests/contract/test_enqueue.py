@@ -94,6 +94,20 @@ def test_invalid_input_stores_nothing(face, ctx: OpContext, kind: str, payload, 
     assert WorkItem.objects.using("admin").count() == 0
 
 
+def test_every_error_of_a_payload_is_listed(face, ctx: OpContext) -> None:
+    with pytest.raises(InvalidPayload) as refused:
+        face.enqueue(ctx, "NOTIFY_SHIPMENT", {"version": 0, "colour": "red"})
+    said = str(refused.value)
+    assert "more)" not in said
+    for expected in (
+        "payload.shipment_id: Field required",
+        "payload.version: Input should be greater",
+        "payload.colour: Extra inputs",
+    ):
+        assert expected in said, said
+    assert WorkItem.objects.using("admin").count() == 0
+
+
 def test_one_invalid_item_refuses_the_whole_batch(face, ctx: OpContext) -> None:
     batch = [NewItem("NOOP", {"n": 1}), NewItem("NOTIFY_SHIPMENT", {"version": 1})]
     with pytest.raises(InvalidPayload, match=r"items\[1\]\.payload\.shipment_id"):

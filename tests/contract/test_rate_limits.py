@@ -400,7 +400,9 @@ def test_the_queue_command_sets_lists_and_clears_a_limit(committed, capsys) -> N
     call_command("queue", "limit", "set", "key", "acct-1", "600/m", "--burst", "20")
     assert "limited key acct-1 to 600/m (burst 20)" in capsys.readouterr().out
     call_command("queue", "limit", "list")
-    assert "key\tacct-1\t600/m\tburst 20" in capsys.readouterr().out
+    listed = capsys.readouterr().out
+    assert "key\tacct-1\t600/m\tburst 20\t20 of 20 free now" in listed  # nothing used it
+    assert "set by system" in listed, listed
     with pytest.raises(CommandError, match="rate: give N/s"):
         call_command("queue", "limit", "set", "key", "acct-1", "600 a minute")
     assert RateLimit.objects.using("admin").get().count == 600

@@ -7,7 +7,9 @@ written as the app's modules; each shell block's commands run in order (``pip in
 wheel built from this repository; ``runworker`` runs ``--once``). What the site does of its own
 before that: ``django-admin startproject``, an app (``startapp myapp``) in ``INSTALLED_APPS``,
 and its PostgreSQL database on one login that owns it. Then ``manage.py check`` prints no
-warning, and a ``runserver`` answers ``/healthz``, ``/metrics`` and ``/metrics/queue``.
+warning, and a ``runserver`` answers ``/ops/healthz``, ``/ops/metrics`` and
+``/ops/metrics/queue`` (where the README mounts them) over plain HTTP under a production
+site's ``SECURE_SSL_REDIRECT`` (the README's exemption).
 """
 
 from __future__ import annotations
@@ -179,6 +181,7 @@ def test_the_readme_install_section_gives_a_site_that_checks_clean_and_answers(
     checked = site.manage("check")
     assert checked.strip() == "System check identified no issues (0 silenced).", checked
     site.manage("shell", "-c", "import myapp.views")  # the README's view, as written
+    settings.write_text(settings.read_text() + "\nSECURE_SSL_REDIRECT = True\n")
 
     port = free_port()
     server = subprocess.Popen(
@@ -190,12 +193,12 @@ def test_the_readme_install_section_gives_a_site_that_checks_clean_and_answers(
         text=True,
     )
     try:
-        status, body = get(f"http://127.0.0.1:{port}/healthz", server)
+        status, body = get(f"http://127.0.0.1:{port}/ops/healthz", server)
         assert status == 200, body
         assert json.loads(body) == {"database": "ok", "migrations": "applied", "healthy": True}
-        status, body = get(f"http://127.0.0.1:{port}/metrics", server)
+        status, body = get(f"http://127.0.0.1:{port}/ops/metrics", server)
         assert status == 200 and b"python_info" in body, body[:500]
-        status, body = get(f"http://127.0.0.1:{port}/metrics/queue", server)
+        status, body = get(f"http://127.0.0.1:{port}/ops/metrics/queue", server)
         assert status == 200 and b"workqueue_work_failed" in body, body[:500]
     finally:
         server.terminate()

@@ -35,6 +35,7 @@ def test_the_operator_pauses_and_resumes_a_lane_in_the_admin(operator: Person) -
     assert (pause.lane, pause.kind, pause.paused_by) == ("default", "NOOP", str(operator.user.pk))
     listing = operator.client.get(LIST).content.decode()
     assert "default:NOOP" in listing and "deploy" in listing
+    assert f'<td class="field-paused_by_name">{operator.user.get_username()}</td>' in listing
     answer = operator.client.post(
         LIST, {"action": "resume_selected", "_selected_action": [str(pause.pk)]}
     )
@@ -77,6 +78,9 @@ def test_the_gauges_page_shows_what_is_paused(operator: Person, member) -> None:
     staff_page = member().client.get(GAUGES).content.decode()
     assert 'id="pauses"' in staff_page and "NOOP" in staff_page
     assert "operator-42" not in staff_page  # who paused it: the operator's page only
+    lane_pauses.pause(str(operator.user.pk), "default", "", reason="all")
+    page = operator.client.get(GAUGES).content.decode()
+    assert f"<td>{operator.user.get_username()}</td>" in page  # a user by name, not by id
 
 
 def test_metrics_carry_a_gauge_per_paused_lane_and_kind(committed) -> None:
@@ -104,7 +108,7 @@ def test_manage_py_pauses_lists_and_resumes_as_the_operator(operator: Person) ->
     assert "paused default:NOOP" in _queue("pause", "default:NOOP", "--user", name, "--reason", "x")
     assert "already paused" in _queue("pause", "default:NOOP")
     listing = _queue("paused")
-    assert listing.startswith("default:NOOP\tpaused by " + str(operator.user.pk))
+    assert listing.startswith(f"default:NOOP\tpaused by {name} at "), listing  # not the id
     assert "resumed default:NOOP" in _queue("resume", "default:NOOP", "--user", name)
     assert "was not paused" in _queue("resume", "default:NOOP")
     assert _queue("paused").strip() == "nothing is paused"

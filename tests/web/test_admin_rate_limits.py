@@ -29,6 +29,8 @@ def test_the_operator_sets_and_clears_a_limit_in_the_admin(operator: Person) -> 
     assert answer.status_code == 302, answer.content.decode()[:2000]
     limit = RateLimit.objects.using("admin").get()
     assert (limit.count, limit.period_s, limit.burst) == (600, 60, 20)
+    listing = operator.client.get(LIST).content.decode()
+    assert f'<td class="field-set_by_name">{operator.user.get_username()}</td>' in listing
     answer = operator.client.post(
         LIST, {"action": "clear_selected", "_selected_action": [str(limit.pk)]}
     )
@@ -60,3 +62,6 @@ def test_the_gauges_page_shows_the_limits(operator: Person) -> None:
     set_rate_limit("operator-42", "kind", "NOOP", "10/s")
     page = operator.client.get(GAUGES).content.decode()
     assert 'id="rate-limits"' in page and "10/s" in page and "operator-42" in page
+    set_rate_limit(str(operator.user.pk), "kind", "NOOP", "5/s")
+    page = operator.client.get(GAUGES).content.decode()
+    assert f"<td>{operator.user.get_username()}</td>" in page  # a user by name, not by id

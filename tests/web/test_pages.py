@@ -4,6 +4,8 @@ transaction, then the work's status as it moves."""
 from __future__ import annotations
 
 import re
+from collections import Counter
+from html.parser import HTMLParser
 
 import pytest
 from django.test import Client
@@ -20,6 +22,26 @@ from workqueue.settle import complete
 pytestmark = pytest.mark.usefixtures("committed")
 
 
+def _tags(page: str) -> tuple[Counter[str], Counter[str], str]:
+    """The page's opening and closing tags, counted, and its text as a browser shows it."""
+    starts: Counter[str] = Counter()
+    ends: Counter[str] = Counter()
+    text: list[str] = []
+
+    class Reader(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: object) -> None:
+            starts[tag] += 1
+
+        def handle_endtag(self, tag: str) -> None:
+            ends[tag] += 1
+
+        def handle_data(self, data: str) -> None:
+            text.append(data)
+
+    Reader().feed(page)
+    return starts, ends, " ".join(text)
+
+
 def test_the_landing_page_says_what_this_is_and_where_to_go() -> None:
     response = Client().get("/")
     assert response.status_code == 200
@@ -32,6 +54,9 @@ def test_the_landing_page_says_what_this_is_and_where_to_go() -> None:
         assert link in response.text
     assert "POST /api/work/" in response.text and "GET /api/work/" in response.text
     assert "/login/" in response.text
+    starts, ends, text = _tags(response.text)
+    assert starts["li"] == ends["li"] > 0, (starts["li"], ends["li"])
+    assert not re.search(r"/[a-z]+>", text), "a broken closing tag shows as text"
 
 
 def test_members_sign_in_on_the_products_own_page(member) -> None:

@@ -4,11 +4,11 @@
 
 ``Task.enqueue()`` writes a ``DJANGO_TASK`` work item in the caller's transaction (a rollback
 takes it back) for the current tenant (``tenancy.current``: the signed-in member's in a view,
-or one named with ``using_context``); ``manage.py runworker DJANGO_TASK`` runs it with the
-queue's leases, fencing, retries and dead letters; ``get_result()`` reads it back, for its
-tenant only. A queue is a lane, ``priority`` and ``run_after`` are the item's, and the retry
-policy and the time limit come from ``OPTIONS`` or the task's ``@retries`` and ``@time_limit``
-(``policy.py``).
+or one named with ``workqueue.api.tenant``; a single-tenant site's one tenant by default);
+``manage.py runworker DJANGO_TASK`` runs it with the queue's leases, fencing, retries and dead
+letters; ``get_result()`` reads it back, for its tenant only. A queue is a lane, ``priority``
+and ``run_after`` are the item's, and the retry policy and the time limit come from
+``OPTIONS`` or the task's ``@retries`` and ``@time_limit`` (``policy.py``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from audit.api import actor_names
 from tenancy.admin_fence import OperatorWrites, is_operator
 from tenancy.contexts import actor_of
 from tenancy.modes import current_tenancy
@@ -121,13 +122,17 @@ class PauseAdmin(ModelAdmin[Pause]):
     ends by resuming."""
 
     form = PauseForm
-    list_display = ("target", "paused_by", "reason", "paused_at")
+    list_display = ("target", "paused_by_name", "reason", "paused_at")
     ordering = ("lane", "kind")
     actions = ["resume_selected"]
 
     @admin.display(description="paused")
     def target(self, pause: Pause) -> str:
         return str(pause)
+
+    @admin.display(description="paused by", ordering="paused_by")
+    def paused_by_name(self, pause: Pause) -> str:
+        return actor_names([pause.paused_by]).get(pause.paused_by, pause.paused_by)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).using(system_alias())

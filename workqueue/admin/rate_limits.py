@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from audit.api import actor_names
 from tenancy.admin_fence import is_operator
 from tenancy.contexts import actor_of
 from workqueue.admin.controls import request_id_of
@@ -67,13 +68,17 @@ class RateLimitAdmin(ModelAdmin[RateLimit]):
     edits in place: set it again with the new rate."""
 
     form = RateLimitForm
-    list_display = ("scope", "target", "rate", "burst", "set_by", "updated_at")
+    list_display = ("scope", "target", "rate", "burst", "set_by_name", "updated_at")
     ordering = ("scope", "target")
     actions = ["clear_selected"]
 
     @admin.display(description="rate")
     def rate(self, limit: RateLimit) -> str:
         return f"{limit.count} per {limit.period_s} s"
+
+    @admin.display(description="set by", ordering="set_by")
+    def set_by_name(self, limit: RateLimit) -> str:
+        return actor_names([limit.set_by]).get(limit.set_by, limit.set_by)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RateLimit]:
         return super().get_queryset(request).using(system_alias())

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError, CommandParser
 
+from audit.api import actor_names
 from tenancy.contexts import SYSTEM_ACTOR, actor_of
 
 
@@ -30,3 +31,8 @@ def operator_actor(username: str | None) -> str:
     if user is None or not user.is_active or not user.is_superuser:
         raise CommandError(f"--user: {username!r} is not an active superuser (the operator)")
     return actor_of(user)
+
+
+def actor_name(actor: str) -> str:
+    """An actor as a person reads it: the user's name, "system", or the stored text."""
+    return actor_names([actor]).get(actor, actor)

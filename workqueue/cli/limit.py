@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit.api import actor_names
 from workqueue import api
 from workqueue.cli._operator import add_user_argument, operator_actor
 from workqueue.rate_limits import SCOPES, clear_rate_limit, read_rate_limits, set_rate_limit
@@ -25,7 +26,7 @@ def add_arguments(parser: CommandParser) -> None:
             sub.add_argument("rate", help="N/s, N/m, N/h or N/d, e.g. 10/s")
             sub.add_argument("--burst", type=int, default=None, help="at once (default: N)")
         add_user_argument(sub)
-    actions.add_parser("list", help="every limit and how much of it is spent now")
+    actions.add_parser("list", help="every limit and how much of its burst is free now")
 
 
 def run(command: BaseCommand, *, action: str, **options: Any) -> None:
@@ -56,8 +57,11 @@ def _list(command: BaseCommand) -> None:
     if not limits:
         command.stdout.write("no rate limit is set")
         return
+    names = actor_names(lim.set_by for lim in limits)
     for lim in limits:
+        # What is free now, not what is spent: "spent now 5" read as five items run.
         command.stdout.write(
-            f"{lim.scope}\t{lim.target}\t{lim.rate}\tburst {lim.burst}\tspent now {lim.used}"
-            f"\tbuckets empty {lim.blocked}\tset by {lim.set_by}"
+            f"{lim.scope}\t{lim.target}\t{lim.rate}\tburst {lim.burst}"
+            f"\t{lim.burst - lim.used} of {lim.burst} free now\tbuckets empty {lim.blocked}"
+            f"\tset by {names.get(lim.set_by, lim.set_by)}"
         )

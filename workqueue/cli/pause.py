@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workqueue import api
-from workqueue.cli._operator import add_user_argument, operator_actor
+from workqueue.cli._operator import actor_name, add_user_argument, operator_actor
 from workqueue.pauses import parse_target, pause
 
 HELP = "pause a lane (LANE) or one kind in it (LANE:KIND) for every worker"
@@ -31,6 +31,6 @@ def run(command: BaseCommand, *, target: str, reason: str, user: str | None, **_
         command.stdout.write(f"paused {paused.target}: workers claim none of its items")
     else:
         command.stdout.write(
-            f"{paused.target} was already paused (by {paused.paused_by} at "
+            f"{paused.target} was already paused (by {actor_name(paused.paused_by)} at "
             f"{paused.paused_at:%Y-%m-%d %H:%M:%S %Z}): nothing changed"
         )

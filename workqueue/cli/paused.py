@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from audit.api import actor_names
 from workqueue.pauses import read_pauses
 
 HELP = "list the paused lanes and kinds"
@@ -20,8 +21,10 @@ def run(command: BaseCommand, **_: Any) -> None:
     if not pauses:
         command.stdout.write("nothing is paused")
         return
+    names = actor_names(p.paused_by for p in pauses)
     for p in pauses:
         why = f" ({p.reason})" if p.reason else ""
+        by = names.get(p.paused_by, p.paused_by)
         command.stdout.write(
-            f"{p.target}\tpaused by {p.paused_by} at {p.paused_at:%Y-%m-%d %H:%M:%S %Z}{why}"
+            f"{p.target}\tpaused by {by} at {p.paused_at:%Y-%m-%d %H:%M:%S %Z}{why}"
         )

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workqueue import api
-from workqueue.cli._operator import add_user_argument, operator_actor
+from workqueue.cli._operator import actor_name, add_user_argument, operator_actor
 from workqueue.pauses import parse_target, read_pauses, resume
 
 HELP = "resume a paused lane (LANE) or kind (LANE:KIND): workers claim it again at once"
@@ -29,7 +29,8 @@ def run(command: BaseCommand, *, target: str, user: str | None, **_: Any) -> Non
     if ended is None:
         command.stdout.write(f"{target} was not paused: nothing changed")
         return
-    command.stdout.write(f"resumed {ended.target} (paused by {ended.paused_by}): workers woken")
+    by = actor_name(ended.paused_by)
+    command.stdout.write(f"resumed {ended.target} (paused by {by}): workers woken")
     if not ended.kind:
         kinds = [p.target for p in read_pauses() if p.lane == ended.lane]
         if kinds:

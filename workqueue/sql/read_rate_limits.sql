@@ -3,7 +3,9 @@ SELECT l.id, l.scope, l.target, l.count, l.period_s, l.burst, l.set_by, l.update
        COALESCE(b.used, 0) AS used, COALESCE(b.blocked, 0) AS blocked
   FROM workqueue_ratelimit l
   LEFT JOIN LATERAL (
-       SELECT LEAST(max(ceil(extract(epoch FROM s.tat - now()) * l.count / l.period_s)),
+       -- COALESCE inside: LEAST skips a NULL, so with no bucket it gave the whole burst.
+       SELECT LEAST(COALESCE(max(ceil(extract(epoch FROM s.tat - now()) * l.count
+                                      / l.period_s)), 0),
                     l.burst)::integer AS used,
               count(*) FILTER (WHERE s.tat > now() + make_interval(
                   secs => (l.burst - 1) * l.period_s::float8 / l.count)) AS blocked

@@ -1,0 +1,79 @@
+"""Naming a tenant outside a request (a management command, a cron job, a signal, a shell).
+
+``workqueue.api.tenant(org_or_slug)`` names one for a block; ``workqueue.api.context(...)``
+makes the ``OpContext`` the ``(ctx, ...)`` calls take. A single-tenant site names nothing: its
+one tenant is the default everywhere (``tenancy.current.require_context``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from tenancy.contexts import AppType, OpContext, Role, actor_of, new_request_context
+from tenancy.current import using_context
+from tenancy.modes import SINGLE_TENANT_ID, current_tenancy, tenant_id
+from tenancy.scope import tenant_scope
+
+HOW_TO_NAME = (
+    "outside a request, name the tenant with `with workqueue.api.tenant(org_or_slug) as ctx:` "
+    "(a single-tenant site names nothing)"
+)
+
+
+def org_id_for(tenant: Any) -> uuid.UUID:
+    """The queue's id of ``tenant``: a context's tenant, a model instance, its key, the queue's
+    UUID, or (in the ``orgs`` tenancy) an org's slug. None: the site's one tenant, in a
+    single-tenant site."""
+    if isinstance(tenant, OpContext):
+        return tenant.org_id
+    tenancy = current_tenancy()
+    if tenant is None:
+        if tenancy.name != "single":
+            raise ValueError(
+                f"tenant: this site has tenants (WORKQUEUE['TENANCY'] is {tenancy.name!r}); "
+                "name the one to act for (an org, its slug or its id)"
+            )
+        return SINGLE_TENANT_ID
+    if tenancy.name == "orgs" and isinstance(tenant, str):
+        return _org_by_slug_or_id(tenant)
+    return tenant_id(tenant)
+
+
+def _org_by_slug_or_id(text: str) -> uuid.UUID:
+    from tenancy.models import Org
+    from wqcore.conf import system_alias
+
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        pass
+    found = Org.objects.using(system_alias()).filter(slug=text).values_list("id", flat=True)
+    org_id = next(iter(found), None)
+    if org_id is None:
+        raise ValueError(f"tenant: no org with the slug {text!r}")
+    return org_id
+
+
+def context(tenant: Any = None, user: Any = None, role: Role | None = None) -> OpContext:
+    """An ``OpContext`` to pass to the queue's ``(ctx, ...)`` calls outside a request:
+    ``tenant`` as ``org_id_for`` takes it, ``user`` (a user or its key; None: the system). A
+    member's role unless ``role`` says otherwise (the service role for the system)."""
+    org_id = org_id_for(tenant)
+    if role is None:
+        role = Role.SERVICE if user is None else Role.MEMBER
+    rctx = new_request_context(AppType.CLI)
+    return OpContext(org_id=org_id, user_id=actor_of(user), role=role, rctx=rctx)
+
+
+@contextlib.contextmanager
+def tenant(tenant: Any = None, user: Any = None) -> Iterator[OpContext]:
+    """Act for ``tenant`` in the block: its context is the current one (``@task.enqueue()``
+    and ``get_result`` read it, as in a view), and the everyday connection's transaction names
+    the tenant, so the queue's tables read through row-level security show its rows. Yields
+    the context."""
+    ctx = context(tenant, user)
+    with using_context(ctx), tenant_scope(ctx.org_id):
+        yield ctx
