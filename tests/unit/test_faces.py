@@ -33,6 +33,8 @@ OUTSIDE_THE_QUEUE = tuple(app for app in BOTTOM_UP if app != "workqueue")
 FACES: dict[str, tuple[str, ...]] = {
     "wqcore": (
         "actor",
+        # Each process's connections named by its role (the worker's, the sweep's, the web's).
+        "appname",
         "arrays",
         "conf",
         "confview",
