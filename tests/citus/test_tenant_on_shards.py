@@ -25,11 +25,19 @@ def policy(coordinator: psycopg.Connection, table: str) -> str:
     """The product's own tenant policy, applied as its migrations apply it."""
     sql = run_sql_file(SQL_DIR, "tenant_policy", table=table, column="org_id").sql
     assert isinstance(sql, str)
-    coordinator.execute(sql.encode())
+    run_each(coordinator, sql)
     coordinator.execute(
         f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
     )
     return table
+
+
+def run_each(conn: psycopg.Connection, sql: str) -> None:
+    """Each statement on its own: Citus sends a DDL's whole query string to the workers."""
+    code = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+    for statement in code.split(";"):
+        if statement.strip():
+            conn.execute(statement.encode())
 
 
 def set_local(cur: psycopg.Cursor, org_id: uuid.UUID) -> None:
@@ -100,12 +108,13 @@ def loud_policy(coordinator: psycopg.Connection, table: str) -> str:
     """A prototype: the tenant policy through a function that raises when no tenant is named,
     so a statement reaching a shard without one fails instead of seeing 0 rows."""
     coordinator.execute(LOUD_TENANT.replace("%%", "%").encode())
-    coordinator.execute(
+    run_each(
+        coordinator,
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;"
         f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;"
         f"CREATE POLICY tenant_isolation ON {table}"
         " USING (org_id = wq_citus_named_tenant())"
-        " WITH CHECK (org_id = wq_citus_named_tenant())".encode()
+        " WITH CHECK (org_id = wq_citus_named_tenant())",
     )
     coordinator.execute(
         f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
