@@ -157,6 +157,24 @@ def subprocess_env(*, handlers: bool = False, **extra: str) -> dict[str, str]:
 
 PYTHON = sys.executable
 
+# The events after which a worker logs the handler's own traceback (DEBUG on, a terminal, JSON).
+HANDLER_FAILURES = ("item_retried", "item_dead_lettered")
+
+
+def crash_tracebacks(out: str) -> list[str]:
+    """The tracebacks in a worker's output that are not a handler failure's own (logged on the
+    lines after its ``item_retried`` or ``item_dead_lettered`` event, or in that event's JSON
+    line): what the worker itself raised, each by its first line."""
+    found: list[str] = []
+    attached = False
+    for line in out.splitlines():
+        event = line.startswith("ts=") or line.lstrip().startswith("{")
+        if event:
+            attached = any(name in line for name in HANDLER_FAILURES)
+        if "Traceback (most recent call last)" in line and not attached:
+            found.append(line)
+    return found
+
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 60) -> None:
     """Return once ``predicate()`` holds, looking every 50 ms; fail after ``timeout_s``."""
