@@ -13,8 +13,8 @@ anything else (a management command, a shell, a script, a test) names one explic
 A single-tenant site names nothing: its one tenant (as the system) is the default.
 
 It is a context variable: each thread and each asyncio task sees its own, and
-``sync_to_async``/``async_to_sync`` carry it across. With none named, ``require_context``
-raises ``NoContext`` saying how to name one.
+``sync_to_async``/``async_to_sync`` carry it across. With none named,
+``tenancy.naming.require_context`` raises ``NoContext`` saying how to name one.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar, Token
 
 from tenancy.contexts import OpContext
-from tenancy.exceptions import NoContext
 
 _CURRENT: ContextVar[OpContext | None] = ContextVar("tenancy_current_context", default=None)
 
@@ -32,23 +31,6 @@ _CURRENT: ContextVar[OpContext | None] = ContextVar("tenancy_current_context", d
 def current_context() -> OpContext | None:
     """The context named for what runs now, or None."""
     return _CURRENT.get()
-
-
-def require_context(what: str) -> OpContext:
-    """The context named for what runs now (in a single-tenant site with none named, its one
-    tenant's), or ``NoContext`` naming ``what`` needed it and how to name one."""
-    ctx = _CURRENT.get()
-    if ctx is not None:
-        return ctx
-    from tenancy.modes import current_tenancy
-    from tenancy.naming import HOW_TO_NAME, context
-
-    if current_tenancy().name == "single":
-        return context()
-    raise NoContext(
-        f"{what} needs a tenant and none is named here: call it in a view of a signed-in "
-        f"member (the tenancy middleware names theirs), or {HOW_TO_NAME}"
-    )
 
 
 @contextmanager

@@ -2,7 +2,7 @@
 
 ``workqueue.api.tenant(org_or_slug)`` names one for a block; ``workqueue.api.context(...)``
 makes the ``OpContext`` the ``(ctx, ...)`` calls take. A single-tenant site names nothing: its
-one tenant is the default everywhere (``tenancy.current.require_context``).
+one tenant is the default everywhere (``require_context``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tenancy.contexts import AppType, OpContext, Role, actor_of, new_request_context
-from tenancy.current import using_context
+from tenancy.current import current_context, using_context
+from tenancy.exceptions import NoContext
 from tenancy.modes import SINGLE_TENANT_ID, current_tenancy, tenant_id
 from tenancy.scope import tenant_scope
 
@@ -77,3 +78,17 @@ def tenant(tenant: Any = None, user: Any = None) -> Iterator[OpContext]:
     ctx = context(tenant, user)
     with using_context(ctx), tenant_scope(ctx.org_id):
         yield ctx
+
+
+def require_context(what: str) -> OpContext:
+    """The context named for what runs now (in a single-tenant site with none named, its one
+    tenant's), or ``NoContext`` naming ``what`` needed it and how to name one."""
+    ctx = current_context()
+    if ctx is not None:
+        return ctx
+    if current_tenancy().name == "single":
+        return context()
+    raise NoContext(
+        f"{what} needs a tenant and none is named here: call it in a view of a signed-in "
+        f"member (the tenancy middleware names theirs), or {HOW_TO_NAME}"
+    )

@@ -24,7 +24,7 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from tenancy.current import require_context
+from tenancy.naming import require_context
 from workers.django_tasks import records
 from workers.django_tasks.compat import (
     BaseTaskBackend,

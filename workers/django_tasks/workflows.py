@@ -28,7 +28,7 @@ from asgiref.sync import sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
 from tenancy.contexts import OpContext
-from tenancy.current import require_context
+from tenancy.naming import require_context
 from workers.django_tasks import records
 from workers.django_tasks.backend import WorkQueueBackend
 from workers.django_tasks.compat import InvalidTask, Task, TaskResult, task_enqueued
