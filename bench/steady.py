@@ -17,7 +17,8 @@ SELECT: its snapshot holds the xmin horizon).
 
 Every 10 s one line: items arrived and done in those 10 s, pending (arrived, not yet done), the
 p50/p99 latency of the items done in them (creation to completion, by the database's clock),
-the dead tuples (``n_dead_tup``) and total size of the hot tables (partitions summed). At the
+the dead tuples (``n_dead_tup``) and total size of the hot tables (partitions summed) and of
+history (the done items moved out of the hot table, with their attempts). At the
 end, per configuration: the last minute's p50/p99, done/arrived over the run, the largest
 pending, and whether it fell behind (more than 5 s of arrivals pending at the end, or the last
 minute's completions 3% short of its arrivals); then each configuration's figures against the
@@ -50,6 +51,11 @@ BEHIND_SHARE = 0.03
 RESULT = "STEADY:RESULT "
 
 
+# The pseudo-table of a tree whose done items move to history (workqueue/history.py): the
+# inheritance children of the item table and of the tables that follow an item, summed.
+HISTORY = "history"
+
+
 @dataclass(frozen=True)
 class Tables:
     """How a system's figures are read: its hot tables, and the statement giving the items done
@@ -60,7 +66,7 @@ class Tables:
 
 
 OURS = Tables(
-    ("workqueue_workitem", "workqueue_ready"),
+    ("workqueue_workitem", "workqueue_ready", "workqueue_attempt", HISTORY),
     """
     SELECT count(*),
            percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM updated_at - created_at)),
@@ -90,6 +96,14 @@ WITH t AS (SELECT to_regclass(%s) AS rel),
 SELECT count(tree.relid), coalesce(sum(s.n_dead_tup), 0),
        coalesce(sum(pg_total_relation_size(tree.relid)), 0)
   FROM tree LEFT JOIN pg_stat_user_tables s ON s.relid = tree.relid
+"""
+
+HISTORY_SQL = """
+SELECT count(i.inhrelid), coalesce(sum(s.n_dead_tup), 0),
+       coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)
+  FROM pg_inherits i LEFT JOIN pg_stat_user_tables s ON s.relid = i.inhrelid
+ WHERE i.inhparent IN (SELECT to_regclass(t) FROM unnest(ARRAY['workqueue_workitem',
+                       'workqueue_attempt', 'workqueue_tasks_taskrecord']) AS t)
 """
 
 
@@ -128,7 +142,10 @@ class Monitor(threading.Thread):
     def hot(self) -> list[tuple[int, int] | None]:
         out: list[tuple[int, int] | None] = []
         for table in self.tables.hot:
-            row = self.conn.execute(HOT_SQL, [table]).fetchone()
+            if table == HISTORY:
+                row = self.conn.execute(HISTORY_SQL).fetchone()
+            else:
+                row = self.conn.execute(HOT_SQL, [table]).fetchone()
             assert row is not None
             out.append((int(row[1]), int(row[2])) if row[0] else None)
         return out
@@ -227,6 +244,10 @@ def arrive(
         "last_minute_p50_ms": last_minute[1],
         "last_minute_p99_ms": last_minute[2],
         "last_minute_arrived": sum(t["arrived"] for t in ticks if t["t"] > ticks[-1]["t"] - 60),
+        # The first hot table's size at the end (the items' table, the peer's queue), and
+        # history's where the tree has one.
+        "hot_mb_end": (ticks[-1]["bytes"][0] or 0) / 1e6,
+        "history_mb_end": ((ticks[-1]["bytes"][-1] or 0) / 1e6 if HISTORY in tables.hot else None),
     }
 
 
@@ -367,13 +388,16 @@ def summary(results: dict[str, dict[str, Any]], args: argparse.Namespace, label:
     print(f"\n== steady {args.rate:,}/s, {'with' if args.reader else 'without'} reader; {label} ==")
     print(
         f"{'configuration':<24} {'min':>4} {'last-min p50 ms':>15} {'last-min p99 ms':>15} "
-        f"{'done/arrived':>12} {'max pending':>11} {'fell behind':>11}"
+        f"{'done/arrived':>12} {'max pending':>11} {'fell behind':>11} {'hot MB':>8} "
+        f"{'history MB':>10}"
     )
     for name, r in results.items():
         print(
             f"{name:<24} {r['minutes']:>4g} {r['last_minute_p50_ms']:>15.1f} "
             f"{r['last_minute_p99_ms']:>15.1f} {r['done'] / max(1, r['arrived']):>12.3f} "
-            f"{r['max_pending']:>11,} {'yes' if fell_behind(r, args.rate) else 'no':>11}"
+            f"{r['max_pending']:>11,} {'yes' if fell_behind(r, args.rate) else 'no':>11} "
+            f"{r.get('hot_mb_end', 0):>8.1f} "
+            f"{'-' if r.get('history_mb_end') is None else f'{r["history_mb_end"]:.1f}':>10}"
         )
     peers = [n for n in results if not n.startswith("ours")]
     for peer in peers:

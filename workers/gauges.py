@@ -62,6 +62,7 @@ QUEUE_GAUGES = Statement(
         READ_LIVE_KINDS,
         READ_PAUSES,
         READ_RATE_LIMITS,
+        runtime.READ_HISTORY,
     ),
 )
 
@@ -118,6 +119,8 @@ class QueueGauges:
     # One row per rate limit: id, scope, target, used (of its burst, by the busiest bucket
     # now), blocked (buckets that allow nothing now).
     rate_limits: list[dict[str, Any]] = field(default_factory=list)
+    # History (workqueue/history.py): its spans, and their items and bytes as last counted.
+    history: dict[str, int] = field(default_factory=dict)
 
     @property
     def oldest_age_s(self) -> float:
@@ -146,7 +149,7 @@ def read_queue_gauges() -> QueueGauges:
     stale_after_s = wq_settings.GAUGES_WORKER_STALE_AFTER_S
     params = QueueGaugesParams(runtime.declared_lanes(), stale_after_s)
     rows = execute(System(QUEUE_GAUGES, params))
-    items, top, lag, workers, schedules, lanes, kinds, pauses, limits = (
+    items, top, lag, workers, schedules, lanes, kinds, pauses, limits, history = (
         json.loads(text) for text in rows.rows[0]
     )
     declared = set(params.lanes)
@@ -163,6 +166,7 @@ def read_queue_gauges() -> QueueGauges:
         },
         pauses=[(p["lane"], p["kind"]) for p in pauses],
         rate_limits=limits,
+        history={name: int(value) for name, value in history.items()},
     )
 
 
@@ -233,11 +237,30 @@ class QueueCollector(Collector):
         for row in g.items:
             items.add_metric([row["lane"], row["kind"], row["status"]], row["items"])
         yield items
+        yield from _history_families(g)
         yield from _tenant_families(g)
         yield from _worker_families(g)
         yield _paused_family(g.pauses)
         yield from _rate_limit_families(g.rate_limits)
         yield from _schedule_families(g)
+
+
+def _history_families(g: QueueGauges) -> Iterator[Metric]:
+    """History's size from the statistics (no scan): spans kept, done items and bytes in them."""
+    yield GaugeMetricFamily(
+        "workqueue_history_spans", "Spans of history kept.", g.history.get("spans", 0)
+    )
+    yield GaugeMetricFamily(
+        "workqueue_history_items",
+        "Done items in history, as the statistics last counted them (workqueue_items counts the "
+        "hot table).",
+        g.history.get("items", 0),
+    )
+    yield GaugeMetricFamily(
+        "workqueue_history_bytes",
+        "Bytes of history's tables (items, attempts, task records).",
+        g.history.get("bytes", 0),
+    )
 
 
 def _tenant_families(g: QueueGauges) -> Iterator[Metric]:

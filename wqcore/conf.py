@@ -36,6 +36,10 @@ def _port(value: int | None) -> int | None:
     return value
 
 
+# The most spans of history the retention may keep (wqcore.conf.Settings._history_spans).
+MAX_HISTORY_SPANS = 60
+
+
 class Settings(pydantic.BaseModel):
     """Every setting, its default, and what it is for (``runworker --help`` and ``sweep --help``
     print these descriptions with the values in effect)."""
@@ -312,6 +316,21 @@ class Settings(pydantic.BaseModel):
     )
     SWEEP_MAX_BATCHES: int = Field(20, ge=1, description="the most statements per step and pass")
     ITEM_RETENTION_S: float = Field(7 * DAY_S, ge=0, description="done items are purged after this")
+    HISTORY: bool = Field(
+        True,
+        description="the sweep moves done items out of the hot table into history tables, one "
+        "per HISTORY_SPAN_S, dropped whole after ITEM_RETENTION_S (off: done items stay in the "
+        "item table until the purge deletes them)",
+    )
+    HISTORY_AFTER_S: float = Field(
+        60.0, ge=0, description="a done item stays in the hot table this long before it moves"
+    )
+    HISTORY_SPAN_S: float = Field(
+        DAY_S,
+        ge=60,
+        description="each history table holds the items that ended within this span; a reader "
+        "by id looks in each one, so keep ITEM_RETENTION_S / HISTORY_SPAN_S small (a dozen)",
+    )
     DEAD_LETTER_RETENTION_S: float = Field(
         30 * DAY_S,
         ge=0,
@@ -353,6 +372,20 @@ class Settings(pydantic.BaseModel):
                 "SWEEP_RESCUE_GRACE_S ({grace}) must be at least twice WORKER_LIVENESS_CHECK_S "
                 "({check}): raise the grace or check more often",
                 {"grace": self.SWEEP_RESCUE_GRACE_S, "check": self.WORKER_LIVENESS_CHECK_S},
+            )
+        return self
+
+    @pydantic.model_validator(mode="after")
+    def _history_spans(self) -> Settings:
+        # A reader by id probes each span's table, and each span is three tables: a few dozen
+        # spans, not thousands.
+        spans = self.ITEM_RETENTION_S / self.HISTORY_SPAN_S
+        if self.HISTORY and spans > MAX_HISTORY_SPANS:
+            raise PydanticCustomError(
+                "history_spans",
+                "ITEM_RETENTION_S / HISTORY_SPAN_S ({spans}) must be at most {most}: widen "
+                "HISTORY_SPAN_S (e.g. to ITEM_RETENTION_S / 7)",
+                {"spans": round(spans), "most": MAX_HISTORY_SPANS},
             )
         return self
 

@@ -30,7 +30,7 @@ def test_the_claims_lock_is_the_compiled_select_for_update_skip_locked_queryset(
     assert "FOR UPDATE SKIP LOCKED" in locking.sql
     assert 'FROM "workqueue_workitem"' in locking.sql
     assert locking.sql in statement.sql  # embedded as is in the one claim statement
-    assert re.search(r"UPDATE workqueue_workitem AS w\s+SET status = 'claimed'", statement.sql)
+    assert re.search(r"UPDATE ONLY workqueue_workitem AS w\s+SET status = 'claimed'", statement.sql)
 
 
 def test_a_claim_batch_on_the_workers_async_path_is_one_round_trip(

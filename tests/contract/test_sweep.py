@@ -271,6 +271,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "enqueue_schedules",
         "roll_up_minutes",
         "purge_outbox",
+        "move_history",
         "purge_items",
         "purge_sessions",
         "purge_request_keys",

@@ -1,4 +1,4 @@
--- queue_gauges: everything a scrape of /metrics shows about the queue, in one statement across tenants: the items by lane, kind and status (workqueue/sql/read_gauges.sql), the ten deepest tenants per lane (workqueue/sql/read_top_tenants.sql), the outbox lag (outbox/sql/read_lag.sql) the live workers (workers/sql/read_workers.sql), the schedules (workers/sql/read_schedule_gauges.sql), the lanes live workers serve (workers/sql/read_live_lanes.sql) and the kinds of each (workers/sql/read_live_kinds.sql), the paused lanes and kinds (workqueue/sql/read_pauses.sql) and the rate limits with what each has spent now (workqueue/sql/read_rate_limits.sql)
+-- queue_gauges: everything a scrape of /metrics shows about the queue, in one statement across tenants: the items by lane, kind and status (workqueue/sql/read_gauges.sql), the ten deepest tenants per lane (workqueue/sql/read_top_tenants.sql), the outbox lag (outbox/sql/read_lag.sql) the live workers (workers/sql/read_workers.sql), the schedules (workers/sql/read_schedule_gauges.sql), the lanes live workers serve (workers/sql/read_live_lanes.sql) and the kinds of each (workers/sql/read_live_kinds.sql), the paused lanes and kinds (workqueue/sql/read_pauses.sql) the rate limits with what each has spent now (workqueue/sql/read_rate_limits.sql) and history's spans as the statistics count them (workqueue/sql/read_history.sql)
 WITH item_groups AS (
 {read_gauges}
 ), top_tenants AS (
@@ -17,6 +17,8 @@ WITH item_groups AS (
 {read_pauses}
 ), rate_limits AS (
 {read_rate_limits}
+), history AS (
+{read_history}
 )
 SELECT (SELECT COALESCE(json_agg(g), '[]') FROM item_groups AS g)::text,
        (SELECT COALESCE(json_agg(t), '[]') FROM top_tenants AS t)::text,
@@ -29,4 +31,7 @@ SELECT (SELECT COALESCE(json_agg(g), '[]') FROM item_groups AS g)::text,
           FROM pauses AS p)::text,
        (SELECT COALESCE(json_agg(json_build_object('id', r.id, 'scope', r.scope, 'target', r.target,
                                                    'used', r.used, 'blocked', r.blocked)), '[]')
-          FROM rate_limits AS r)::text
+          FROM rate_limits AS r)::text,
+       (SELECT json_build_object('spans', count(*), 'items', COALESCE(sum(h.items), 0),
+                                 'bytes', COALESCE(sum(h.bytes), 0))
+          FROM history AS h)::text

@@ -28,6 +28,10 @@ class SweepSettings(View):
     # Failed items (dead letters) are kept longer than done ones, so triage has time.
     item_retention_s: float = setting("ITEM_RETENTION_S")
     dead_letter_retention_s: float = setting("DEAD_LETTER_RETENTION_S")
+    # Done items move to history (workqueue/history.py) this long after they ended.
+    history: bool = setting("HISTORY")
+    history_after_s: float = setting("HISTORY_AFTER_S")
+    history_span_s: float = setting("HISTORY_SPAN_S")
     outbox_retention_s: float = setting("OUTBOX_RETENTION_S")
     # The gauges page's minutes: attempts counted per statement, and how long the rows stay.
     rollup_batch: int = setting("ROLLUP_BATCH")

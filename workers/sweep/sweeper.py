@@ -16,6 +16,7 @@ from tenancy.contexts import AppType, RequestContext, new_request_context
 from workers.outage import Outage
 from workers.sweep import (
     enqueue_schedules,
+    move_history,
     purge_items,
     purge_minutes,
     purge_outbox,
@@ -43,8 +44,9 @@ Step = Callable[[RequestContext, SweepSettings], Any]
 # The order matters: a gone worker's items and stale claims back first (work waiting), the
 # ready ring turned (what came due promoted), the outbox relayed, the schedules' due ticks
 # enqueued, the attempts rolled up for the gauges page (before the purge of items, which takes
-# their attempts with them), then the purges. (The gauges are read by the one endpoint
-# exporting them, when scraped: workers.gauges.)
+# their attempts with them), done items moved to history (its spans past the retention dropped
+# whole, before the purge would delete their rows one by one), then the purges. (The gauges
+# are read by the one endpoint exporting them, when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
     ("rescue", rescue.run_once),
     ("requeue_stale", requeue_stale.run_once),
@@ -53,6 +55,7 @@ STEPS: list[tuple[str, Step]] = [
     ("enqueue_schedules", enqueue_schedules.run_once),
     ("roll_up_minutes", roll_up_minutes.run_once),
     ("purge_outbox", purge_outbox.run_once),
+    ("move_history", move_history.run_once),
     ("purge_items", purge_items.run_once),
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),

@@ -1,6 +1,6 @@
 -- cancel_held: end the item cancelled, by its holder once its lease renewal reported a cancel request, only for the holder of this claim token; appends the work.cancelled audit entry and meets the edges it ends (those a waiting item needs finished) in the same statement
 WITH moved AS (
-    UPDATE workqueue_workitem
+    UPDATE ONLY workqueue_workitem
        SET status = 'cancelled', claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,
            last_error = %(note)s::text, updated_at = now(), updated_by = {system_actor}
      WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'

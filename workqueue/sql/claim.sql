@@ -19,7 +19,7 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
 ), running AS (
     -- what the lane holds now, by tenant and kind: counted only while a cap is in effect
     SELECT w.org_id, w.kind, count(*) AS items
-      FROM workqueue_workitem w
+      FROM ONLY workqueue_workitem w
      WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
      GROUP BY w.org_id, w.kind
 ), {claim_controls}
@@ -100,14 +100,14 @@ WITH RECURSIVE commit_mode AS MATERIALIZED (
     SELECT array_agg(id ORDER BY n) AS ids FROM pick
 ), {rate_granted}
 ), claimed AS (
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET status = 'claimed',
        {claim_set}
   FROM commit_mode
  WHERE w.id = ANY(ARRAY(
            -- the items granted, each still pending: one another transaction has locked since it
            -- was picked (an operator's action, a site's own lock) is passed over, never waited for
-           SELECT x.id FROM workqueue_workitem x
+           SELECT x.id FROM ONLY workqueue_workitem x
             WHERE x.id = ANY((SELECT ids FROM granted)::uuid[]) AND x.status = 'pending'
               FOR UPDATE SKIP LOCKED))
 RETURNING w.*

@@ -8,7 +8,7 @@ WITH commit_mode AS MATERIALIZED (
 ), running AS (
     -- what the lane holds now, by kind: counted only while a cap is in effect
     SELECT w.kind, count(*) AS items
-      FROM workqueue_workitem w
+      FROM ONLY workqueue_workitem w
      WHERE %(capped)s::boolean AND w.status = 'claimed' AND w.lane = %(lane)s::text
      GROUP BY w.kind
 ), {claim_controls}
@@ -28,14 +28,14 @@ WITH commit_mode AS MATERIALIZED (
     SELECT array_agg(id ORDER BY n) AS ids FROM pick
 ), {rate_granted}
 ), claimed AS (
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET status = 'claimed',
        {claim_set}
   FROM commit_mode
  WHERE w.id = ANY(ARRAY(
            -- the items granted, each still pending: one another transaction has locked since it
            -- was picked (an operator's action, a site's own lock) is passed over, never waited for
-           SELECT x.id FROM workqueue_workitem x
+           SELECT x.id FROM ONLY workqueue_workitem x
             WHERE x.id = ANY((SELECT ids FROM granted)::uuid[]) AND x.status = 'pending'
               FOR UPDATE SKIP LOCKED))
 RETURNING w.*

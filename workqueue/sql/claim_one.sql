@@ -22,11 +22,11 @@ WITH commit_mode AS MATERIALIZED (
 ), picked AS MATERIALIZED (
     SELECT c.* FROM ({locking}) AS c WHERE NOT (SELECT held FROM held)
 ), claimed AS (
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET status = 'claimed',
        {claim_set}
   FROM commit_mode
- WHERE w.id = (SELECT x.id FROM workqueue_workitem x
+ WHERE w.id = (SELECT x.id FROM ONLY workqueue_workitem x
                 WHERE x.id = (SELECT id FROM picked) AND x.status = 'pending'
                   FOR UPDATE SKIP LOCKED)
 RETURNING w.*

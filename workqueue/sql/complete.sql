@@ -1,6 +1,6 @@
 -- complete: mark the item done with its result (JSON text, or NULL), only for the holder of this claim token, and record its attempt and meet its edges (the items waiting for it) in the same statement
 WITH done AS (
-UPDATE workqueue_workitem
+UPDATE ONLY workqueue_workitem
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = {system_actor}, result = %(result)s::jsonb
  WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'

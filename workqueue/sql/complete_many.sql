@@ -5,7 +5,7 @@
 -- The status is checked inside that test, not beside the id: there the planner would read the partial index on claimed
 -- rows (workitem_stale_idx) from end to end, filtering by id, and every batch would cost as many rows as are claimed.
 WITH done AS (
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET status = 'done', lease_expires_at = NULL, last_error = '', updated_at = now(),
        updated_by = {system_actor},
        -- The result at the place of the fence that holds it (an id given twice: the one whose token matches);

@@ -1,7 +1,7 @@
 -- dead_letter: fail the item for good (a dead letter), only for the holder of this claim token, and append the audit entry naming it, record the failed attempt (its worker, error and traceback) and meet the edges it ends (those a waiting item needs finished) in the same statement
 -- claimed_by is kept: a dead letter names the worker of its last attempt.
 WITH failed AS (
-    UPDATE workqueue_workitem
+    UPDATE ONLY workqueue_workitem
        SET status = 'failed', claim_token = NULL, lease_expires_at = NULL,
            last_error = %(error)s::text, updated_at = now(),
            updated_by = {system_actor}

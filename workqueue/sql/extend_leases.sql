@@ -1,7 +1,7 @@
 -- extend_leases: push out the lease of each (org, id, token) still held under that token, across tenants; returns the ids renewed, each with whether someone asked to cancel it (the holder learns it here, with no round trip of its own)
 -- Each row is checked against its own places in the arrays, not joined to them, and its status inside that test, not
 -- beside the id, so it is found by its key (complete_many says why).
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET lease_expires_at = now() + make_interval(secs => %(lease_s)s::float8), updated_at = now(),
        updated_by = {system_actor}
  WHERE w.id = ANY(%(ids)s::uuid[])

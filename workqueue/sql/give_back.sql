@@ -1,6 +1,6 @@
 -- give_back: hand the item back without spending an attempt (defer, release, snooze; with its ready row), only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again, and the edges it ends are met: those a waiting item needs finished)
 WITH given AS (
-UPDATE workqueue_workitem
+UPDATE ONLY workqueue_workitem
    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
        available_at = now() + make_interval(secs => %(delay_s)s::float8),
        attempts = GREATEST(attempts - 1, 0),

@@ -38,3 +38,12 @@ GRANT SELECT, INSERT ON workqueue_workflowstep TO {app};
 -- The gauges page's minutes: a tenant's staff read their tenant's (row-level security); the sweep
 -- writes and purges them on the system login. The rollup's place is the system login's only.
 GRANT SELECT ON workqueue_laneminute TO {app};
+-- History (sql/schema/history_v1.sql): the sweep makes its children, moves done items into them
+-- and drops them, on the system login, through the functions that own the work. A child takes
+-- the item table's rights when made; taken again here, after the item table's changed above.
+GRANT EXECUTE ON FUNCTION workqueue_history_keep_v1(timestamptz, timestamptz, float8),
+                          workqueue_history_move_v1(timestamptz, timestamptz, integer),
+                          workqueue_history_drop_v1(timestamptz)
+   TO {system};
+GRANT SELECT ON workqueue_history_span, workqueue_history_follower TO {system};
+SELECT workqueue_history_share_v1();

@@ -4,7 +4,7 @@
 WITH stale AS (
     {locking}
 ), moved AS (
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET status = CASE WHEN w.cancel_requested_at IS NOT NULL THEN 'cancelled'
                      WHEN w.attempts >= w.max_attempts THEN 'failed' ELSE 'pending' END,
        available_at = now(),

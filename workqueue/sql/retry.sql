@@ -1,10 +1,10 @@
 -- retry: hand the item back for another attempt after a delay (with its ready row), only for the holder of this claim token (one someone asked to cancel meanwhile ends cancelled instead: it never runs again, and the edges it ends are met: those a waiting item needs finished), and record the failed attempt (its worker, error and traceback) in the same statement
 -- `held` reads the row as it was before this statement (its holder, which the update clears).
 WITH held AS (
-    SELECT id, claimed_by FROM workqueue_workitem
+    SELECT id, claimed_by FROM ONLY workqueue_workitem
      WHERE id = %(id)s::uuid AND claim_token = %(claim_token)s::uuid AND status = 'claimed'
 ), retried AS (
-UPDATE workqueue_workitem
+UPDATE ONLY workqueue_workitem
    SET status = CASE WHEN cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END,
        available_at = now() + make_interval(secs => %(delay_s)s::float8),
        claimed_by = NULL, claim_token = NULL, lease_expires_at = NULL,

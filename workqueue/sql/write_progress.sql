@@ -2,7 +2,7 @@
 -- Each row is found by its key and fenced by its own places in the arrays, its status inside that test (complete_many
 -- says why); its values are those of the place whose fence matched (an id given twice: the one whose token holds it).
 -- No indexed column changes (not even updated_at: a report is not a transition), so the write can be a HOT update.
-UPDATE workqueue_workitem AS w
+UPDATE ONLY workqueue_workitem AS w
    SET (progress, meta) = (
        SELECT COALESCE(((%(progress)s::text[])[p.i])::jsonb || jsonb_build_object('at', now()), w.progress),
               w.meta || COALESCE(((%(meta)s::text[])[p.i])::jsonb, '{}'::jsonb)
