@@ -34,13 +34,9 @@ from workqueue.handlers import (
 )
 from workqueue.history import (
     READ_HISTORY,
-    Dropped,
-    HistorySpan,
-    Moved,
     drop_history,
     keep_history,
     move_history,
-    read_history,
 )
 from workqueue.idempotency import purge_request_keys
 from workqueue.inputs import (
@@ -115,16 +111,13 @@ __all__ = [
     "WAIT_BOUNDS_S",
     "Claimed",
     "Completed",
-    "Dropped",
     "DueLane",
     "Fence",
     "Gauges",
     "Handler",
-    "HistorySpan",
     "Holder",
     "LimitState",
     "Minutes",
-    "Moved",
     "Paused",
     "Relayed",
     "Report",
@@ -181,7 +174,6 @@ __all__ = [
     "quantile",
     "read_due_lanes",
     "read_gauges_of",
-    "read_history",
     "read_holders",
     "read_minutes",
     "read_pauses",

@@ -201,6 +201,24 @@ def test_statements_that_ask_for_another_status_leave_history_out(ctx, worker_rc
             "EXPLAIN " + runtime.READ_GAUGES.sql.replace("%(lanes)s", "ARRAY['default']")
         )
         assert "_done_" not in "\n".join(line for (line,) in cursor.fetchall())
+        # The enqueue's questions to history (an id taken, a key taken) have an index in every
+        # span (asked of the planner with scans of whole tables priced out).
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_bitmapscan = off")
+        try:
+            spans = len(read_history())
+            for question, index in (
+                ("h.id = %s", "_pkey"),
+                ("h.org_id = %s AND h.idempotency_key = 'k'", "idempotency_key"),
+            ):
+                asked = f"SELECT FROM workqueue_workitem h WHERE h.status = 'done' AND {question}"
+                cursor.execute(f"EXPLAIN {asked}", [uuid.uuid4()])
+                plan = "\n".join(line for (line,) in cursor.fetchall())
+                children = [line for line in plan.splitlines() if "_done_" in line]
+                assert len(children) == spans and all(index in c for c in children), plan
+        finally:
+            cursor.execute("RESET enable_seqscan")
+            cursor.execute("RESET enable_bitmapscan")
 
 
 def test_the_sweep_step_keeps_moves_and_drops(ctx, worker_rctx) -> None:
