@@ -4,8 +4,9 @@
 -- claim, the lease, the triage, the gauges). The tables that follow an item (its attempts; an app's own, such as the
 -- task records, by a row in workqueue_history_follower) move with it into the span's child of theirs, in the statement
 -- that moves the item, so a span dropped leaves nothing of its items behind. Children are made and dropped by the
--- functions below, which run as the tables' owner (the logins cannot make tables); each takes its parent's indexes,
--- row-level security policies and grants, so a login reading a child by name sees what it would see through the parent.
+-- functions below, which run as the tables' owner (the logins cannot make tables); each takes its parent's indexes of
+-- every row, row-level security policies and grants, so a login reading a child by name sees what it would see through
+-- the parent.
 CREATE TABLE workqueue_history_span (
     -- The children's names end with it: workqueue_workitem_done_<stamp>, <follower>_done_<stamp>.
     stamp text PRIMARY KEY,
@@ -59,16 +60,31 @@ BEGIN
 END
 $$;
 
--- workqueue_history_child_v1: make one child of p_parent named p_child (its columns, indexes, policies and grants), with
--- p_check as its own CHECK when given.
-CREATE FUNCTION workqueue_history_child_v1(p_parent regclass, p_child name, p_check text) RETURNS void
+-- workqueue_history_child_v1: make one child of p_parent named p_child: its columns, p_check as its own CHECK when
+-- given, the parent's indexes that hold every row (its key, above all; an index of some statuses only would hold no
+-- row of history) and the indexes p_indexes describes (each `(columns) [WHERE ...]`), its row-level security policies
+-- and its grants.
+CREATE FUNCTION workqueue_history_child_v1(p_parent regclass, p_child name, p_check text, p_indexes text[])
+    RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT
     AS $$
 DECLARE
     pol record;
+    idx record;
+    body text;
 BEGIN
-    EXECUTE format('CREATE TABLE %I (LIKE %s INCLUDING INDEXES%s) INHERITS (%s)', p_child, p_parent,
-                   CASE WHEN p_check IS NULL THEN '' ELSE ', CHECK (' || p_check || ')' END, p_parent);
+    EXECUTE format('CREATE TABLE %I (%s) INHERITS (%s)', p_child,
+                   CASE WHEN p_check IS NULL THEN '' ELSE 'CHECK (' || p_check || ')' END, p_parent);
+    FOR idx IN
+        SELECT i.indisunique, substring(pg_get_indexdef(i.indexrelid) FROM ' USING (.*)$') AS how
+          FROM pg_index i WHERE i.indrelid = p_parent AND i.indpred IS NULL ORDER BY i.indexrelid
+    LOOP
+        EXECUTE format('CREATE %sINDEX ON %I USING %s', CASE WHEN idx.indisunique THEN 'UNIQUE ' ELSE '' END,
+                       p_child, idx.how);
+    END LOOP;
+    FOREACH body IN ARRAY COALESCE(p_indexes, '{}') LOOP
+        EXECUTE format('CREATE INDEX ON %I %s', p_child, body);
+    END LOOP;
     -- Nothing in history is updated: full pages.
     EXECUTE format('ALTER TABLE %I SET (fillfactor = 100)', p_child);
     IF (SELECT c.relrowsecurity FROM pg_class c WHERE c.oid = p_parent) THEN
@@ -128,10 +144,15 @@ BEGIN
             hi := next_lo;
         END IF;
         stamp := to_char(t AT TIME ZONE 'UTC', 'YYYYMMDD"t"HH24MISS');
-        PERFORM workqueue_history_child_v1('workqueue_workitem', 'workqueue_workitem_done_' || stamp,
-                                           format('status = %L AND updated_at >= %L AND updated_at < %L', 'done', t, hi));
+        -- An item of history is looked up by id (its key, the parent's), by idempotency key (the enqueue's question)
+        -- and listed newest first (the admin's list of done items).
+        PERFORM workqueue_history_child_v1(
+            'workqueue_workitem', 'workqueue_workitem_done_' || stamp,
+            format('status = %L AND updated_at >= %L AND updated_at < %L', 'done', t, hi),
+            ARRAY['(org_id, idempotency_key) WHERE idempotency_key IS NOT NULL', '(updated_at)']);
         FOR follower IN SELECT f.relname FROM workqueue_history_follower f ORDER BY f.relname LOOP
-            PERFORM workqueue_history_child_v1(follower.relname::regclass, follower.relname || '_done_' || stamp, NULL);
+            PERFORM workqueue_history_child_v1(follower.relname::regclass, follower.relname || '_done_' || stamp,
+                                               NULL, NULL);
         END LOOP;
         INSERT INTO workqueue_history_span (stamp, lo, hi) VALUES (stamp, t, hi);
         made := made + 1;
@@ -256,7 +277,7 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION workqueue_history_share_v1(regclass) FROM PUBLIC;
-REVOKE ALL ON FUNCTION workqueue_history_child_v1(regclass, name, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION workqueue_history_child_v1(regclass, name, text, text[]) FROM PUBLIC;
 REVOKE ALL ON FUNCTION workqueue_history_keep_v1(timestamptz, timestamptz, float8) FROM PUBLIC;
 REVOKE ALL ON FUNCTION workqueue_history_move_v1(timestamptz, timestamptz, integer) FROM PUBLIC;
 REVOKE ALL ON FUNCTION workqueue_history_drop_v1(timestamptz) FROM PUBLIC;

@@ -21,7 +21,7 @@ $$;
 DROP FUNCTION workqueue_history_drop_v1(timestamptz);
 DROP FUNCTION workqueue_history_move_v1(timestamptz, timestamptz, integer);
 DROP FUNCTION workqueue_history_keep_v1(timestamptz, timestamptz, float8);
-DROP FUNCTION workqueue_history_child_v1(regclass, name, text);
+DROP FUNCTION workqueue_history_child_v1(regclass, name, text, text[]);
 DROP FUNCTION workqueue_history_share_v1(regclass);
 DROP FUNCTION workqueue_history_columns_v1(regclass);
 DROP TABLE workqueue_history_follower;
