@@ -208,7 +208,7 @@ def test_statements_that_ask_for_another_status_leave_history_out(ctx, worker_rc
         try:
             spans = len(read_history())
             for question, index in (
-                ("h.id = %s", "_pkey"),
+                ("h.id = %s", "_id_idx"),
                 ("h.org_id = %s AND h.idempotency_key = 'k'", "idempotency_key"),
             ):
                 asked = f"SELECT FROM workqueue_workitem h WHERE h.status = 'done' AND {question}"
