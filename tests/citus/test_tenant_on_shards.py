@@ -58,6 +58,24 @@ def test_set_config_never_reaches_the_shards(
         assert rows.fetchone() == (0,)
 
 
+def test_set_local_in_an_implicit_pipeline_never_reaches_the_shards(
+    policy: str, tenants: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    """Up to the pipeline's Sync is one implicit transaction: the coordinator takes the SET
+    LOCAL, Citus sends it on to no worker (so the async face opens an explicit one)."""
+    a, _ = tenants
+    with psycopg.connect(tenant_url(), autocommit=True) as conn:
+        cur = psycopg.RawCursor(conn)
+        with conn.pipeline():
+            conn.execute(f"SET LOCAL app.org_id = '{a}'".encode())
+            cur.execute(f"SELECT count(*) FROM {policy}".encode())
+        assert cur.fetchone() == (0,)
+        with conn.pipeline(), conn.transaction():
+            conn.execute(f"SET LOCAL app.org_id = '{a}'".encode())
+            cur.execute(f"SELECT count(*) FROM {policy}".encode())
+        assert cur.fetchone() == (3,)
+
+
 def test_set_local_batched_with_a_query_is_refused(
     policy: str, tenants: tuple[uuid.UUID, uuid.UUID]
 ) -> None:
