@@ -24,7 +24,8 @@ from django.test import override_settings
 
 from project.database import parse
 from tenancy.logins import ensure_logins
-from tests.citus.conftest import URL, node_of, tenant_url
+from tests.citus.conftest import TENANT_LOGIN, URL, node_of, tenant_url
+from workqueue.checks import naming_problem
 from wqcore.async_face import AsyncStore
 from wqcore.plans import Tenant
 from wqcore.scope import deferred_tenant_scope, tenant_scope
@@ -175,3 +176,19 @@ def test_unnamed_on_a_shard_fails_and_named_is_served(
     with override_settings(WORKQUEUE={**settings.WORKQUEUE, "TENANT_NAMING": "set_local"}):
         with tenant_scope(a, using=alias):
             assert _org_ids(alias, loud_policy) == [a] * 3
+
+
+def test_the_startup_check_says_what_a_citus_database_needs(
+    coordinator: psycopg.Connection, alias: str, policy: str
+) -> None:
+    assert "set WORKQUEUE['TENANT_NAMING'] = 'set_local'" in (naming_problem(alias) or "")
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "TENANT_NAMING": "set_local"}):
+        assert naming_problem(alias) is None
+        coordinator.execute(f"ALTER ROLE {TENANT_LOGIN} RESET citus.propagate_set_commands")
+        try:
+            connections[alias].close()
+            assert "run manage.py create_logins" in (naming_problem(alias) or "")
+        finally:
+            coordinator.execute(
+                f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'"
+            )

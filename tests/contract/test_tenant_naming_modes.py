@@ -22,6 +22,7 @@ from tenancy.scope import deferred_tenant_scope, tenant_scope
 from tests.contract.test_claim_and_settle import *  # noqa: F403
 from tests.contract.test_row_level_security import *  # noqa: F403
 from tests.factories import MembershipFactory, OrgFactory
+from workqueue.checks import naming_problem
 from wqcore.async_face import preamble
 from wqcore.plans import Tenant
 from wqcore.scope import SET_TENANT, set_local_tenant, tenant_naming
@@ -92,3 +93,9 @@ def test_only_a_uuid_is_quoted_into_set_local(bad: str) -> None:
         return
     with pytest.raises(ValueError):
         set_local_tenant(bad)
+
+
+def test_one_server_has_no_naming_problem_in_either_mode() -> None:
+    assert naming_problem("default") is None
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "TENANT_NAMING": "set_config"}):
+        assert naming_problem("default") is None
