@@ -26,6 +26,7 @@ from project.database import parse
 from tenancy.logins import ensure_logins
 from tests.citus.conftest import TENANT_LOGIN, URL, node_of, tenant_url
 from workqueue.checks import naming_problem
+from wqcore import sync_face
 from wqcore.async_face import AsyncStore
 from wqcore.plans import Tenant
 from wqcore.scope import deferred_tenant_scope, tenant_scope
@@ -141,6 +142,26 @@ def test_the_async_face_names_the_tenant_on_the_workers(
 
     with override_settings(WORKQUEUE={**settings.WORKQUEUE, "DATABASE_ALIAS": alias}):
         seen = asyncio.run(run())
+    a, b = tenants
+    assert seen == [[a] * 3, [b] * 3]
+
+
+class Named(NamedTuple):
+    org_id: uuid.UUID
+
+
+def test_a_statement_that_names_its_tenant_itself_is_named_on_the_workers(
+    set_local: None, alias: str, policy: str, tenants: tuple[uuid.UUID, uuid.UUID], tmp_path: Path
+) -> None:
+    """The sync face's bare statement that names its tenant itself (as the enqueue does), in
+    autocommit: its own set_config would reach no worker; SET LOCAL goes before it."""
+    (tmp_path / "sql").mkdir()
+    (tmp_path / "sql" / "citus_named.sql").write_text(
+        f"SELECT org_id FROM {policy} WHERE (SELECT {{set_tenant}}) IS NOT NULL"
+    )
+    read = Statement("citus_named", Named, tmp_path / "sql", names_tenant=True)
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "DATABASE_ALIAS": alias}):
+        seen = [sync_face.execute(Tenant(org, read, Named(org))).column() for org in tenants]
     a, b = tenants
     assert seen == [[a] * 3, [b] * 3]
 

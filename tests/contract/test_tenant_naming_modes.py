@@ -1,7 +1,7 @@
 """``WORKQUEUE["TENANT_NAMING"] = "set_local"`` (what Citus needs) on one server: the same
 results as the default ``set_config``, which costs nothing more than before.
 
-The row-level security tests and the claim-and-settle tests (on both faces) run again here,
+The row-level security, enqueue, outbox and claim-and-settle tests (on both faces) run again here,
 every one in set_local mode; the tests below check what each mode sends.
 """
 
@@ -20,6 +20,8 @@ from outbox.emit import EMIT
 from tenancy.models import Membership
 from tenancy.scope import deferred_tenant_scope, tenant_scope
 from tests.contract.test_claim_and_settle import *  # noqa: F403
+from tests.contract.test_enqueue import *  # noqa: F403
+from tests.contract.test_outbox import *  # noqa: F403
 from tests.contract.test_row_level_security import *  # noqa: F403
 from tests.factories import MembershipFactory, OrgFactory
 from workqueue.checks import naming_problem
