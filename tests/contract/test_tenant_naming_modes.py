@@ -1,8 +1,8 @@
 """``WORKQUEUE["TENANT_NAMING"] = "set_local"`` (what Citus needs) on one server: the same
 results as the default ``set_config``, which costs nothing more than before.
 
-The row-level security, enqueue, outbox and claim-and-settle tests (on both faces) run again here,
-every one in set_local mode; the tests below check what each mode sends.
+The row-level security, enqueue, outbox, workflow-step and claim-and-settle tests (on both
+faces) run again here, every one in set_local mode; the tests below check what each mode sends.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from tests.contract.test_claim_and_settle import *  # noqa: F403
 from tests.contract.test_enqueue import *  # noqa: F403
 from tests.contract.test_outbox import *  # noqa: F403
 from tests.contract.test_row_level_security import *  # noqa: F403
+from tests.contract.test_workflow_steps import *  # noqa: F403
 from tests.factories import MembershipFactory, OrgFactory
 from workqueue.checks import naming_problem
 from wqcore.async_face import preamble
