@@ -66,8 +66,9 @@ def ensure_logins(
     """Create the two logins (if missing), force their attributes, and grant them the database.
 
     The everyday login gets NOSUPERUSER NOBYPASSRLS (row-level security must apply to it); the
-    system login gets BYPASSRLS; both get ``LOGIN_SETTINGS``. Run on every set-up, so a login
-    changed by hand is put back.
+    system login gets BYPASSRLS; both get ``LOGIN_SETTINGS`` and, where the everyday database
+    has the citus extension, ``citus.propagate_set_commands = 'local'``. Run on every set-up,
+    so a login changed by hand is put back.
     """
     app_user, app_password = str(app.get("USER") or ""), app.get("PASSWORD") or None
     system_user, system_password = str(system.get("USER") or ""), system.get("PASSWORD") or None
@@ -93,6 +94,22 @@ def ensure_logins(
                     sql.Identifier(system_user),
                 )
             )
+    if app.get("NAME"):
+        with connect_owner(owner, str(app["NAME"])) as conn:
+            if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone():
+                for user in (app_user, system_user):
+                    _propagate_set_local(conn, user)
+
+
+def _propagate_set_local(conn: Any, user: str) -> None:
+    """On Citus: the login's ``SET LOCAL`` goes on to every worker its transaction uses, so the
+    tenant named with ``WORKQUEUE["TENANT_NAMING"] = "set_local"`` reaches the shards. A login
+    default, not a session's SET: it holds behind a transaction pooler."""
+    conn.execute(
+        sql.SQL("ALTER ROLE {} SET citus.propagate_set_commands = 'local'").format(
+            sql.Identifier(user)
+        )
+    )
 
 
 def _ensure_login(conn: Any, user: str, password: str | None, bypass: str) -> None:

@@ -1,10 +1,11 @@
 """Refuse to start on settings or a database set-up that would fail open, in one line.
 
 ``startup_problem()`` says what is wrong (a setting, an unreachable database, an everyday
-login that would escape row-level security while tenants need fencing) as one line naming what
-to change. It backs a Django system check (every ``manage.py`` command), and the long-running
-commands (``runworker``, ``sweep``) print it instead of a traceback; a site's web entry point
-may call ``refuse_unsafe_start()``.
+login that would escape row-level security while tenants need fencing, a Citus database whose
+workers would never learn the tenant) as one line naming what to change. It backs a Django
+system check (every ``manage.py`` command), and the long-running commands (``runworker``,
+``sweep``) print it instead of a traceback; a site's web entry point may call
+``refuse_unsafe_start()``.
 """
 
 from __future__ import annotations
@@ -79,6 +80,32 @@ def login_problems(alias: str) -> str | None:
     return None
 
 
+def naming_problem(alias: str) -> str | None:
+    """Why a tenant named on ``alias`` would not reach Citus's workers (every tenant query
+    there would see 0 rows), or None: on a server without Citus, nothing can be wrong."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus'),"
+            " current_setting('citus.propagate_set_commands', true), current_user"
+        )
+        citus, propagate, user = cursor.fetchone()
+    if not citus:
+        return None
+    if wq_settings.TENANT_NAMING != "set_local":
+        return (
+            "the database has Citus, whose workers never see a tenant named with set_config "
+            "(every tenant query would see 0 rows): set WORKQUEUE['TENANT_NAMING'] = "
+            "'set_local' and run manage.py create_logins"
+        )
+    if propagate != "local":
+        return (
+            f"the login {user!r} starts its sessions with citus.propagate_set_commands = "
+            f"{propagate}, so its SET LOCAL never reaches Citus's workers: run manage.py "
+            f"create_logins (or ALTER ROLE {user} SET citus.propagate_set_commands = 'local')"
+        )
+    return None
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -110,6 +137,9 @@ def startup_problem() -> str | None:
             "would see each other's rows; use a login that has neither for the everyday alias "
             "(the tables' owner may be that login: row-level security is forced on it too)"
         )
+    naming = naming_problem(alias)
+    if naming:
+        return f"DATABASES[{alias!r}]: {naming}"
     return None
 
 

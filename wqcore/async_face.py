@@ -7,6 +7,7 @@ Statements are prepared on the server after a few runs (``plans.prepares``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
 from collections.abc import Callable
@@ -26,10 +27,11 @@ from wqcore.plans import (
     Rows,
     Step,
     System,
+    Tenant,
     TenantBatches,
     prepares,
 )
-from wqcore.scope import SET_ALL_TENANTS, SET_TENANT, bypasses_rls
+from wqcore.scope import SET_ALL_TENANTS, bypasses_rls, naming_locally, tenant_naming
 from wqcore.statements import GENERIC_PLAN, Statement
 
 
@@ -75,8 +77,9 @@ def preamble(
         if step.serialize is not None:
             mutex = {"name": step.serialize}
             before += [(MUTEX_ROW, mutex), (MUTEX_LOCK, mutex)]
-    elif not step.statement.names_tenant:
-        before = [(SET_TENANT, {"org_id": str(step.org_id)})]
+    elif not step.statement.names_tenant or naming_locally():
+        # A statement's own set_config never reaches Citus's workers: SET LOCAL goes first.
+        before = [tenant_naming(step.org_id)]
     if plan_setting:
         before.append((GENERIC_PLAN, None))
     return before
@@ -171,6 +174,8 @@ class AsyncStore:
         async with pool.connection() as conn:
             cursors = []
             async with conn.transaction(), conn.pipeline():
+                if naming_locally():
+                    await conn.execute(*tenant_naming(step.org_id))
                 for params in step.params:
                     cursor = psycopg.AsyncRawCursor(conn)
                     cursors.append(cursor)
@@ -214,9 +219,12 @@ class AsyncStore:
                 # (The pipeline's end sends the one Sync: an explicit sync() before it made the
                 # end send a second, an empty round trip.)
                 async with conn.pipeline():
-                    for query, params in before:
-                        await conn.execute(query, params)
-                    await cursor.execute(statement.native_sql, bound, binary=True)
+                    # Citus passes a SET LOCAL on to its workers only inside an explicit
+                    # transaction, not the pipeline's implicit one.
+                    async with _explicit(conn, isinstance(step, Tenant) and naming_locally()):
+                        for query, params in before:
+                            await conn.execute(query, params)
+                        await cursor.execute(statement.native_sql, bound, binary=True)
             names = _column_names(cursor)
             return Rows(names, await cursor.fetchall() if names else [])
 
@@ -224,6 +232,12 @@ class AsyncStore:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.close()
+
+
+def _explicit(
+    conn: psycopg.AsyncConnection[Any], wanted: bool
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    return conn.transaction() if wanted else contextlib.nullcontext()
 
 
 def _column_names(cursor: psycopg.AsyncRawCursor[Any]) -> list[str]:

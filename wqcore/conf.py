@@ -75,6 +75,13 @@ class Settings(pydantic.BaseModel):
         description="'transaction' when the aliases reach PostgreSQL through a transaction "
         "pooler (PgBouncer pool_mode = transaction): nothing is prepared on the server",
     )
+    TENANT_NAMING: Literal["set_config", "set_local"] = Field(
+        "set_config",
+        description="how a transaction names its tenant for row-level security. 'set_config': "
+        "set_config() in the same round trip as the statement, or inside it (one server). "
+        "'set_local': SET LOCAL as a statement of its own, which Citus sends on to its workers "
+        "(with the logins' citus.propagate_set_commands = 'local', which create_logins sets)",
+    )
 
     # -- kinds, lanes, payloads -----------------------------------------------------------------
     AUTODISCOVER_MODULE: str = Field(

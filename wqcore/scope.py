@@ -7,8 +7,15 @@ that owns the tables, which sees every tenant while its transaction says so (``a
 which the owner's policy honours: tenancy/sql/tenant_policy.sql).
 
 The two settings are spelled here and nowhere else in Python: ``SET_TENANT`` (a statement),
-``SET_TENANT_EXPR`` (the same call, for a statement that names its tenant itself) and
-``SET_ALL_TENANTS``. The tenancy app's face (``tenancy.scope``) offers the scopes to callers.
+``SET_TENANT_EXPR`` (the same call, for a statement that names its tenant itself),
+``set_local_tenant`` (the tenant named with ``SET LOCAL``) and ``SET_ALL_TENANTS``. The tenancy
+app's face (``tenancy.scope``) offers the scopes to callers.
+
+How the tenant is named is ``WORKQUEUE["TENANT_NAMING"]``: ``set_config`` (the default) sends
+``SET_TENANT`` in the same round trip as the statement, or inside it; ``set_local`` sends
+``SET LOCAL app.org_id = '<uuid>'`` as a statement of its own, which Citus passes on to every
+worker the transaction uses (``citus.propagate_set_commands = 'local'`` on the login), where a
+``set_config`` reaches the coordinator only and every shard sees no tenant.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from wqcore.conf import system_alias, tenant_alias
+from wqcore.conf import system_alias, tenant_alias, wq_settings
 
 # What an execute wrapper is handed to run the statement (Django's ``execute_wrapper``): the
 # SQL, its parameters, whether it is an executemany, and the wrapper's context.
@@ -34,6 +41,28 @@ SET_TENANT = f"SELECT {SET_TENANT_EXPR}"
 # The owner's policy lets its login see every tenant's rows while this says 'on' (the tables'
 # owner could turn row-level security off anyway; this way it needs no DDL and no grant, and an
 # everyday login that is not the owner gains nothing by setting it).
+
+
+def set_local_tenant(org_id: uuid.UUID | str) -> str:
+    """``SET LOCAL`` naming ``org_id`` (or no tenant, given ''): a SET takes no parameter, so
+    the value is in the text, a UUID parsed and written back (nothing else can be quoted in)."""
+    value = str(uuid.UUID(str(org_id))) if org_id != "" else ""
+    return f"SET LOCAL {TENANT_SETTING} = '{value}'"
+
+
+def naming_locally() -> bool:
+    """Whether tenants are named with ``SET LOCAL`` (``WORKQUEUE["TENANT_NAMING"]``)."""
+    return bool(wq_settings.TENANT_NAMING == "set_local")
+
+
+def tenant_naming(org_id: uuid.UUID | str) -> tuple[str, dict[str, str] | None]:
+    """The statement, and its parameters, that names ``org_id`` for the transaction, as
+    ``WORKQUEUE["TENANT_NAMING"]`` says (in ``set_local`` mode: to be sent on its own)."""
+    if naming_locally():
+        return set_local_tenant(org_id), None
+    return SET_TENANT, {"org_id": str(org_id)}
+
+
 ALL_TENANTS_SETTING = "app.all_tenants"
 SET_ALL_TENANTS = f"SELECT set_config('{ALL_TENANTS_SETTING}', %(on)s::text, true)"
 
@@ -52,10 +81,14 @@ def may_name_tenant_itself(connection: BaseDatabaseWrapper, org_id: uuid.UUID | 
 
     True in autocommit outside any transaction (the statement is its own transaction, so the
     setting ends with it) and inside a scope of the same tenant (it sets what is already set).
-    Anywhere else the setting would outlive the statement: wrap it in ``tenant_scope``.
+    Anywhere else the setting would outlive the statement: wrap it in ``tenant_scope``. With
+    tenants named by ``SET LOCAL`` only the scope will do: a statement's own ``set_config``
+    never reaches Citus's workers.
     """
     if current_tenant(connection) == str(org_id):
         return True
+    if naming_locally():
+        return False
     return connection.get_autocommit() and not connection.in_atomic_block
 
 
@@ -78,13 +111,13 @@ def tenant_scope(org_id: uuid.UUID | str, using: str | None = None) -> Iterator[
     lasting = connection.in_atomic_block or not connection.get_autocommit()
     with transaction.atomic(using=using):
         with connection.cursor() as cursor:
-            cursor.execute(SET_TENANT, {"org_id": str(org_id)})
+            cursor.execute(*tenant_naming(org_id))
         setattr(connection, _SCOPED, str(org_id))
         try:
             yield using
             if lasting and not connection.needs_rollback:
                 with connection.cursor() as cursor:
-                    cursor.execute(SET_TENANT, {"org_id": outer or ""})
+                    cursor.execute(*tenant_naming(outer or ""))
         finally:
             setattr(connection, _SCOPED, outer)
 
@@ -109,6 +142,7 @@ def deferred_tenant_scope(org_id: uuid.UUID | str, using: str | None = None) -> 
         return
     outer = current_tenant(connection)
     named = False
+    naming = tenant_naming(org_id)
 
     def name_first(
         execute: Execute, sql: str, params: Any, many: bool, context: dict[str, Any]
@@ -117,7 +151,7 @@ def deferred_tenant_scope(org_id: uuid.UUID | str, using: str | None = None) -> 
         if not named:
             named = True
             # The raw connection: a Django cursor would come back through this wrapper.
-            connection.connection.execute(SET_TENANT, {"org_id": str(org_id)})
+            connection.connection.execute(*naming)
         return execute(sql, params, many, context)
 
     # atomic() on a connection in autocommit sends nothing until the first statement, and its

@@ -24,6 +24,7 @@ from wqcore.plans import (
     Rows,
     Step,
     System,
+    Tenant,
     TenantBatches,
     drive,
     prepares,
@@ -32,6 +33,8 @@ from wqcore.scope import (
     bypasses_rls,
     current_tenant,
     may_name_tenant_itself,
+    naming_locally,
+    set_local_tenant,
     system_scope,
     tenant_scope,
 )
@@ -142,6 +145,23 @@ def _execute_sync(
         return Rows(names, cursor.fetchall() if names else [])
 
 
+def _execute_named_locally(alias: str, step: Tenant) -> Rows:
+    """A statement that names its tenant itself, in autocommit, with tenants named by
+    ``SET LOCAL``: its own set_config never reaches Citus's workers, and a SET LOCAL reaches
+    them only inside an explicit transaction, so BEGIN, the SET LOCAL, the statement and
+    COMMIT go in one pipeline (one round trip, as the statement alone takes by default)."""
+    statement = step.statement
+    sql, bound = statement.native_sql, statement.bind_native(step.params)
+    connection = connections[alias]
+    with _prepared_cursor(alias) as cursor:
+        raw = connection.connection
+        with connection.wrap_database_errors, raw.pipeline(), raw.transaction():
+            raw.execute(set_local_tenant(step.org_id))
+            cursor.execute(sql, bound)
+        names = column_names(cursor)
+        return Rows(names, cursor.fetchall() if names else [])
+
+
 def _plan_setting_ends(statement: Statement, alias: str) -> bool:
     """Whether ``statement`` gets its generic plan here: only when the transaction it runs in
     is its own (autocommit, or the block this module opens for it), so the setting ends with
@@ -207,6 +227,9 @@ def execute(step: Step) -> Rows:
         step.statement.names_tenant and may_name_tenant_itself(connection, step.org_id)
     ):
         return _execute_sync(alias, step.statement, step.params)
+    if step.statement.names_tenant and connection.get_autocommit() and naming_locally():
+        if not connection.in_atomic_block:
+            return _execute_named_locally(alias, step)
     with tenant_scope(step.org_id, using=alias):
         return _execute_sync(alias, step.statement, step.params)
 

@@ -13,6 +13,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from tenancy.rls import SQL_DIR
+from wqcore.sqlfiles import run_sql_file
+
 URL = os.environ.get("CITUS_URL", "")
 TENANT_LOGIN = "wq_citus_tenant"
 
@@ -73,3 +76,56 @@ def tenants(coordinator: psycopg.Connection, table: str) -> tuple[uuid.UUID, uui
         for i in range(3):
             coordinator.execute(f"INSERT INTO {table} VALUES (%s, %s, 'x')", [org, i])
     return a, b
+
+
+@pytest.fixture
+def policy(coordinator: psycopg.Connection, table: str) -> str:
+    """The product's own tenant policy, applied as its migrations apply it."""
+    sql = run_sql_file(SQL_DIR, "tenant_policy", table=table, column="org_id").sql
+    assert isinstance(sql, str)
+    run_each(coordinator, sql)
+    coordinator.execute(
+        f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
+    )
+    return table
+
+
+def run_each(conn: psycopg.Connection, sql: str) -> None:
+    """Each statement on its own: Citus sends a DDL's whole query string to the workers."""
+    code = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+    for statement in code.split(";"):
+        if statement.strip():
+            conn.execute(statement.encode())
+
+
+LOUD_TENANT = """
+CREATE OR REPLACE FUNCTION wq_citus_named_tenant() RETURNS uuid LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v text := current_setting('app.org_id', true);
+BEGIN
+    IF coalesce(v, '') = '' THEN
+        RAISE EXCEPTION 'no tenant named on this node (port %%)', current_setting('port')
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    RETURN v::uuid;
+END $$
+"""
+
+
+@pytest.fixture
+def loud_policy(coordinator: psycopg.Connection, table: str) -> str:
+    """A prototype: the tenant policy through a function that raises when no tenant is named,
+    so a statement reaching a shard without one fails instead of seeing 0 rows."""
+    coordinator.execute(LOUD_TENANT.replace("%%", "%").encode())
+    run_each(
+        coordinator,
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;"
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;"
+        f"CREATE POLICY tenant_isolation ON {table}"
+        " USING (org_id = wq_citus_named_tenant())"
+        " WITH CHECK (org_id = wq_citus_named_tenant())",
+    )
+    coordinator.execute(
+        f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
+    )
+    return table

@@ -14,30 +14,8 @@ import uuid
 import psycopg
 import pytest
 
-from tenancy.rls import SQL_DIR
-from tests.citus.conftest import TENANT_LOGIN, tenant_url
+from tests.citus.conftest import tenant_url
 from wqcore.scope import SET_TENANT
-from wqcore.sqlfiles import run_sql_file
-
-
-@pytest.fixture
-def policy(coordinator: psycopg.Connection, table: str) -> str:
-    """The product's own tenant policy, applied as its migrations apply it."""
-    sql = run_sql_file(SQL_DIR, "tenant_policy", table=table, column="org_id").sql
-    assert isinstance(sql, str)
-    run_each(coordinator, sql)
-    coordinator.execute(
-        f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
-    )
-    return table
-
-
-def run_each(conn: psycopg.Connection, sql: str) -> None:
-    """Each statement on its own: Citus sends a DDL's whole query string to the workers."""
-    code = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
-    for statement in code.split(";"):
-        if statement.strip():
-            conn.execute(statement.encode())
 
 
 def set_local(cur: psycopg.Cursor, org_id: uuid.UUID) -> None:
@@ -80,6 +58,24 @@ def test_set_config_never_reaches_the_shards(
         assert rows.fetchone() == (0,)
 
 
+def test_set_local_in_an_implicit_pipeline_never_reaches_the_shards(
+    policy: str, tenants: tuple[uuid.UUID, uuid.UUID]
+) -> None:
+    """Up to the pipeline's Sync is one implicit transaction: the coordinator takes the SET
+    LOCAL, Citus sends it on to no worker (so the async face opens an explicit one)."""
+    a, _ = tenants
+    with psycopg.connect(tenant_url(), autocommit=True) as conn:
+        cur = psycopg.RawCursor(conn)
+        with conn.pipeline():
+            conn.execute(f"SET LOCAL app.org_id = '{a}'".encode())
+            cur.execute(f"SELECT count(*) FROM {policy}".encode())
+        assert cur.fetchone() == (0,)
+        with conn.pipeline(), conn.transaction():
+            conn.execute(f"SET LOCAL app.org_id = '{a}'".encode())
+            cur.execute(f"SELECT count(*) FROM {policy}".encode())
+        assert cur.fetchone() == (3,)
+
+
 def test_set_local_batched_with_a_query_is_refused(
     policy: str, tenants: tuple[uuid.UUID, uuid.UUID]
 ) -> None:
@@ -87,39 +83,6 @@ def test_set_local_batched_with_a_query_is_refused(
     with psycopg.connect(tenant_url()) as conn, conn.cursor() as cur:
         with pytest.raises(psycopg.Error, match="distributed query"):
             cur.execute(f"SET LOCAL app.org_id = '{a}'; SELECT count(*) FROM {policy}".encode())
-
-
-LOUD_TENANT = """
-CREATE OR REPLACE FUNCTION wq_citus_named_tenant() RETURNS uuid LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    v text := current_setting('app.org_id', true);
-BEGIN
-    IF coalesce(v, '') = '' THEN
-        RAISE EXCEPTION 'no tenant named on this node (port %%)', current_setting('port')
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN v::uuid;
-END $$
-"""
-
-
-@pytest.fixture
-def loud_policy(coordinator: psycopg.Connection, table: str) -> str:
-    """A prototype: the tenant policy through a function that raises when no tenant is named,
-    so a statement reaching a shard without one fails instead of seeing 0 rows."""
-    coordinator.execute(LOUD_TENANT.replace("%%", "%").encode())
-    run_each(
-        coordinator,
-        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;"
-        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;"
-        f"CREATE POLICY tenant_isolation ON {table}"
-        " USING (org_id = wq_citus_named_tenant())"
-        " WITH CHECK (org_id = wq_citus_named_tenant())",
-    )
-    coordinator.execute(
-        f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
-    )
-    return table
 
 
 def test_a_shard_with_no_tenant_named_fails_loudly(
