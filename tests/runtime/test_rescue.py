@@ -293,11 +293,6 @@ def test_a_worker_without_a_lock_waits_for_its_lease_as_an_older_release_does(
     assert _outcomes(ids) == {"lease_expired"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a worker still stops every item at the loss of its liveness session, though its"
-    " claims still hold when it takes the lock back (its part of the second round of faults)",
-)
 def test_a_long_item_whose_workers_sessions_are_killed_three_times_runs_once(
     ctx, procs: Procs, tmp_path: Path
 ) -> None:
