@@ -249,7 +249,8 @@ class LivenessLock:
         claim token as always, so a new holder is never hurt. When it cannot decide in time
         (the database away, a check that hung for most of the grace), it fences every item at
         once, inside the grace, as it always did."""
-        deadline = (self._proved_at or self._clock()) + self.grace_s - CHECK_STEP_S
+        proved_at = self._clock() if self._proved_at is None else self._proved_at
+        deadline = proved_at + self.grace_s - CHECK_STEP_S
         if self._holding is None or self._on_kept is None or deadline <= self._clock():
             fenced = self._on_lost()
             return await self._take(), fenced, 0
