@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -188,6 +188,16 @@ class Jobs:
             job.run.cancel(reason)
         return len(jobs)
 
+    def lose_all_but_threadsafe(self, kept: set[runtime.Fence], reason: str) -> int:
+        """As ``lose_all_threadsafe``, but the jobs of the claims in ``kept`` go on (they still
+        hold: ``liveness_lock.py``); returns how many were cancelled."""
+        if not self._call_soon(self._lose_all, reason, kept):
+            return 0
+        jobs = [job for job in self.running() if job.fence not in kept]
+        for job in jobs:
+            job.run.cancel(reason)
+        return len(jobs)
+
     def _call_soon(self, callback: Callable[..., None], *args: object) -> bool:
         if self.loop is None:
             return False
@@ -206,11 +216,14 @@ class Jobs:
         log_event(logger, logging.WARNING, "item_lost", **fields_of_item(job.item), reason=reason)
         job.cancel(reason)
 
-    def _lose_all(self, reason: str) -> None:
-        """Every job there is when this runs on the loop, those a claim started since the
-        keeper's thread looked included. None of a new lock's yet: that lock is taken after
-        this was queued, and a claim under it takes a round trip, after this has run."""
+    def _lose_all(self, reason: str, kept: Set[runtime.Fence] = frozenset()) -> None:
+        """Every job there is when this runs on the loop but those in ``kept``, those a claim
+        started since the keeper's thread looked included. None of a new lock's yet: that lock
+        is published after this was queued, and a claim under it takes a round trip, after this
+        has run."""
         for job in list(self._jobs.values()):
+            if job.fence in kept:
+                continue
             # One already being cancelled (shutdown, a cancel request) is writing under its
             # token, which still holds: let that write end it.
             if job.task is not None and not job.task.done() and job.cancel_reason is None:

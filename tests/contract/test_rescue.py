@@ -4,7 +4,9 @@ worker that holds its lock, or that never took one, keeps its items."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -128,6 +130,47 @@ def test_a_worker_that_took_a_new_lock_keeps_what_it_claimed_under_it(
     items = _claimed(ctx, worker_rctx, worker, 2)
     assert _nothing(rescue.run_once(worker_rctx, SETTINGS))
     assert {row(i.id).status for i in items} == {Status.CLAIMED}
+
+
+def test_a_worker_back_between_the_look_and_the_hand_back_keeps_its_items(
+    ctx, worker_rctx, sessions
+) -> None:
+    """Found gone by the look, its lock taken again before the hand-back (a blip): the re-check
+    beside the hand-back sees it back, and nothing it holds moves."""
+    worker = "host:7:blip"
+    _end(_take(worker))
+    items = _claimed(ctx, worker_rctx, worker, 2)
+    assert rescue.run_once(worker_rctx, SETTINGS).marked == 1
+    _seen_free_long_ago(worker)
+    found = rescue.find_gone(SETTINGS.rescue_grace_s)
+    assert found.holders == {ctx.org_id: [worker]}
+    sessions.append(_take(worker))  # it reconnected in between
+    rescued = rescue._rescue(worker_rctx, SETTINGS, found)
+    assert (rescued.holders, rescued.requeued, rescued.back) == (0, 0, 1)
+    assert {row(i.id).status for i in items} == {Status.CLAIMED}
+
+
+def test_keep_claims_names_only_the_claims_that_still_hold(ctx, worker_rctx, sessions) -> None:
+    """The worker's check once its lock is back: held under its token and within its lease
+    (kept); claimed again by another (a new token), or its lease run out (not kept)."""
+    from workers.liveness_lock import _keep_claims
+    from workqueue.fence import Fence
+
+    items = _claimed(ctx, worker_rctx, "host:8:blip", 3)
+    fences = [Fence.of(i) for i in items]
+    WorkItem.objects.using("admin").filter(pk=items[1].id).update(claim_token=uuid.uuid4())
+    WorkItem.objects.using("admin").filter(pk=items[2].id).update(
+        lease_expires_at=db_now_minus(1.0)
+    )
+
+    async def keep() -> set[Fence]:
+        conn = await psycopg.AsyncConnection.connect(**session_params(), autocommit=True)
+        try:
+            return await _keep_claims(conn, fences)
+        finally:
+            await conn.close()
+
+    assert asyncio.run(keep()) == {fences[0]}
 
 
 def test_only_what_the_holder_claimed_before_the_look_goes_back(face, ctx, worker_rctx) -> None:

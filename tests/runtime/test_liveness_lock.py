@@ -120,3 +120,45 @@ def test_a_silent_liveness_session_fences_the_worker_and_a_new_key_does_not_wait
             await relay.close()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("stood_still_s", [0.0, 10.0])
+def test_a_killed_session_keeps_the_claims_only_when_it_can_tell_within_the_grace(
+    stood_still_s: float,
+) -> None:
+    """Its session killed (``pg_terminate_backend``), the worker takes a new lock and asks
+    which claims still hold (``on_kept``); had the grace passed since the last check that
+    proved its lock (it stood still), it fences everything instead (``on_lost``)."""
+
+    async def scenario() -> None:
+        now = [0.0]
+        lost: list[int] = []
+        kept: list[int] = []
+        lock = LivenessLock(
+            "host:10:killed",
+            "NOOP",
+            "default",
+            check_s=0.1,
+            grace_s=1.0,
+            outage=Outage(),
+            on_lost=lambda: lost.append(1) or 0,
+            on_held=lambda: None,
+            holding=lambda: [],
+            on_kept=lambda held, still: kept.append(1) or 0,
+            clock=lambda: now[0],
+        )
+        direct = await asyncio.to_thread(session_params)
+        async with asyncio.timeout(60):
+            assert await lock.check_once() and await lock.check_once()
+            first = lock.held_epoch
+            async with await psycopg.AsyncConnection.connect(**direct, autocommit=True) as probe:
+                assert lock._conn is not None
+                pid = lock._conn.info.backend_pid
+                await probe.execute("SELECT pg_terminate_backend(%s)", [pid])
+            now[0] += stood_still_s
+            assert await lock.check_once()  # a new lock either way
+            assert lock.held_epoch not in (None, first)
+            assert (len(kept), len(lost)) == ((0, 1) if stood_still_s else (1, 0))
+            await lock.close()
+
+    asyncio.run(scenario())

@@ -10,7 +10,11 @@ failed has fenced itself well before: it checks its session every ``WORKER_LIVEN
 and the items it claimed before that look are handed back under each tenant's service context,
 as an expired lease's are (``requeue_held``: the attempt spent, a dead letter once attempts are
 spent, cancelled when someone asked, the attempt recorded as ``holder_gone``, the signals sent).
-A gone worker that holds nothing more has its lock forgotten. A worker that holds no lock (an
+Between the look and each hand-back the holders are looked at again (``still_gone``, in the
+hand-back's transaction, their rows locked): a worker that took a new lock in between (a
+blip: its liveness session was cut and it reconnected) keeps its items, and its handlers that
+it found still holding their claims go on (``workers/liveness_lock.py``). A gone worker that
+holds nothing more has its lock forgotten. A worker that holds no lock (an
 older release, ``WORKER_LIVENESS_LOCK`` off) is never found here: its items wait for their lease.
 
 The marks are the database's (its clock, in the workers' rows), so any sweeper's look counts,
@@ -31,9 +35,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from django.db import transaction
+
 from tenancy.contexts import RequestContext, service_context
 from workers.sweep.config import SweepSettings
 from workqueue import runtime
+from wqcore.conf import system_alias
 from wqcore.logs import log_event
 from wqcore.statements import Statement
 from wqcore.store import System, execute
@@ -47,7 +54,14 @@ class FindParams(NamedTuple):
     turn_s: float
 
 
+class StillParams(NamedTuple):
+    holders: list[str]
+    seen_at: datetime
+    grace_s: float
+
+
 FIND_GONE_HOLDERS = Statement("find_gone_holders", FindParams, Path(__file__).parents[1] / "sql")
+STILL_GONE = Statement("still_gone", StillParams, Path(__file__).parents[1] / "sql")
 
 
 class Rescued(NamedTuple):
@@ -61,6 +75,8 @@ class Rescued(NamedTuple):
     cancelled: int = 0
     # Workers that held a liveness lock at the last look (this one's, or another's).
     fleet: int = 0
+    # Workers found gone that had taken a new lock by the hand-back: they keep their items.
+    back: int = 0
 
 
 class Found(NamedTuple):
@@ -118,20 +134,41 @@ def run_on_timer(rctx: RequestContext, settings: SweepSettings) -> Rescued:
     return _rescue(rctx, settings, find_gone(settings.rescue_grace_s, turn_s))
 
 
+def still_gone(holders: list[str], seen_at: datetime, grace_s: float) -> list[str]:
+    """Those of ``holders`` found gone at ``seen_at`` that still are (their row names the lock
+    seen lost, and no session holds it), their rows locked until the caller's transaction ends:
+    a worker taking a new lock meanwhile waits for that (``still_gone.sql``). Takes no tenant:
+    the workers' rows are read across tenants, on the system login."""
+    rows = execute(System(STILL_GONE, StillParams(list(holders), seen_at, float(grace_s)))).rows
+    return [str(row[0]) for row in rows]
+
+
 def _rescue(rctx: RequestContext, settings: SweepSettings, found: Found) -> Rescued:
     requeued = dead = cancelled = 0
+    back: set[str] = set()
     for org_id, holders in found.holders.items():
         ctx = service_context(rctx, org_id)
         for _ in range(settings.max_batches):
-            moved = runtime.requeue_held(ctx, holders, found.seen_at, limit=settings.batch)
+            # The re-check and the hand-back in one transaction of the system login's: the rows
+            # it locks are the ones a worker's new lock must update, so a worker is either seen
+            # back here or takes its lock after the hand-back committed (and then finds its
+            # claims gone). Without it, one that came back between the look and this would
+            # keep running what is handed to another.
+            with transaction.atomic(using=system_alias()):
+                still = still_gone(holders, found.seen_at, settings.rescue_grace_s)
+                back.update(set(holders) - set(still))
+                holders = still
+                if not holders:
+                    break
+                moved = runtime.requeue_held(ctx, holders, found.seen_at, limit=settings.batch)
             for item in moved.items:
                 runtime.send_settled(item, item.last_error, None, "")
             requeued, dead = requeued + moved.requeued, dead + moved.dead_lettered
             cancelled += moved.cancelled
             if moved.requeued + moved.dead_lettered + moved.cancelled < settings.batch:
                 break  # a short batch: these holders hold no more of this tenant's items
-    gone = sorted({h for holders in found.holders.values() for h in holders})
-    if gone:
+    gone = sorted({h for holders in found.holders.values() for h in holders} - back)
+    if gone or back:
         log_event(
             logger,
             logging.INFO,
@@ -140,5 +177,15 @@ def _rescue(rctx: RequestContext, settings: SweepSettings, found: Found) -> Resc
             requeued=requeued,
             dead_lettered=dead,
             cancelled=cancelled,
+            back=",".join(sorted(back)),
         )
-    return Rescued(found.marked, found.forgotten, len(gone), requeued, dead, cancelled, found.fleet)
+    return Rescued(
+        found.marked,
+        found.forgotten,
+        len(gone),
+        requeued,
+        dead,
+        cancelled,
+        found.fleet,
+        len(back),
+    )
