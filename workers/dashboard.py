@@ -24,7 +24,7 @@ from django.utils import timezone
 from audit.api import actor_names
 from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
-from tenancy.modes import current_tenancy
+from tenancy.modes import current_tenancy, has_tenants
 from workers import schedule_state
 from workers.charts import WINDOWS, Chart, Links, charts, spans_of
 from workers.liveness import read_live_kind_lanes, read_live_lanes
@@ -280,13 +280,13 @@ def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None 
     gauges = runtime.read_gauges_of(org_id)
     holders = runtime.read_holders(org_id=org_id)
     panel = Panel(
-        scope="every tenant" if org_id is None else "",
+        scope=("every tenant" if has_tenants() else "the site") if org_id is None else "",
         gauges=gauges,
         lag=_lag(org_id),
         charts=read_charts(org_id, window, lane),
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
-        top_tenants=_top_tenants() if org_id is None else [],
+        top_tenants=_top_tenants() if org_id is None and has_tenants() else [],
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
         unserved_kinds=unserved_kinds(org_id),
@@ -322,6 +322,8 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "title": "Queue gauges",
         "panel": panel,
         "operator": org_id is None,
+        # A single-tenant site's page names no tenant (no tenant column, no deepest tenants).
+        "has_tenants": has_tenants(),
         "read_at": timezone.now(),
         "windows": list(WINDOWS),
         "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,
