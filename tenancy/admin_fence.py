@@ -29,6 +29,7 @@ from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
 from tenancy.contexts import OpContext, Role
+from tenancy.modes import has_tenants
 from wqcore.conf import system_alias, tenant_alias
 from wqcore.generics import ModelAdmin, Paginator
 
@@ -52,6 +53,13 @@ def tenant_staff(request: HttpRequest) -> OpContext | None:
     if user and user.is_active and user.is_staff and op is not None and op.role in STAFF_ROLES:
         return op
     return None
+
+
+def shows_tenants(request: HttpRequest) -> bool:
+    """Whether a list names each row's tenant (a column, a filter): for the operator of a site
+    with tenants. A tenant's staff see one tenant, a single-tenant site has one: a tenant on
+    every row would say nothing."""
+    return is_operator(request) and has_tenants()
 
 
 def admin_alias(request: HttpRequest) -> str:
@@ -90,8 +98,27 @@ class TenantAdmin(ModelAdmin[_M]):
     list_select_related = ()
     show_facets = admin.ShowFacets.NEVER
 
+    # The list's columns and the row's fields that only name its tenant ("tenant", "org_id"):
+    # a list shows them where ``shows_tenants``, a row's page where the site has tenants.
+    tenant_columns: tuple[str, ...] = ()
+
     def get_queryset(self, request: HttpRequest) -> QuerySet[_M]:
         return super().get_queryset(request).using(admin_alias(request))
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = super().get_list_display(request)
+        if shows_tenants(request):
+            return shown
+        return tuple(f for f in shown if f not in self.tenant_columns)
+
+    def get_fieldsets(self, request: HttpRequest, obj: _M | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if has_tenants() or not self.tenant_columns:
+            return fieldsets
+        return [
+            (name, {**opts, "fields": [f for f in opts["fields"] if f not in self.tenant_columns]})
+            for name, opts in fieldsets
+        ]
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> _M:
         """The row, or 404: a row of another tenant is as absent as one that never was (the

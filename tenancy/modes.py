@@ -181,6 +181,12 @@ def current_tenancy() -> Tenancy:
     return _tenancy(wq_settings.TENANCY)
 
 
+def has_tenants() -> bool:
+    """Whether the site has tenants to tell apart (any tenancy but ``single``): where it has
+    one, pages and lists name none."""
+    return wq_settings.TENANCY != "single"
+
+
 def claim_contexts_sql() -> str:
     """The part of the claim that finds what each claimed row's context needs (the site's
     tenancy's ``sql/<part>.sql``)."""

@@ -1,8 +1,9 @@
 """Naming a tenant outside a request (a management command, a cron job, a signal, a shell).
 
 ``workqueue.api.tenant(org_or_slug)`` names one for a block; ``workqueue.api.context(...)``
-makes the ``OpContext`` the ``(ctx, ...)`` calls take. A single-tenant site names nothing: its
-one tenant is the default everywhere (``require_context``).
+makes the ``OpContext`` the ``(ctx, ...)`` calls take; a management command's ``--tenant``
+takes the same names as text (``org_id_named``). A single-tenant site names nothing: its one
+tenant is the default everywhere (``require_context``).
 """
 
 from __future__ import annotations
@@ -48,14 +49,37 @@ def _org_by_slug_or_id(text: str) -> uuid.UUID:
     from wqcore.conf import system_alias
 
     try:
+        as_id: uuid.UUID | None = uuid.UUID(text)
+    except ValueError:
+        as_id = None
+    orgs = Org.objects.using(system_alias())
+    found = orgs.filter(pk=as_id) if as_id else orgs.filter(slug=text)
+    org_id = next(iter(found.values_list("id", flat=True)), None)
+    if org_id is None:
+        raise ValueError(f"tenant: no org with the {'id' if as_id else 'slug'} {text!r}")
+    return org_id
+
+
+def org_id_named(text: str) -> uuid.UUID:
+    """The queue's id of the tenant a command line names as text (``--tenant``), refused with a
+    ``ValueError`` saying what to pass when the site has no such tenant: in the ``orgs``
+    tenancy an org's slug or id (the org must exist); in a single-tenant site nothing but its
+    one tenant's id; with the site's own tenants their key (one that reads as a UUID is taken
+    as the queue's id), which the queue cannot check (it knows only the site's callable)."""
+    tenancy = current_tenancy()
+    if tenancy.name == "single":
+        if text.strip() != str(SINGLE_TENANT_ID):
+            raise ValueError(
+                f"tenant: this site has one tenant (WORKQUEUE['TENANCY'] is 'single'), so there "
+                f"is none to name: leave the tenant out (got {text!r})"
+            )
+        return SINGLE_TENANT_ID
+    if tenancy.name == "orgs":
+        return _org_by_slug_or_id(text.strip())
+    try:
         return uuid.UUID(text)
     except ValueError:
-        pass
-    found = Org.objects.using(system_alias()).filter(slug=text).values_list("id", flat=True)
-    org_id = next(iter(found), None)
-    if org_id is None:
-        raise ValueError(f"tenant: no org with the slug {text!r}")
-    return org_id
+        return tenant_id(text.strip())
 
 
 def context(tenant: Any = None, user: Any = None, role: Role | None = None) -> OpContext:

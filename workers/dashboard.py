@@ -24,10 +24,10 @@ from django.utils import timezone
 from audit.api import actor_names
 from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import is_operator, tenant_staff
-from tenancy.modes import current_tenancy
+from tenancy.modes import current_tenancy, has_tenants
 from workers import schedule_state
 from workers.charts import WINDOWS, Chart, Links, charts, spans_of
-from workers.liveness import read_live_lanes
+from workers.liveness import read_live_kind_lanes, read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
 from workqueue import runtime
@@ -115,6 +115,9 @@ class Panel:
     schedules: list[ScheduleRow] = field(default_factory=list)
     # The lanes with due work and no live worker serving them (``unserved``).
     unserved: list[runtime.DueLane] = field(default_factory=list)
+    # The kinds with due work in a lane that live workers serve, though none of them serves
+    # the kind (``unserved_kinds``).
+    unserved_kinds: list[runtime.DueKind] = field(default_factory=list)
     # The paused lanes and kinds (the site's: every page shows them; who paused them, the
     # operator's only).
     pauses: list[runtime.Paused] = field(default_factory=list)
@@ -226,6 +229,20 @@ def unserved(org_id: uuid.UUID | None) -> list[runtime.DueLane]:
     return [lane for lane in due if lane.lane not in live]
 
 
+def unserved_kinds(org_id: uuid.UUID | None) -> list[runtime.DueKind]:
+    """The kinds with due pending items (every tenant's, or ``org_id``'s under its row-level
+    security) in a lane some live worker serves, though none serves the kind there: the workers
+    were started with a list of kinds that leaves it out. A lane no live worker serves at all is
+    ``unserved``'s, and its kinds are not listed again (what ``workqueue_kind_unserved`` flags,
+    less those lanes)."""
+    due = runtime.read_due_kinds(org_id)
+    if not due:
+        return []
+    live = read_live_kind_lanes(wq_settings.GAUGES_WORKER_STALE_AFTER_S)
+    lanes = {lane for lane, _kind in live}
+    return [d for d in due if d.lane in lanes and (d.lane, d.kind) not in live]
+
+
 def read_charts(
     org_id: uuid.UUID | None, window: str = "hour", lane: str | None = None
 ) -> ChartsView:
@@ -263,15 +280,16 @@ def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None 
     gauges = runtime.read_gauges_of(org_id)
     holders = runtime.read_holders(org_id=org_id)
     panel = Panel(
-        scope="every tenant" if org_id is None else "",
+        scope=("every tenant" if has_tenants() else "the site") if org_id is None else "",
         gauges=gauges,
         lag=_lag(org_id),
         charts=read_charts(org_id, window, lane),
         holders=holders,
         workers=_workers(holders) if org_id is None else None,
-        top_tenants=_top_tenants() if org_id is None else [],
+        top_tenants=_top_tenants() if org_id is None and has_tenants() else [],
         schedules=_schedules(org_id),
         unserved=unserved(org_id),
+        unserved_kinds=unserved_kinds(org_id),
         pauses=_named_pauses(),
         rate_limits=_named_rate_limits(),
     )
@@ -304,6 +322,8 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "title": "Queue gauges",
         "panel": panel,
         "operator": org_id is None,
+        # A single-tenant site's page names no tenant (no tenant column, no deepest tenants).
+        "has_tenants": has_tenants(),
         "read_at": timezone.now(),
         "windows": list(WINDOWS),
         "stale_after_s": wq_settings.GAUGES_WORKER_STALE_AFTER_S,

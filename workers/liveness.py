@@ -103,18 +103,24 @@ READ_LIVE_LANES = Statement(
 
 
 # The kinds live workers serve in each lane: a kind with due work in a lane and none of them is
-# unserved (/metrics says it as workqueue_kind_unserved; manage.py check warns of it).
+# unserved (/metrics says it as workqueue_kind_unserved; manage.py check warns of it; the gauges
+# page lists it).
 READ_LIVE_KINDS = Statement(
     "read_live_kinds", ReadWorkersParams, directory=Path(__file__).with_name("sql")
 )
 
 
-def read_live_kinds(stale_after_s: float) -> set[str]:
-    """The kinds the live workers serve, in any lane (read on the system login)."""
+def read_live_kind_lanes(stale_after_s: float) -> set[tuple[str, str]]:
+    """Each (lane, kind) the live workers serve (read on the system login)."""
     from wqcore.store import System, execute
 
     rows = execute(System(READ_LIVE_KINDS, ReadWorkersParams(float(stale_after_s))))
-    return {kind for (_lane, kind) in rows.rows}
+    return {(lane, kind) for (lane, kind) in rows.rows}
+
+
+def read_live_kinds(stale_after_s: float) -> set[str]:
+    """The kinds the live workers serve, in any lane (read on the system login)."""
+    return {kind for (_lane, kind) in read_live_kind_lanes(stale_after_s)}
 
 
 def read_live_lanes(stale_after_s: float) -> set[str]:

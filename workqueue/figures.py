@@ -73,10 +73,11 @@ def read_holders(limit: int = 50, org_id: uuid.UUID | None = None) -> Plan[list[
 
 
 class NoFigureParams(NamedTuple):
-    """``read_due_lanes`` takes none."""
+    """``read_due_lanes`` and ``read_due_kinds`` take none."""
 
 
 READ_DUE_LANES = Statement("read_due_lanes", NoFigureParams, SQL_DIR)
+READ_DUE_KINDS = Statement("read_due_kinds", NoFigureParams, SQL_DIR)
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,23 @@ def read_due_lanes(org_id: uuid.UUID | None = None) -> Plan[list[DueLane]]:
     """Per lane, the pending items already due and the oldest one's wait (at most 200 lanes):
     every tenant's (system login) or, with ``org_id``, that tenant's only."""
     return (yield from under_tenant(_due_lanes(), org_id))
+
+
+@dataclass(frozen=True)
+class DueKind:
+    lane: str
+    kind: str
+    due: int
+    oldest_age_s: float
+
+
+def _due_kinds() -> Plan[list[DueKind]]:
+    rows: Rows = yield System(READ_DUE_KINDS, NoFigureParams())
+    return [DueKind(lane, kind, int(n), float(age or 0.0)) for lane, kind, n, age in rows.rows]
+
+
+@transition
+def read_due_kinds(org_id: uuid.UUID | None = None) -> Plan[list[DueKind]]:
+    """Per lane and kind, the pending items already due and the oldest one's wait (at most 500
+    pairs): every tenant's (system login) or, with ``org_id``, that tenant's only."""
+    return (yield from under_tenant(_due_kinds(), org_id))

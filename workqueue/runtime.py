@@ -16,8 +16,10 @@ from workqueue.claim import Claimed, aclaim, claim_first
 from workqueue.enqueue import Relayed, enqueue_relayed, validated
 from workqueue.fence import Fence
 from workqueue.figures import (
+    DueKind,
     DueLane,
     Holder,
+    read_due_kinds,
     read_due_lanes,
     read_gauges_of,
     read_holders,
@@ -111,6 +113,7 @@ __all__ = [
     "WAIT_BOUNDS_S",
     "Claimed",
     "Completed",
+    "DueKind",
     "DueLane",
     "Fence",
     "Gauges",
@@ -172,6 +175,7 @@ __all__ = [
     "purge_rate_buckets",
     "purge_request_keys",
     "quantile",
+    "read_due_kinds",
     "read_due_lanes",
     "read_gauges_of",
     "read_holders",

@@ -86,7 +86,7 @@ def test_discard_in_words_and_the_system_actor_by_default(ctx: OpContext, capsys
     [
         ((), "no filter given"),
         (("--failed-since", "yesterday"), "--failed-since: must be a timestamp"),
-        (("--tenant", "acme"), "--tenant: must be a tenant's id"),
+        (("--tenant", "acme"), "--tenant: no org with the slug 'acme'"),
         (("--kind", "NOOP", "--user", "nobody-here"), "--user: no user 'nobody-here'"),
         (("--error-contains", "x" * 300), "--error-contains: at most 200 characters"),
         (("--kind", "NOOP", "--as-of", "soon"), "--as-of: must be a timestamp"),

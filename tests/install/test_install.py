@@ -14,6 +14,9 @@ the site's process: ``shop/management/commands/scenario.py``):
 - the site's own admin pages are drawn by Django's own templates;
 - the site's own ``@task`` runs through the queue's ``TASKS`` backend and its result reads
   back (on Django 5.2 through the django-tasks package, the distribution's ``tasks`` extra);
+- in a single-tenant site, ``manage.py shell -c`` enqueues and reads where the item stands
+  (``api.status_of``: pending and not done, then done with its handler's ``None``), naming no
+  tenant;
 - per tenancy: one implicit tenant on one login that owns its tables (``single``); two orgs on
   the three logins (``orgs``); the site's own teams on one login (``shop.tenants.team_of``):
   a tenant never sees another's items;
@@ -206,6 +209,31 @@ SCENARIOS = [
 ]
 
 
+# What a single-tenant site's team types in ``manage.py shell -c``: enqueue, and read where the
+# item stands, naming no tenant (the site's one is the default). One JSON line.
+SHELL_ENQUEUE = """
+import json
+from shop.models import Order
+from workqueue import api
+Order.objects.create(number="4001")
+item, _ = api.enqueue(api.context(), "SHOP_SEND_RECEIPT", {"order": "4001"})
+now = api.status_of(api.context(), item.id)
+done = now.result is not api.NOT_DONE
+print(json.dumps({"id": str(item.id), "status": now.status, "done": done}))
+"""
+SHELL_STATUS = """
+import json
+from workqueue import api
+now = api.status_of(api.context(), "{id}")
+print(json.dumps({{"status": now.status, "result": now.result, "attempts": now.attempts}}))
+"""
+
+
+def _shell(site: Site, code: str) -> dict[str, object]:
+    found: dict[str, object] = json.loads(site.manage("shell", "-c", code).strip().splitlines()[-1])
+    return found
+
+
 @pytest.mark.parametrize(
     "site", SCENARIOS, indirect=True, ids=[f"django{d}-{t.split('.')[0]}" for d, t in SCENARIOS]
 )
@@ -213,10 +241,17 @@ def test_a_fresh_site_adds_the_queue_and_runs_its_own_work(site: Site) -> None:
     _set_up(site, site.tenancy)
     site.manage("check")
     before = json.loads(site.manage("scenario", "before").strip().splitlines()[-1])
+    shelled = _shell(site, SHELL_ENQUEUE) if site.tenancy == "single" else None
     site.manage(
         "runworker", "SHOP_SEND_RECEIPT,DJANGO_TASK", "--once", "--metrics-port", "-1", timeout=120
     )
     after = json.loads(site.manage("scenario", "after").strip().splitlines()[-1])
+    if shelled is not None:
+        # Enqueued from the shell, pending and not done; the worker ran it: done, its handler's
+        # None as the result, one attempt.
+        assert (shelled["status"], shelled["done"]) == ("pending", False), shelled
+        ran = _shell(site, SHELL_STATUS.format(id=shelled["id"]))
+        assert ran == {"status": "done", "result": None, "attempts": 1}, ran
     if site.tenancy == "single":
         site.own_tests()
     assert after["requeued"] == before["dead"]

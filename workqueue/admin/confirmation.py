@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from tenancy.admin_fence import TenantAdmin, is_operator
+from tenancy.admin_fence import TenantAdmin, shows_tenants
 from workqueue.admin.actions import Refused, TriageAction, actions_on
 from workqueue.admin.scope import actor_in
 from workqueue.exceptions import InvalidPayload
@@ -203,7 +203,7 @@ class TriageAdmin(TenantAdmin[WorkItem]):
             "form": form,
             "problem": problem,
             "action_checkbox_name": ACTION_CHECKBOX_NAME,
-            "operator": is_operator(request),
+            "shows_tenants": shows_tenants(request),
         }
         return TemplateResponse(
             request, "admin/workqueue/triage_confirmation.html", context, status=200

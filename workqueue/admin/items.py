@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from audit.api import AuditEntry, actor_names
-from tenancy.admin_fence import admin_alias, is_operator
+from tenancy.admin_fence import admin_alias, shows_tenants
 from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
 from workqueue.admin.display import age, first_line, progress_text, share, trace_link
@@ -77,6 +77,9 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     sortable_by = ()
     list_per_page = 50
     change_form_template = "admin/workqueue/workitem/change_form.html"
+    # The operator's tenant column, and the item's tenant on its page (a single-tenant site's
+    # pages name none).
+    tenant_columns = ("tenant", "org_id")
     readonly_fields = ("author", "trace", "last_signed_by")
     fieldsets = (
         (None, {"fields": ("id", "org_id", "kind", "lane", "status", "priority")}),
@@ -126,14 +129,9 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     # -- who --
 
     def get_list_filter(self, request: HttpRequest) -> tuple[Any, ...]:
-        if is_operator(request):
+        if shows_tenants(request):
             return self.list_filter
         return tuple(f for f in self.list_filter if f is not TenantFilter)
-
-    def get_list_display(self, request: HttpRequest) -> tuple[str, ...]:
-        if is_operator(request):
-            return self.list_display
-        return tuple(f for f in self.list_display if f != "tenant")
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)

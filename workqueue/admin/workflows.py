@@ -26,6 +26,7 @@ from django.utils.html import format_html
 
 from audit.api import actor_names
 from tenancy.admin_fence import admin_alias
+from tenancy.modes import has_tenants
 from workqueue.admin.scope import actor_in, scope_of, tenants_have_names
 from workqueue.exceptions import NotFound
 from workqueue.models import Status, WorkItem
@@ -141,7 +142,8 @@ class WorkflowPages:
     def _page(
         self, request: HttpRequest, title: str, template: str, first: WorkItem, **extra: Any
     ) -> TemplateResponse:
-        tenant = str(first.org_id)
+        # None in a single-tenant site: its pages name no tenant.
+        tenant: str | None = str(first.org_id) if has_tenants() else None
         if tenants_have_names():
             from tenancy.models import Org
 

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tenancy.contexts import AppType, OpContext, new_request_context
 from tenancy.services import operator_context
 from workqueue import api
+from workqueue.cli._tenant import add_tenant_argument, tenant_of
 from workqueue.triage import DeadFilter, act_on_every_match, count_dead, group_dead, parse_since
 from wqcore.actor import SYSTEM_ACTOR
 from wqcore.conf import effective
@@ -38,7 +39,7 @@ def add_arguments(parser: CommandParser) -> None:
         "(30m, 6h, 2d)",
     )
     parser.add_argument("--lane", help="only dead letters of this lane")
-    parser.add_argument("--tenant", metavar="ID", help="only this tenant's (its id)")
+    add_tenant_argument(parser, "only this tenant's")
     parser.add_argument(
         "--as-of",
         metavar="WHEN",
@@ -67,11 +68,7 @@ def add_arguments(parser: CommandParser) -> None:
 
 
 def _filter(options: dict[str, Any]) -> DeadFilter:
-    tenant = options.get("tenant")
-    try:
-        org_id = uuid.UUID(tenant) if tenant else None
-    except ValueError:
-        raise CommandError(f"--tenant: must be a tenant's id, got {tenant!r}") from None
+    org_id = tenant_of(options)
     try:
         since = options.get("failed_since")
         return DeadFilter(

@@ -29,6 +29,7 @@ from workqueue.cancel import (
     operator_cancel,
     operator_cancel_matching,
 )
+from workqueue.cli._tenant import add_tenant_argument, tenant_of
 from wqcore.terminal import Progress
 
 HELP = "cancel an item by id, or every item of a kind (--kind, with --lane, --status, --tenant)"
@@ -46,7 +47,7 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument("item_id", nargs="?", help="the item to cancel (its id)")
     parser.add_argument("--kind", help="cancel every item of this kind (bulk)")
     parser.add_argument("--lane", help="bulk: only items of this lane")
-    parser.add_argument("--tenant", help="bulk: only items of this tenant (its id)")
+    add_tenant_argument(parser, "bulk: only items of this tenant")
     parser.add_argument(
         "--status",
         action="append",
@@ -94,7 +95,7 @@ def run(command: Any, **options: Any) -> None:
             result = operator_cancel_matching(
                 actor,
                 kind,
-                org_id=options.get("tenant") or None,  # checked there: "tenant: ..." when wrong
+                org_id=tenant_of(options),
                 lane=options.get("lane"),
                 statuses=options.get("status"),
                 batch=options["batch"],

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from audit.api import actor_names
 from workqueue import api
 from workqueue.cli._operator import add_user_argument, operator_actor
+from workqueue.cli._tenant import tenant_of
 from workqueue.rate_limits import SCOPES, clear_rate_limit, read_rate_limits, set_rate_limit
 
 HELP = "set, clear or list rate limits (N per period on a kind, lane, tenant or rate key)"
@@ -21,7 +22,10 @@ def add_arguments(parser: CommandParser) -> None:
     for name, help_text in (("set", "set or change a limit"), ("clear", "remove a limit")):
         sub = actions.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("scope", choices=SCOPES, help="what the limit counts items by")
-        sub.add_argument("target", help="the kind, lane, tenant id or rate key; '*': each apart")
+        sub.add_argument(
+            "target",
+            help="the kind, lane, tenant (an org's slug or id) or rate key; '*': each apart",
+        )
         if name == "set":
             sub.add_argument("rate", help="N/s, N/m, N/h or N/d, e.g. 10/s")
             sub.add_argument("--burst", type=int, default=None, help="at once (default: N)")
@@ -35,6 +39,9 @@ def run(command: BaseCommand, *, action: str, **options: Any) -> None:
         return
     actor = operator_actor(options.get("user"))
     scope, target = options["scope"], options["target"]
+    if scope == "tenant" and target != "*":
+        # Named as --tenant names one; the limit keeps the queue's id.
+        target = str(tenant_of({"tenant": target}, "target"))
     try:
         if action == "set":
             limit = set_rate_limit(actor, scope, target, options["rate"], options["burst"])

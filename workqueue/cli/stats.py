@@ -8,9 +8,10 @@ import json
 import uuid
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from workqueue import api
+from workqueue.cli._tenant import add_tenant_argument, tenant_of
 from workqueue.figures import read_due_lanes, read_gauges_of
 from workqueue.triage import DeadFilter, group_dead
 
@@ -23,7 +24,7 @@ GROUPS_SHOWN = 10
 
 
 def add_arguments(parser: CommandParser) -> None:
-    parser.add_argument("--tenant", metavar="ID", help="only this tenant's items (its id)")
+    add_tenant_argument(parser, "only this tenant's items")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -60,12 +61,7 @@ def read_stats(org_id: uuid.UUID | None) -> dict[str, Any]:
 
 
 def run(command: BaseCommand, **options: Any) -> None:
-    tenant = options.get("tenant")
-    try:
-        org_id = uuid.UUID(tenant) if tenant else None
-    except ValueError:
-        raise CommandError(f"--tenant: must be a tenant's id, got {tenant!r}") from None
-    stats = read_stats(org_id)
+    stats = read_stats(tenant_of(options))
     if options.get("json"):
         command.stdout.write(json.dumps(stats, sort_keys=True))
         return
