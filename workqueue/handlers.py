@@ -121,6 +121,10 @@ class Run:
         # What it reported (``progress``, ``set_meta``), until the worker writes it: made by
         # the first report, so a run that reports nothing costs its worker nothing for it.
         self.report: Report | None = None
+        # True when the run is a dry run (``workqueue/triage/dry_run.py``): its database writes
+        # are rolled back and its mail kept; anything else that leaves the process (HTTP, a
+        # broker) the dry run cannot stop, so a handler that does such a thing checks this.
+        self.dry_run = False
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""
