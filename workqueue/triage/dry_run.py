@@ -193,7 +193,7 @@ def _keep_mail() -> Iterator[list[Any]]:
             for cls in _backends():
                 if "send_messages" in cls.__dict__:
                     _PATCHED[cls] = cls.__dict__["send_messages"]
-                    cls.send_messages = _keeping(_PATCHED[cls])
+                    setattr(cls, "send_messages", _keeping(_PATCHED[cls]))  # noqa: B010
         _MAIL_USERS += 1
     kept: list[Any] = []
     _MAIL.kept = kept
@@ -205,7 +205,7 @@ def _keep_mail() -> Iterator[list[Any]]:
             _MAIL_USERS -= 1
             if _MAIL_USERS == 0:
                 for cls, original in _PATCHED.items():
-                    cls.send_messages = original
+                    setattr(cls, "send_messages", original)  # noqa: B010
                 _PATCHED.clear()
 
 
