@@ -341,7 +341,7 @@ def _run(handler: Any, item: WorkItem, edited: bool, rctx: RequestContext) -> Dr
                     try:
                         outcome["result"] = handler.handle(ctx, item, run)
                         json.dumps(outcome["result"], allow_nan=False)
-                    except Exception as exc:
+                    except (Exception, SystemExit) as exc:  # a handler's sys.exit() is its failure
                         outcome["error"] = (
                             f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                         )
