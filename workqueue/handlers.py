@@ -21,6 +21,11 @@ the effect is safe: a retry would repeat it.
 what it found: recorded in memory at once, written to the item by the worker, throttled
 (``workqueue/progress.py``).
 
+``run.dry_run`` is True when an operator dry-runs a dead letter (``triage/dry_run.py``): the
+handler's database writes are rolled back and its mail kept, but whatever else leaves the
+process (an HTTP call, a broker) would happen: skip it when the flag is set, or send it through
+the outbox.
+
 ``run.snooze(seconds)`` is not a failure: the item goes back for later without spending an
 attempt (for "not yet" answers, a rate-limited service's "retry after").
 

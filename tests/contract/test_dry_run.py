@@ -158,3 +158,24 @@ def test_the_command_prints_the_report_and_exits_1_when_the_handler_would_fail(
     with pytest.raises(CommandError, match="--payload: not JSON"):
         call_command("queue", "dry-run", str(good.id), "--payload", "{")
     assert Shipment.objects.using("admin").filter(org_id=ctx.org_id).count() == 0
+
+
+def test_mail_is_kept_for_the_dry_runs_thread_only(settings) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    from workqueue.triage.dry_run import _keep_mail
+
+    settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
+    mail.outbox = []
+
+    def elsewhere() -> None:
+        mail.send_mail("other", "a request's mail", "shop@example.com", ["b@example.com"])
+
+    with _keep_mail() as kept:
+        mail.send_mail("dry", "kept", "shop@example.com", ["a@example.com"])
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    mail.send_mail("after", "sent", "shop@example.com", ["c@example.com"])
+    assert [m.subject for m in kept] == ["dry"]
+    assert [m.subject for m in mail.outbox] == ["other", "after"]
