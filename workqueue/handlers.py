@@ -21,6 +21,11 @@ the effect is safe: a retry would repeat it.
 what it found: recorded in memory at once, written to the item by the worker, throttled
 (``workqueue/progress.py``).
 
+``run.dry_run`` is True when an operator dry-runs a dead letter (``triage/dry_run.py``): the
+handler's database writes are rolled back and its mail kept, but whatever else leaves the
+process (an HTTP call, a broker) would happen: skip it when the flag is set, or send it through
+the outbox.
+
 ``run.snooze(seconds)`` is not a failure: the item goes back for later without spending an
 attempt (for "not yet" answers, a rate-limited service's "retry after").
 
@@ -121,6 +126,10 @@ class Run:
         # What it reported (``progress``, ``set_meta``), until the worker writes it: made by
         # the first report, so a run that reports nothing costs its worker nothing for it.
         self.report: Report | None = None
+        # True when the run is a dry run (``workqueue/triage/dry_run.py``): its database writes
+        # are rolled back and its mail kept; anything else that leaves the process (HTTP, a
+        # broker) the dry run cannot stop, so a handler that does such a thing checks this.
+        self.dry_run = False
 
     def mark_side_effect(self) -> None:
         """From here on, a failure is dead-lettered, never retried automatically."""

@@ -5,15 +5,17 @@ batches, fenced on the moment the operator confirmed."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.exceptions import PermissionDenied
 from django.db.models import DateTimeField, ExpressionWrapper, QuerySet
 from django.db.models.functions import Now
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -35,18 +37,20 @@ from workqueue.admin.filters import (
 from workqueue.admin.items import WorkItemAdmin
 from workqueue.admin.scope import actor_in, scope_of
 from workqueue.admin.workflows import HoldingChangeList, holding_text
-from workqueue.exceptions import InvalidPayload
+from workqueue.exceptions import Conflict, InvalidPayload, NotFound
 from workqueue.models import Status, WorkItem
 from workqueue.triage import (
     ERROR_CONTAINS_MAX,
     SCAN_MAX,
     Counted,
     DeadFilter,
+    Drawn,
     act_on_every_match,
     count_dead,
     group_dead,
     parse_since,
 )
+from workqueue.triage.dry_run import dry_run
 from wqcore.conf import wq_settings
 
 CHANGELIST = "admin:workqueue_deadletter_changelist"
@@ -146,8 +150,53 @@ class DeadLetterAdmin(WorkItemAdmin):
                 view(self.matching_view),
                 name="workqueue_deadletter_matching",
             ),
+            path(
+                "<path:object_id>/dry-run/",
+                view(self.dry_run_view),
+                name="workqueue_deadletter_dry_run",
+            ),
             *super().get_urls(),
         ]
+
+    # -- dry run --
+
+    def dry_run_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """A dead letter's dry run (``triage/dry_run.py``): the payload to run with (its own,
+        or an edit), then the report, and from it the real requeue in one click, fenced on the
+        item as this page drew it (its status and ``updated_at``)."""
+        if not self.has_triage_permission(request):
+            raise PermissionDenied
+        item = self.get_object(request, object_id)
+        if item is None:
+            raise Http404(f"dead letter {object_id} not found")
+        original = json.dumps(item.payload, indent=2, sort_keys=True)
+        text = request.POST.get("payload", original) if request.method == "POST" else original
+        report, problem = None, None
+        if request.method == "POST":
+            payload = None
+            try:
+                edited = json.loads(text)
+            except ValueError as exc:
+                problem = f"payload: not valid JSON ({exc})"
+            else:
+                payload = None if edited == item.payload else edited
+            if problem is None:
+                try:
+                    report = dry_run(actor_in(request, item.org_id).user_id, item.id, payload)
+                except (InvalidPayload, Conflict, NotFound) as exc:
+                    problem = str(exc)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Dry run of {item.kind} {item.pk}",
+            "opts": self.opts,
+            "item": item,
+            "payload_text": text,
+            "report": report,
+            "problem": problem,
+            "fence": Drawn.of(item).token(),
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        return TemplateResponse(request, "admin/workqueue/deadletter/dry_run.html", context)
 
     def hand_over(self, request: HttpRequest, action: TriageAction) -> HttpResponse | None:
         """A "select all" of the list, for an action with a triage by filter: that triage, of

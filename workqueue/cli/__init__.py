@@ -16,6 +16,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "requeue",
     "discard",
     "check-deploy",
+    "dry-run",
 )
 
 

@@ -10,6 +10,9 @@ it. Each statement appends an audit entry per item naming the operator and keepi
 had (error, attempts, payload), and the requeues announce their lanes on ``work_available``.
 Bounded: at most ``MAX_BATCH`` items per call.
 
+Dry run (``dry_run``): a dead letter's handler run once in a transaction always rolled back,
+reporting what it would write, emit, enqueue and mail, before the operator requeues it.
+
 By filter (``matching``: which dead letters a filter means, grouped and counted; ``by_filter``:
 requeue or discard them all), fenced on the moment the operator confirmed.
 """
