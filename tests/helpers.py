@@ -132,3 +132,18 @@ def many_dead(
             [org_id, kind, lane, error, failed_s_ago, n],
         )
         return [r[0] for r in cursor.fetchall()]
+
+
+def with_children(tables: dict[str, str]) -> dict[str, str]:
+    """``tables`` (name -> tenant column) and each one's inheritance children (history's spans,
+    ``workqueue/history.py``; not a partitioned table's partitions), each with its parent's
+    tenant column."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT c.relname, p.relname FROM pg_inherits i"
+            " JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent"
+            " WHERE p.relname = ANY(%s) AND c.relkind = 'r' AND NOT c.relispartition",
+            [list(tables)],
+        )
+        children = {child: tables[parent] for child, parent in cursor.fetchall()}
+    return {**tables, **children}

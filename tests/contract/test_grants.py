@@ -19,7 +19,9 @@ from tenancy.models import Org
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import tenant_scope
 from tests.factories import MembershipFactory, OrgFactory, UserFactory
+from tests.helpers import with_children
 from workqueue import api, idempotency
+from workqueue.history import keep_history
 
 User = get_user_model()
 
@@ -61,8 +63,12 @@ def reachable_tables() -> dict[str, set[str]]:
 
 
 def test_every_reachable_table_is_fenced_or_deliberately_global_and_read_only() -> None:
+    # History's spans are tables too (children of the item, attempt and task record tables),
+    # made by the sweep at run time: one at least, so the walk meets them.
+    keep_history(86400.0, 86400.0)
     reachable = reachable_tables()
-    fenced = tenant_tables()
+    fenced = with_children(tenant_tables())
+    assert any("_done_" in table for table in fenced)
     assert tables_missing_policy(connections["admin"], fenced) == {}
     strays = {
         table: sorted(rights)

@@ -12,7 +12,9 @@ from tenancy.models import Membership
 from tenancy.rls import tables_missing_policy, tenant_tables
 from tenancy.scope import system_scope, tenant_scope
 from tests.factories import MembershipFactory, OrgFactory
+from tests.helpers import with_children
 from workqueue.checks import login_problems
+from workqueue.history import keep_history
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -27,6 +29,11 @@ def test_every_model_with_an_org_carries_the_policy() -> None:
     tables = tenant_tables()
     assert {"workqueue_tenancy_membership", "workqueue_audit_auditentry"} <= set(tables)
     assert tables_missing_policy(connections["admin"], tables) == {}
+    # History's spans take their parent's policies (workqueue/history.py).
+    keep_history(86400.0, 86400.0)
+    spans = with_children(tables)
+    assert len(spans) > len(tables)
+    assert tables_missing_policy(connections["admin"], spans) == {}
 
 
 def test_the_policy_check_flags_a_table_without_it() -> None:
