@@ -5,7 +5,8 @@ WITH tenant AS MATERIALIZED (
 ), made_pending AS (
     {enqueue_many_rows}
      WHERE NOT EXISTS (SELECT FROM workqueue_workitem h
-                        WHERE h.status = 'done'
+                        WHERE tenant IS NOT NULL  -- asked after the tenant is named, at the join, never on i alone
+                          AND h.status = 'done'
                           AND (h.id = i.id
                                OR (h.org_id = %(org_id)s::uuid AND h.idempotency_key = i.idempotency_key)))
     ON CONFLICT DO NOTHING
