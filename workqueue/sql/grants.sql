@@ -41,9 +41,17 @@ GRANT SELECT ON workqueue_laneminute TO {app};
 -- History (sql/schema/history_v1.sql): the sweep makes its children, moves done items into them
 -- and drops them, on the system login, through the functions that own the work. A child takes
 -- the item table's rights when made; taken again here, after the item table's changed above.
-GRANT EXECUTE ON FUNCTION workqueue_history_keep_v1(timestamptz, timestamptz, float8),
-                          workqueue_history_move_v1(timestamptz, timestamptz, integer),
-                          workqueue_history_drop_v1(timestamptz)
-   TO {system};
-GRANT SELECT ON workqueue_history_span, workqueue_history_follower TO {system};
-SELECT workqueue_history_share_v1();
+-- Only once migrated that far: create_logins runs before an upgrade's migrate, and the grants run
+-- again after it.
+DO $$
+BEGIN
+    IF to_regclass('workqueue_history_span') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION workqueue_history_keep_v1(timestamptz, timestamptz, float8),
+                                  workqueue_history_move_v1(timestamptz, timestamptz, integer),
+                                  workqueue_history_drop_v1(timestamptz)
+           TO {system};
+        GRANT SELECT ON workqueue_history_span, workqueue_history_follower TO {system};
+        PERFORM workqueue_history_share_v1();
+    END IF;
+END
+$$;
