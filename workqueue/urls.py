@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import re_path
 
 from workqueue import views
-from workqueue.workflows.views import cancel_workflow_view
+from workqueue.workflow_views import cancel_workflow_view
 
 urlpatterns = [
     re_path(r"^api/work/?$", views.work_collection, name="api-work"),
