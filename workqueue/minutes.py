@@ -5,10 +5,11 @@ The sweep rolls them up (``roll_up_minutes``): it reads the attempts table in id
 where it stopped, so each attempt is counted once, by one statement per batch that adds to the
 minutes' rows and moves its place on in the same transaction; the settle statements, and with
 them the drain, are as they were. It counts the pending items of each tenant's lane once a
-minute (``sample_pending``) and purges the rows past ``ROLLUP_RETENTION_S``
-(``purge_minutes``). The gauges page reads them (``read_minutes``): across tenants on the system
-login for the operator, or under one tenant's row-level security for its staff, by the same
-statement.
+minute (``sample_pending``). The table is partitioned by day: the sweep makes the days ahead
+and drops each whole once past ``ROLLUP_RETENTION_S`` (``keep_minutes``,
+``sql/schema/minutes_parts_v1.sql``), so no row is deleted one by one. The gauges page reads
+them (``read_minutes``): across tenants on the system login for the operator, or under one
+tenant's row-level security for its staff, by the same statement.
 
 Waits are kept as histograms over ``WAIT_BOUNDS_S``, which add up across tenants, lanes and
 minutes; a percentile is read from the sum (``quantile``): the bound that many claims waited at
@@ -59,9 +60,10 @@ class SamplePendingParams(NamedTuple):
     bounds: list[float]
 
 
-class PurgeMinutesParams(NamedTuple):
-    before: datetime
-    batch: int
+class KeepMinutesParams(NamedTuple):
+    retention_s: float
+    # Days are made this far ahead, so a minute never waits for its day to be made.
+    ahead_s: float
 
 
 class ReadMinutesParams(NamedTuple):
@@ -72,7 +74,7 @@ class ReadMinutesParams(NamedTuple):
 ROLL_UP_MINUTES = Statement("roll_up_minutes", RollUpParams, SQL_DIR)
 START_ROLLUP = Statement("start_rollup", NoParams, SQL_DIR)
 SAMPLE_PENDING = Statement("sample_pending", SamplePendingParams, SQL_DIR)
-PURGE_MINUTES = Statement("purge_minutes", PurgeMinutesParams, SQL_DIR)
+KEEP_MINUTES = Statement("keep_minutes", KeepMinutesParams, SQL_DIR)
 
 
 def _wait_sums() -> dict[str, str]:
@@ -141,19 +143,28 @@ def roll_up_minutes(
     return RolledUp(attempts, bool(sampled.rows[0][0]) if sampled.rows else False, behind)
 
 
+# The day partitions made ahead of the database's clock.
+MINUTES_AHEAD_S = 2 * 86400.0
+
+
+@dataclass(frozen=True)
+class KeptMinutes:
+    """What one call of ``keep_minutes`` did: days made, dropped, and left for a later pass (a
+    session held a lock on them)."""
+
+    made: int
+    dropped: int
+    waiting: int
+
+
 @transition
-def purge_minutes(before: datetime, batch: int = 1000, max_batches: int = 100) -> Plan[int]:
-    """Delete the gauges page's minutes older than ``before``, ``batch`` rows per statement, at
-    most ``max_batches``; returns how many. Takes no tenant: the sweep's retention is the
-    site's, for every tenant alike."""
-    total = 0
-    for _ in range(int(max_batches)):
-        rows: Rows = yield System(PURGE_MINUTES, PurgeMinutesParams(before, int(batch)))
-        deleted = int(rows.rows[0][0])
-        total += deleted
-        if deleted < batch:
-            break  # a short batch: nothing older is left
-    return total
+def keep_minutes(retention_s: float) -> Plan[KeptMinutes]:
+    """Make the day partitions of the minutes from ``retention_s`` ago to two days ahead, and
+    drop each whose whole day ended more than ``retention_s`` ago. Takes no tenant: a day holds
+    every tenant's minutes, and the sweep's retention is the site's (system login)."""
+    rows: Rows = yield System(KEEP_MINUTES, KeepMinutesParams(retention_s, MINUTES_AHEAD_S))
+    made, dropped, waiting = rows.rows[0]
+    return KeptMinutes(int(made), int(dropped), int(waiting))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connections, transaction
 from django.db.utils import DatabaseError
@@ -21,7 +22,7 @@ from django.db.utils import DatabaseError
 from tenancy.contexts import OpContext
 from tenancy.scope import tenant_scope
 from tests.helpers import back_date, queue_settings
-from workers.sweep import purge_minutes, roll_up_minutes
+from workers.sweep import keep_minutes, roll_up_minutes
 from workers.sweep.config import SweepSettings
 from workqueue import api, runtime
 from workqueue.claim import claim
@@ -254,22 +255,107 @@ def _models() -> dict[tuple[datetime, uuid.UUID, str], LaneMinute]:
     return {(m.minute, m.org_id, m.lane): m for m in LaneMinute.objects.using("admin").all()}
 
 
-def test_the_sweep_purges_the_minutes_past_the_retention(ctx, worker_rctx) -> None:
-    _run(ctx, worker_rctx, "default", ["done"])
-    roll_up_minutes.run_once(worker_rctx, SETTINGS)
+def _partitions() -> dict[str, datetime]:
+    """Each day's partition, oldest first, with when its day ends."""
     with connections["admin"].cursor() as cursor:
-        for hours in (49, 50, 51):
+        cursor.execute("SELECT relname, hi FROM workqueue_minutes_part ORDER BY lo")
+        return dict(cursor.fetchall())
+
+
+def _minute_rows(days_ago: list[int], org_id: uuid.UUID) -> None:
+    with connections["admin"].cursor() as cursor:
+        for days in days_ago:
             cursor.execute(
                 "INSERT INTO workqueue_laneminute"
                 " (minute, org_id, lane, done, failed, dead, waits, pending)"
-                " VALUES (date_trunc('minute', now()) - make_interval(hours => %s), %s,"
+                " VALUES (date_trunc('minute', now()) - make_interval(days => %s), %s,"
                 " 'default', 1, 0, 0, array_fill(0, ARRAY[20]), 0)",
-                [hours, ctx.org_id],
+                [days, org_id],
             )
-    kept = LaneMinute.objects.using("admin").count() - 3
-    assert purge_minutes.run_once(worker_rctx, SETTINGS) == 3  # batches of 2: bounded, resumed
-    assert LaneMinute.objects.using("admin").count() == kept
-    assert purge_minutes.run_once(worker_rctx, SETTINGS) == 0
+
+
+KEEP_A_WEEK = (
+    "SELECT workqueue_minutes_keep_v1(now() - interval '7 days', now() + interval '2 days')"
+)
+
+
+@pytest.fixture
+def every_day_kept():  # type: ignore[no-untyped-def]
+    """Days (partitions) a test drops are made again after it, from a week back, so the next
+    test's minutes have their day (partitions outlive the truncation between tests)."""
+    yield
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(KEEP_A_WEEK)
+
+
+def test_the_minutes_are_kept_one_partition_a_day(ctx, worker_rctx, every_day_kept) -> None:
+    """The sweep makes the days ahead, writes each minute into its day's partition, and drops a
+    day whole once past the retention (never its rows one by one); a day a session holds a lock
+    on is left for a later pass."""
+    kept = keep_minutes.run_once(worker_rctx, SETTINGS)
+    parts = _partitions()
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT now() + interval '2 days'")
+        ahead = cursor.fetchone()[0]
+    assert max(parts.values()) >= ahead, parts
+    assert kept.waiting == 0
+    _run(ctx, worker_rctx, "default", ["done"])
+    roll_up_minutes.run_once(worker_rctx, SETTINGS)
+    _minute_rows([1, 3, 5], ctx.org_id)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE relname = 'workqueue_laneminute'")
+        assert cursor.fetchone()[0] == "p"
+        # The everyday login has no right on a day by name: it reads through the table.
+        cursor.execute(
+            "SELECT bool_or(has_table_privilege(%s, relname::regclass, 'SELECT'))"
+            " FROM workqueue_minutes_part",
+            [connections["default"].settings_dict["USER"]],
+        )
+        assert cursor.fetchone()[0] is False
+    # A session reading the oldest day (a report) holds it: that drop waits for a later pass.
+    oldest = next(iter(parts))
+    params = connections["admin"].get_connection_params()
+    for django_only in ("cursor_factory", "context", "server_side_binding"):
+        params.pop(django_only, None)
+    reader = psycopg.connect(**params, autocommit=False)
+    try:
+        reader.execute(f"SELECT count(*) FROM {oldest}")
+        with connections["admin"].cursor() as cursor:
+            cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+            _dropped, waiting = cursor.fetchone()
+        assert waiting >= 1 and oldest in _partitions()
+    finally:
+        reader.rollback()
+        reader.close()
+    # Past the retention (every day, as a clock three days on would see them): dropped whole.
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+        assert cursor.fetchone()[1] == 0
+    assert _partitions() == {}
+    assert LaneMinute.objects.using("admin").count() == 0
+    # The next pass makes the days again: the rollup has somewhere to write.
+    again = keep_minutes.run_once(worker_rctx, SETTINGS)
+    assert again.made >= 3 and _partitions()
+    _minute_rows([0], ctx.org_id)
+
+
+def test_the_retention_drops_only_the_days_that_ended_before_it(
+    ctx, worker_rctx, every_day_kept
+) -> None:
+    with connections["admin"].cursor() as cursor:
+        # Days that began a week ago, then the step with a two-day retention.
+        cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+        cursor.execute(KEEP_A_WEEK)
+    _minute_rows([0, 1, 4, 6], ctx.org_id)
+    kept = keep_minutes.run_once(worker_rctx, SweepSettings(rollup_retention_s=2 * 86400.0))
+    assert kept.dropped >= 4 and kept.waiting == 0
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT min(lo) FROM workqueue_minutes_part")
+        (first,) = cursor.fetchone()
+        cursor.execute("SELECT now() - interval '3 days' < %s", [first])
+        assert cursor.fetchone()[0]
+    # The minutes of today and yesterday stay; those of 4 and 6 days ago went with their days.
+    assert LaneMinute.objects.using("admin").count() == 2
 
 
 def test_a_tenant_reads_its_own_minutes_only(ctx, make_ctx, worker_rctx) -> None:

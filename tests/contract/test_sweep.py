@@ -269,6 +269,7 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "rotate_ready",
         "relay_outbox",
         "enqueue_schedules",
+        "keep_minutes",
         "roll_up_minutes",
         "purge_outbox",
         "move_history",
@@ -276,7 +277,6 @@ def test_one_pass_runs_every_step_and_a_held_lock_skips_it(ctx, worker_rctx) -> 
         "purge_sessions",
         "purge_request_keys",
         "purge_rate_buckets",
-        "purge_minutes",
     ]
     from django.db import transaction
 

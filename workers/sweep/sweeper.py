@@ -16,9 +16,9 @@ from tenancy.contexts import AppType, RequestContext, new_request_context
 from workers.outage import Outage
 from workers.sweep import (
     enqueue_schedules,
+    keep_minutes,
     move_history,
     purge_items,
-    purge_minutes,
     purge_outbox,
     purge_rate_buckets,
     purge_request_keys,
@@ -43,9 +43,10 @@ Step = Callable[[RequestContext, SweepSettings], Any]
 
 # The order matters: a gone worker's items and stale claims back first (work waiting), the
 # ready ring turned (what came due promoted), the outbox relayed, the schedules' due ticks
-# enqueued, the attempts rolled up for the gauges page (before the purge of items, which takes
-# their attempts with them), done items moved to history (its spans past the retention dropped
-# whole, before the purge would delete their rows one by one), then the purges. (The gauges
+# enqueued, the gauges page's days kept (made ahead, dropped past the retention) and the
+# attempts rolled up into them (before the purge of items, which takes their attempts with
+# them), done items moved to history (its spans past the retention dropped whole, before the
+# purge would delete their rows one by one), then the purges. (The gauges
 # are read by the one endpoint exporting them, when scraped: workers.gauges.)
 STEPS: list[tuple[str, Step]] = [
     ("rescue", rescue.run_once),
@@ -53,6 +54,7 @@ STEPS: list[tuple[str, Step]] = [
     ("rotate_ready", rotate_ready.run_once),
     ("relay_outbox", relay_outbox.run_once),
     ("enqueue_schedules", enqueue_schedules.run_once),
+    ("keep_minutes", keep_minutes.run_once),
     ("roll_up_minutes", roll_up_minutes.run_once),
     ("purge_outbox", purge_outbox.run_once),
     ("move_history", move_history.run_once),
@@ -60,7 +62,6 @@ STEPS: list[tuple[str, Step]] = [
     ("purge_sessions", purge_sessions.run_once),
     ("purge_request_keys", purge_request_keys.run_once),
     ("purge_rate_buckets", purge_rate_buckets.run_once),
-    ("purge_minutes", purge_minutes.run_once),
 ]
 
 # The rescue alone, on its own short timer (SWEEP_RESCUE_INTERVAL_S), without the mutex: it is

@@ -55,3 +55,14 @@ BEGIN
     END IF;
 END
 $$;
+-- The gauges page's minutes, one partition a day (sql/schema/minutes_parts_v1.sql): the sweep makes and drops the days
+-- on the system login, through the functions that own the work. Only once migrated that far.
+DO $$
+BEGIN
+    IF to_regclass('workqueue_minutes_part') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION workqueue_minutes_keep_v1(timestamptz, timestamptz),
+                                  workqueue_minutes_drop_v1(timestamptz)
+           TO {system};
+    END IF;
+END
+$$;

@@ -41,7 +41,7 @@ STEP_WORDS = {
     "purge_request_keys": "stored Idempotency-Key answers purged",
     "enqueue_schedules": "schedule ticks enqueued",
     "roll_up_minutes": "attempts rolled up for the gauges page's charts",
-    "purge_minutes": "the gauges page's old minutes purged",
+    "keep_minutes": "the gauges page's minutes: days made ahead, days past the retention dropped",
     "purge_rate_buckets": "idle rate-limit buckets purged",
 }
 
@@ -102,8 +102,8 @@ class Command(BaseCommand):
         "relayed outbox rows, done items and dead letters (and discarded and cancelled items) "
         "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
-        "schedules lists them), roll the attempts up into the gauges page's minutes (purged "
-        "after ROLLUP_RETENTION_S), and read the gauges. One sweeper acts at a time across "
+        "schedules lists them), roll the attempts up into the gauges page's minutes (a "
+        "partition a day, dropped whole after ROLLUP_RETENTION_S), and read the gauges. One sweeper acts at a time across "
         "hosts (a mutex only the system login may take). Steps: "
         + ", ".join(name for name, _ in STEPS)
         + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
