@@ -413,3 +413,38 @@ def test_a_percentile_is_the_bound_that_share_of_claims_waited_at_most() -> None
     assert quantile(waits, 0.96) == WAIT_BOUNDS_S[-1]
     assert math.isclose(sum(waits) * 0.95, 95)
     assert runtime.quantile is quantile
+
+
+def test_the_partitioning_migration_keeps_every_minute_both_ways(ctx, every_day_kept) -> None:
+    """Migration 0025 unapplied puts every day's minutes back into one plain table with its
+    rights and row-level security, and applied again makes that table the days before."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    def migrate(target: tuple[str, str] | None) -> None:
+        executor = MigrationExecutor(connections["admin"])
+        executor.loader.build_graph()
+        executor.migrate([target] if target else executor.loader.graph.leaf_nodes())
+
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(KEEP_A_WEEK)
+    _minute_rows([0, 1, 3], ctx.org_id)
+    migrate(("workqueue", "0024_history_share_v2"))
+    try:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT relkind, relrowsecurity, relforcerowsecurity FROM pg_class"
+                " WHERE relname = 'workqueue_laneminute'"
+            )
+            assert cursor.fetchone() == ("r", True, True)
+        assert LaneMinute.objects.using("admin").count() == 3
+        # The everyday login reads its tenant's minutes there, as before.
+        with tenant_scope(ctx.org_id):
+            assert LaneMinute.objects.count() == 3
+    finally:
+        migrate(None)
+    with connections["admin"].cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE relname = 'workqueue_laneminute'")
+        assert cursor.fetchone() == ("p",)
+    assert LaneMinute.objects.using("admin").count() == 3
+    with tenant_scope(ctx.org_id):
+        assert LaneMinute.objects.count() == 3

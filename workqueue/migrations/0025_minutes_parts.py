@@ -9,6 +9,8 @@ from tenancy.rls import apply_tenant_policy
 from workqueue import SQL_DIR
 from wqcore.sqlfiles import run_sql_file
 
+POLICY = apply_tenant_policy("workqueue_laneminute")
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -16,6 +18,8 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # Unapplied last: the plain table the reverse makes takes the tenant policy again.
+        migrations.RunSQL(migrations.RunSQL.noop, reverse_sql=POLICY.sql),
         run_sql_file(SQL_DIR / "schema", "minutes_parts_v1"),
-        apply_tenant_policy("workqueue_laneminute"),
+        POLICY,
     ]

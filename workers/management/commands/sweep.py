@@ -103,8 +103,8 @@ class Command(BaseCommand):
         "past their retention, expired sessions and the API's stored Idempotency-Key answers "
         "(IDEMPOTENCY_KEY_RETENTION_S), enqueue the declared schedules' due ticks (manage.py "
         "schedules lists them), roll the attempts up into the gauges page's minutes (a "
-        "partition a day, dropped whole after ROLLUP_RETENTION_S), and read the gauges. One sweeper acts at a time across "
-        "hosts (a mutex only the system login may take). Steps: "
+        "partition a day, dropped whole after ROLLUP_RETENTION_S), and read the gauges. One "
+        "sweeper acts at a time across hosts (a mutex only the system login may take). Steps: "
         + ", ".join(name for name, _ in STEPS)
         + ". The WORKQUEUE settings it reads are listed below, with the values in effect."
     )
