@@ -13,6 +13,7 @@ items stay in the hot table (their edges and places go with them at the purge).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -41,12 +42,24 @@ class MoveParams(NamedTuple):
     batch: int
 
 
+class MoveTimedParams(NamedTuple):
+    # A timed table (workqueue_history_timed): its finished rows move by a time of their own.
+    table: str
+    since: datetime
+    after_s: float
+    batch: int
+
+
 class DropParams(NamedTuple):
     retention_s: float
+    # Timed tables whose children go earlier, each after its own retention.
+    tables: list[str]
+    retentions_s: list[float]
 
 
 KEEP_HISTORY = Statement("keep_history", KeepParams, SQL_DIR)
 MOVE_HISTORY = Statement("move_history", MoveParams, SQL_DIR)
+MOVE_TIMED_HISTORY = Statement("move_timed_history", MoveTimedParams, SQL_DIR)
 DROP_HISTORY = Statement("drop_history", DropParams, SQL_DIR)
 READ_HISTORY = Statement("read_history", NoParams, SQL_DIR)
 
@@ -79,17 +92,55 @@ def move_history(
     ``updated_at`` moved: the next call's ``since``, so no call walks the index entries its
     predecessors' moves left behind (dead until a vacuum, which a held snapshot delays).
     Takes no tenant (system login)."""
+    moved = yield from _moving(
+        lambda through: System(MOVE_HISTORY, MoveParams(through, after_s, batch)),
+        since,
+        batch,
+        max_batches,
+    )
+    if moved.moved:
+        log_event(
+            logger,
+            logging.INFO,
+            "history_moved",
+            count=moved.moved,
+            through=moved.through.isoformat(),
+        )
+    return moved
+
+
+@transition
+def move_timed_history(
+    table: str, since: datetime, after_s: float, batch: int = 1000, max_batches: int = 20
+) -> Plan[Moved]:
+    """``move_history`` for a timed table (``workqueue_history_timed``: the API's stored
+    answers, the relayed outbox rows): its finished rows whose own time is at or after
+    ``since`` and more than ``after_s`` ago. Takes no tenant (system login)."""
+    moved = yield from _moving(
+        lambda through: System(MOVE_TIMED_HISTORY, MoveTimedParams(table, through, after_s, batch)),
+        since,
+        batch,
+        max_batches,
+    )
+    if moved.moved:
+        log_event(logger, logging.INFO, "history_moved", table=table, count=moved.moved)
+    return moved
+
+
+def _moving(
+    step: Callable[[datetime], System], since: datetime, batch: int, max_batches: int
+) -> Plan[Moved]:
+    """Batches of a move from ``since``, each from where the one before stopped, until a short
+    one (nothing more has ended long enough ago) or ``max_batches``."""
     total, through = 0, since
     for _ in range(max_batches):
-        rows: Rows = yield System(MOVE_HISTORY, MoveParams(through, after_s, batch))
+        rows: Rows = yield step(through)
         moved, through = int(rows.rows[0][0]), rows.rows[0][1]
         if moved < 0:
             return Moved(total, through, unkept=True)
         total += moved
         if moved < batch:
-            break  # a short batch: nothing more has ended long enough ago
-    if total:
-        log_event(logger, logging.INFO, "history_moved", count=total, through=through.isoformat())
+            break
     return Moved(total, through)
 
 
@@ -101,11 +152,14 @@ class Dropped:
 
 
 @transition
-def drop_history(retention_s: float) -> Plan[Dropped]:
-    """Drop the history children whose span ended more than ``retention_s`` ago, each whole;
-    a child another session holds a lock on is left for a later pass (nothing waits behind the
-    drop). Takes no tenant (system login)."""
-    rows: Rows = yield System(DROP_HISTORY, DropParams(retention_s))
+def drop_history(retention_s: float, timed: dict[str, float] | None = None) -> Plan[Dropped]:
+    """Drop the history children whose span ended more than ``retention_s`` ago, each whole,
+    and before that those of each timed table in ``timed`` whose span ended more than its own
+    retention ago; a child another session holds a lock on is left for a later pass (nothing
+    waits behind the drop). Takes no tenant (system login)."""
+    timed = timed or {}
+    params = DropParams(retention_s, list(timed), list(timed.values()))
+    rows: Rows = yield System(DROP_HISTORY, params)
     dropped = Dropped(int(rows.rows[0][0]), int(rows.rows[0][1]))
     if dropped.dropped or dropped.waiting:
         log_event(

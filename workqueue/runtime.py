@@ -39,6 +39,7 @@ from workqueue.history import (
     drop_history,
     keep_history,
     move_history,
+    move_timed_history,
 )
 from workqueue.idempotency import purge_request_keys
 from workqueue.inputs import (
@@ -171,6 +172,7 @@ __all__ = [
     "log_receiver_failures",
     "max_payload_bytes",
     "move_history",
+    "move_timed_history",
     "needs_threads",
     "new_item_id",
     "purge_items",

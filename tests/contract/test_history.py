@@ -29,7 +29,7 @@ DAY_S = 86400.0
 
 def _drop_every_span() -> None:
     with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT * FROM workqueue_history_drop_v1('infinity')")
+        cursor.execute("SELECT * FROM workqueue_history_drop_v2('infinity', '{}', '{}')")
 
 
 @pytest.fixture(autouse=True)

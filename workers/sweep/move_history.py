@@ -1,8 +1,10 @@
-"""Sweep step: done items out of the hot table (``workqueue/history.py``). Makes the history
+"""Sweep step: finished rows out of the hot tables (``workqueue/history.py``). Makes the history
 children the coming spans need, moves the done items that ended more than ``HISTORY_AFTER_S``
-ago into them (oldest first, from where this process's last move stopped), and drops each child
-whose span is past ``ITEM_RETENTION_S`` whole. A child a report is reading is dropped at a later
-pass; the purge deletes what such a child holds past the retention meanwhile."""
+ago into them (oldest first, from where this process's last move stopped), and the finished
+rows of the timed tables (the API's stored answers, the relayed outbox rows) by their own time;
+drops each table's children whose span is past its retention whole (the items' and their
+followers' at ``ITEM_RETENTION_S``). A child a report is reading is dropped at a later pass;
+the purges delete what such a child holds past the retention meanwhile."""
 
 from __future__ import annotations
 
@@ -14,12 +16,13 @@ from tenancy.contexts import RequestContext
 from workers.sweep.clock import db_now_minus
 from workers.sweep.config import SweepSettings
 from workqueue import runtime
+from wqcore.conf import wq_settings
 
-# Where this process's next move starts: the newest updated_at its last one moved, so a move
-# does not walk the index entries of the rows moved before it (dead until a vacuum, which a held
-# snapshot delays). Every RESCAN_S it starts again at the retention's edge, for the items a move
-# passed over: held by another transaction then, or completed by a transaction that began
-# before the mark (an item's updated_at is its transaction's now()).
+# Where this process's next move starts, per table: the newest time its last one moved, so a
+# move does not walk the index entries of the rows moved before it (dead until a vacuum, which a
+# held snapshot delays). Every RESCAN_S it starts again at the retention's edge, for the rows a
+# move passed over: held by another transaction then, or finished by a transaction that began
+# before the mark (a row's time is its transaction's now()).
 RESCAN_S = 600.0
 _since: dict[str, tuple[datetime, float]] = {}
 
@@ -28,8 +31,33 @@ _since: dict[str, tuple[datetime, float]] = {}
 class Kept:
     made: int
     moved: int
+    # Rows of the timed tables moved.
+    timed: int
     dropped: int
     waiting: int
+
+
+def timed_retentions(settings: SweepSettings) -> dict[str, float]:
+    """The timed tables that go to history, each with its retention: only those kept no longer
+    than the items (a span's children all go when its items do); a longer-kept table stays in
+    its table and its purge."""
+    retentions = {
+        "workqueue_storedresponse": float(wq_settings.IDEMPOTENCY_KEY_RETENTION_S),
+        "workqueue_outbox_outboxrow": settings.outbox_retention_s,
+    }
+    return {t: r for t, r in retentions.items() if r <= settings.item_retention_s}
+
+
+def _start(table: str, retention_s: float) -> datetime:
+    mark = _since.get(table)
+    if mark is None or time.monotonic() - mark[1] > RESCAN_S:
+        mark = (db_now_minus(retention_s), time.monotonic())
+        _since[table] = mark
+    return mark[0]
+
+
+def _went_to(table: str, through: datetime) -> None:
+    _since[table] = (through, _since[table][1])
 
 
 def run_once(rctx: RequestContext, settings: SweepSettings) -> Kept | None:
@@ -37,17 +65,29 @@ def run_once(rctx: RequestContext, settings: SweepSettings) -> Kept | None:
         return None
     retention_s = settings.item_retention_s
     made = runtime.keep_history(retention_s, settings.history_span_s)
-    mark = _since.get("done")
-    if mark is None or time.monotonic() - mark[1] > RESCAN_S:
-        mark = (db_now_minus(retention_s), time.monotonic())
-    since = mark[0]
-    moved = runtime.move_history(
-        since, settings.history_after_s, batch=settings.batch, max_batches=settings.max_batches
-    )
-    if moved.unkept:
-        # The oldest item's span has no child (made since by another keeper, or the span width
+    moves = {
+        "done": runtime.move_history(
+            _start("done", retention_s),
+            settings.history_after_s,
+            batch=settings.batch,
+            max_batches=settings.max_batches,
+        )
+    }
+    timed = timed_retentions(settings)
+    for table, kept_s in timed.items():
+        moves[table] = runtime.move_timed_history(
+            table,
+            _start(table, kept_s),
+            settings.history_after_s,
+            batch=settings.batch,
+            max_batches=settings.max_batches,
+        )
+    for table, moved in moves.items():
+        _went_to(table, moved.through)
+    if any(moved.unkept for moved in moves.values()):
+        # The oldest row's span has no child (made since by another keeper, or the span width
         # changed): make it, and move at the next pass.
         made += runtime.keep_history(retention_s, settings.history_span_s)
-    _since["done"] = (moved.through, mark[1])
-    dropped = runtime.drop_history(retention_s)
-    return Kept(made, moved.moved, dropped.dropped, dropped.waiting)
+    dropped = runtime.drop_history(retention_s, timed)
+    timed_moved = sum(moved.moved for table, moved in moves.items() if table != "done")
+    return Kept(made, moves["done"].moved, timed_moved, dropped.dropped, dropped.waiting)

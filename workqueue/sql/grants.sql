@@ -51,6 +51,15 @@ BEGIN
                                   workqueue_history_drop_v1(timestamptz)
            TO {system};
         GRANT SELECT ON workqueue_history_span, workqueue_history_follower TO {system};
+    END IF;
+    -- The timed tables (sql/schema/history_timed_v1.sql), once migrated that far.
+    IF to_regclass('workqueue_history_timed') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION workqueue_history_move_timed_v1(name, timestamptz, timestamptz, integer),
+                                  workqueue_history_drop_v2(timestamptz, name[], timestamptz[])
+           TO {system};
+        GRANT SELECT ON workqueue_history_timed TO {system};
+    END IF;
+    IF to_regclass('workqueue_history_span') IS NOT NULL THEN
         PERFORM workqueue_history_share_v1();
     END IF;
 END

@@ -1,11 +1,11 @@
--- purge_request_keys: delete up to batch stored Idempotency-Key answers created before `before`, in every tenant; returns how many
+-- purge_request_keys: delete up to batch stored Idempotency-Key answers created before `before` from the table itself, in every tenant (those in history go with their span's child); returns how many
 WITH doomed AS (
     SELECT id
-      FROM workqueue_storedresponse
+      FROM ONLY workqueue_storedresponse
      WHERE created_at < %(before)s::timestamptz
      LIMIT %(batch)s
        FOR UPDATE SKIP LOCKED
 ), gone AS (
-    DELETE FROM workqueue_storedresponse AS s USING doomed WHERE s.id = doomed.id RETURNING 1
+    DELETE FROM ONLY workqueue_storedresponse AS s USING doomed WHERE s.id = doomed.id RETURNING 1
 )
 SELECT count(*) FROM gone
