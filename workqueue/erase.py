@@ -27,7 +27,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, NamedTuple, Protocol, cast
 
 from audit.api import (
@@ -122,20 +121,21 @@ class TenantTable:
     # Erased before the items: it makes items (the outbox's pending rows).
     before_items: bool = False
 
-    def _parts(self) -> dict[str, str]:
-        return {
+    # Its count and its batch's delete: the two statements every table shares, its name and
+    # key written in (made with the table, so ``manage.py statements`` prints the first one's).
+    count_statement: Statement = field(init=False, compare=False, repr=False)
+    erase_statement: Statement = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        parts = {
             "table": self.table,
             "key": ", ".join(self.key),
             "match": " AND ".join(f"t.{k} = doomed.{k}" for k in self.key),
         }
-
-    @cached_property
-    def count_statement(self) -> Statement:
-        return Statement("erase_count", OrgParams, SQL_DIR, build_parts=self._parts)
-
-    @cached_property
-    def erase_statement(self) -> Statement:
-        return Statement("erase_rows", RowsParams, SQL_DIR, build_parts=self._parts)
+        count = Statement("erase_count", OrgParams, SQL_DIR, build_parts=lambda: parts)
+        erase = Statement("erase_rows", RowsParams, SQL_DIR, build_parts=lambda: parts)
+        object.__setattr__(self, "count_statement", count)
+        object.__setattr__(self, "erase_statement", erase)
 
 
 _TABLES: dict[str, TenantTable] = {}
