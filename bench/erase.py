@@ -9,8 +9,9 @@ shipped defaults) drains tenant B's backlog.
 
 Prints A's rows table by table before and after (every table with an ``org_id``, history's
 children and the ring's partitions each by itself; the audit trail as entries not yet
-redacted), the erase's elapsed time, and B's drain rate in the ``--before-s`` seconds before
-the erase and during it. Without ``--database-url`` it uses the embedded server in
+redacted), the erase's elapsed time, B's drain rate in the ``--before-s`` seconds before the
+erase and during it, and how often (sampled every 20 ms) another session waited for a lock
+while it ran. Without ``--database-url`` it uses the embedded server in
 ``.pgdata/`` in a fresh database (``bench_erase``).
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -136,6 +138,31 @@ def _fill_a(ctx: Any, items: int) -> None:
         since = moved.through
 
 
+class LockWaits(threading.Thread):
+    """Every 20 ms, on a connection of its own, whether any session but the erase's waits for
+    a lock (``pg_stat_activity.wait_event_type = 'Lock'``): samples taken, and those that saw
+    one."""
+
+    def __init__(self, dsn: str, erase_pid: int) -> None:
+        super().__init__(daemon=True)
+        self.dsn, self.erase_pid = dsn, erase_pid
+        self.samples = self.waiting = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            while not self.stop.wait(0.02):
+                row = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND pid <> %s",
+                    [self.erase_pid],
+                ).fetchone()
+                self.samples += 1
+                self.waiting += bool(row and row[0])
+
+
 def _b_done(org_id: Any) -> int:
     return int(
         _sql(
@@ -181,9 +208,17 @@ def main() -> int:
         time.sleep(2)  # draining B at full speed
         b0, t0 = _b_done(org_b.pk), time.monotonic()
         time.sleep(args.before_s)
+        from django.db import connections
+
+        with connections["system"].cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            waits = LockWaits(dsn, cursor.fetchone()[0])
         b1, t1 = _b_done(org_b.pk), time.monotonic()
+        waits.start()
         result = api.erase("bench", ctx_a.org_id, batch=args.batch)
         b2, t2 = _b_done(org_b.pk), time.monotonic()
+        waits.stop.set()
+        waits.join()
         if not result.complete:  # rows another transaction held: a second run takes them
             print(f"left after the first run: {result.left}", file=sys.stderr)
             result = api.erase("bench", ctx_a.org_id, batch=args.batch)
@@ -201,6 +236,7 @@ def main() -> int:
     print(f"rows of A left: {sum(after.values())} (erase says {sum(result.left.values())})")
     print(f"erase: {sum(result.erased.values()):,} rows in {t2 - t1:.1f} s, batch {args.batch}")
     print(f"B drained: {rate_before:,.0f} items/s before, {rate_during:,.0f} items/s during")
+    print(f"another session waiting for a lock: {waits.waiting} of {waits.samples} samples")
     if b2 >= args.backlog - 1:
         print("B's backlog ran out during the erase: raise --backlog", file=sys.stderr)
     return 0 if not sum(after.values()) else 1
