@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -140,13 +141,17 @@ def _fill_a(ctx: Any, items: int) -> None:
 
 class LockWaits(threading.Thread):
     """Every 20 ms, on a connection of its own, whether any session but the erase's waits for
-    a lock (``pg_stat_activity.wait_event_type = 'Lock'``): samples taken, and those that saw
-    one."""
+    a lock (``pg_stat_activity.wait_event_type = 'Lock'``), by phase (before the erase, during
+    it): samples taken, those that saw one, and what waited behind whom."""
 
     def __init__(self, dsn: str, erase_pid: int) -> None:
         super().__init__(daemon=True)
         self.dsn, self.erase_pid = dsn, erase_pid
-        self.samples = self.waiting = 0
+        self.phase = "before"
+        self.samples: Counter[str] = Counter()
+        self.waiting: Counter[str] = Counter()
+        # What waited, for what, behind whom, and how many samples saw it, during the erase.
+        self.seen: Counter[tuple[str, str, str]] = Counter()
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -154,13 +159,18 @@ class LockWaits(threading.Thread):
 
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             while not self.stop.wait(0.02):
-                row = conn.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                rows = conn.execute(
+                    "SELECT wait_event, %s = ANY(pg_blocking_pids(pid)),"
+                    " left(regexp_replace(query, '\\s+', ' ', 'g'), 70)"
+                    " FROM pg_stat_activity WHERE datname = current_database()"
                     " AND wait_event_type = 'Lock' AND pid <> %s",
-                    [self.erase_pid],
-                ).fetchone()
-                self.samples += 1
-                self.waiting += bool(row and row[0])
+                    [self.erase_pid, self.erase_pid],
+                ).fetchall()
+                phase = self.phase
+                self.samples[phase] += 1
+                self.waiting[phase] += bool(rows)
+                for event, by_erase, query in rows if phase == "during" else []:
+                    self.seen[(event, "the erase" if by_erase else "another", query)] += 1
 
 
 def _b_done(org_id: Any) -> int:
@@ -206,15 +216,16 @@ def main() -> int:
     workers = ours.RunWorkers("default", 1)
     try:
         time.sleep(2)  # draining B at full speed
-        b0, t0 = _b_done(org_b.pk), time.monotonic()
-        time.sleep(args.before_s)
         from django.db import connections
 
         with connections["system"].cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             waits = LockWaits(dsn, cursor.fetchone()[0])
-        b1, t1 = _b_done(org_b.pk), time.monotonic()
         waits.start()
+        b0, t0 = _b_done(org_b.pk), time.monotonic()
+        time.sleep(args.before_s)
+        b1, t1 = _b_done(org_b.pk), time.monotonic()
+        waits.phase = "during"
         result = api.erase("bench", ctx_a.org_id, batch=args.batch)
         b2, t2 = _b_done(org_b.pk), time.monotonic()
         waits.stop.set()
@@ -236,7 +247,13 @@ def main() -> int:
     print(f"rows of A left: {sum(after.values())} (erase says {sum(result.left.values())})")
     print(f"erase: {sum(result.erased.values()):,} rows in {t2 - t1:.1f} s, batch {args.batch}")
     print(f"B drained: {rate_before:,.0f} items/s before, {rate_during:,.0f} items/s during")
-    print(f"another session waiting for a lock: {waits.waiting} of {waits.samples} samples")
+    for phase in ("before", "during"):
+        print(
+            f"a session waiting for a lock {phase} the erase: {waits.waiting[phase]} of "
+            f"{waits.samples[phase]} samples"
+        )
+    for (event, behind, query), n in waits.seen.most_common(5):
+        print(f"  {n} x {event} behind {behind}: {query}")
     if b2 >= args.backlog - 1:
         print("B's backlog ran out during the erase: raise --backlog", file=sys.stderr)
     return 0 if not sum(after.values()) else 1
