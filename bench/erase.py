@@ -5,7 +5,7 @@ audit entries, pending ones, workflows, outbox rows) while one ``manage.py runwo
 shipped defaults) drains tenant B's backlog.
 
     .venv/bin/python bench/erase.py [--items 100000] [--backlog 300000] [--batch 1000]
-        [--before-s 10] [--database-url URL]
+        [--pause-ms 0] [--before-s 10] [--database-url URL]
 
 Prints A's rows table by table before and after (every table with an ``org_id``, history's
 children and the ring's partitions each by itself; the audit trail as entries not yet
@@ -188,6 +188,7 @@ def main() -> int:
     parser.add_argument("--backlog", type=int, default=300_000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--before-s", type=float, default=10.0)
+    parser.add_argument("--pause-ms", type=int, default=0, help="the erase's pause between batches")
     parser.add_argument("--database-url", help="an owner URL (default: the embedded server)")
     args = parser.parse_args()
     import ours
@@ -226,7 +227,7 @@ def main() -> int:
         time.sleep(args.before_s)
         b1, t1 = _b_done(org_b.pk), time.monotonic()
         waits.phase = "during"
-        result = api.erase("bench", ctx_a.org_id, batch=args.batch)
+        result = api.erase("bench", ctx_a.org_id, batch=args.batch, pause_s=args.pause_ms / 1000)
         b2, t2 = _b_done(org_b.pk), time.monotonic()
         waits.stop.set()
         waits.join()
@@ -245,7 +246,10 @@ def main() -> int:
             print(f"{name:<{width}} {n:>9,} {after[name]:>7,}")
     print(f"{'(every other table with an org_id)':<{width}} {0:>9} {0:>7}")
     print(f"rows of A left: {sum(after.values())} (erase says {sum(result.left.values())})")
-    print(f"erase: {sum(result.erased.values()):,} rows in {t2 - t1:.1f} s, batch {args.batch}")
+    print(
+        f"erase: {sum(result.erased.values()):,} rows in {t2 - t1:.1f} s, batch {args.batch}, "
+        f"pause {args.pause_ms} ms"
+    )
     print(f"B drained: {rate_before:,.0f} items/s before, {rate_during:,.0f} items/s during")
     for phase in ("before", "during"):
         print(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from wqcore.store import Plan, Rows, System, transition
 logger = logging.getLogger(__name__)
 
 BATCH_MAX = 10_000
+PAUSE_MAX_S = 10.0
 # What a personal field's value becomes in a redacted payload.
 ERASED = "[erased]"
 ITEMS = "workqueue_workitem"
@@ -277,9 +279,11 @@ class Erased:
         return not self.dry_run and not any(self.left.values())
 
 
-def _check_batch(batch: int) -> int:
+def _check_batch(batch: int, pause_s: float) -> int:
     if type(batch) is not int or not 1 <= batch <= BATCH_MAX:
         raise InvalidPayload(f"batch: must be a whole number from 1 to {BATCH_MAX}, got {batch!r}")
+    if not isinstance(cast(object, pause_s), int | float) or not 0 <= pause_s <= PAUSE_MAX_S:
+        raise InvalidPayload(f"pause_s: must be 0 to {PAUSE_MAX_S} seconds, got {pause_s!r}")
     return batch
 
 
@@ -300,6 +304,7 @@ def erase_tenant(
     force: bool = False,
     dry_run: bool = False,
     batch: int = 1000,
+    pause_s: float = 0.0,
     on_batch: OnBatch | None = None,
 ) -> Erased:
     """Delete every row of ``org_id`` from the queue's tables and redact its audit entries'
@@ -308,10 +313,11 @@ def erase_tenant(
     has claimed items, unless ``force`` (their holders' next writes are refused). ``dry_run``
     counts and changes nothing. Run outside a transaction: each batch commits on its own, so
     a crash keeps what was done and a second run goes on with the rest. ``on_batch(table,
-    erased so far)`` after each batch."""
+    erased so far)`` after each batch; ``pause_s`` between batches leaves the server to other
+    work (the erase's deletes take a core while they run)."""
     if not isinstance(cast(object, org_id), uuid.UUID) or org_id == SITE_ORG_ID:
         raise InvalidPayload(f"org_id: a tenant's id (a UUID), got {org_id!r}")
-    batch = _check_batch(batch)
+    batch = _check_batch(batch, pause_s)
     steps = _steps()
     found = {step.table: step.count(org_id) for step in steps}
     running = _one_number(RUNNING, OrgParams(org_id))
@@ -331,6 +337,7 @@ def erase_tenant(
             erased[step.table] += n
             if on_batch is not None:
                 on_batch(step.table, erased[step.table])
+            time.sleep(pause_s)
     left = {step.table: step.count(org_id) for step in _steps()}
     _audit(actor, "queue.erase_finished", subject, {"erased": erased, "left": left})
     log_event(
@@ -358,6 +365,7 @@ def erase_subject(
     force: bool = False,
     dry_run: bool = False,
     batch: int = 1000,
+    pause_s: float = 0.0,
     on_batch: OnBatch | None = None,
 ) -> Erased:
     """Redact the personal fields (each ``ERASED``) of every item whose kind declares
@@ -375,7 +383,7 @@ def erase_subject(
         )
     if not isinstance(cast(object, value), str) or not value or "\x00" in value:
         raise InvalidPayload("subject: the value must be non-empty text")
-    batch = _check_batch(batch)
+    batch = _check_batch(batch, pause_s)
     counts = {
         kind.name: _count_subject(SubjectCountParams(kind.name, field_name, value, org_id))
         for kind in kinds
@@ -407,6 +415,7 @@ def erase_subject(
             erased[kind.name] += n
             if on_batch is not None and n:
                 on_batch(kind.name, erased[kind.name])
+            time.sleep(pause_s)
             if n < batch:
                 break  # a short batch: nothing more names the subject (or another holds it)
     left = {
@@ -449,6 +458,7 @@ def erase(
     force: bool = False,
     dry_run: bool = False,
     batch: int = 1000,
+    pause_s: float = 0.0,
     on_batch: OnBatch | None = None,
 ) -> Erased:
     """Erase a tenant (``org_id``): every row of it deleted from the queue's tables, its
@@ -466,8 +476,17 @@ def erase(
             force=force,
             dry_run=dry_run,
             batch=batch,
+            pause_s=pause_s,
             on_batch=on_batch,
         )
     if org_id is None:
         raise InvalidPayload("erase: name a tenant (org_id) or a subject (subject=(field, value))")
-    return erase_tenant(actor, org_id, force=force, dry_run=dry_run, batch=batch, on_batch=on_batch)
+    return erase_tenant(
+        actor,
+        org_id,
+        force=force,
+        dry_run=dry_run,
+        batch=batch,
+        pause_s=pause_s,
+        on_batch=on_batch,
+    )

@@ -269,6 +269,7 @@ def test_an_unknown_tenant_or_bad_input_is_one_line_and_changes_nothing(make_ctx
         (("--tenant", str(uuid.uuid4())), "--tenant"),
         ((), "name a tenant"),
         (("--tenant", str(ctx.org_id), "--batch", "0"), "batch"),
+        (("--tenant", str(ctx.org_id), "--pause-ms", "-1"), "--pause-ms"),
         (("--subject", "email"), "FIELD=VALUE"),
         (("--subject", "phone=1"), "no kind declares 'phone' personal"),
     ):
@@ -297,7 +298,16 @@ def test_a_subjects_personal_fields_are_redacted_in_history_and_audit(
 
     dry = api.erase("op", ctx.org_id, subject=("email", "ann@x.org"), dry_run=True)
     assert dry.found == {"ERASE_MAIL": 4} and dry.dry_run
-    out = _queue("--subject", "email=ann@x.org", "--tenant", str(ctx.org_id), "--batch", "2")
+    out = _queue(
+        "--subject",
+        "email=ann@x.org",
+        "--tenant",
+        str(ctx.org_id),
+        "--batch",
+        "2",
+        "--pause-ms",
+        "1",
+    )
     assert "nothing of it is left" in out
 
     def payload(item_id: uuid.UUID) -> dict[str, object]:

@@ -41,6 +41,12 @@ def add_arguments(parser: CommandParser) -> None:
     parser.add_argument(
         "--batch", type=int, default=1000, help=f"rows per statement (1 to {BATCH_MAX})"
     )
+    parser.add_argument(
+        "--pause-ms",
+        type=int,
+        default=0,
+        help="wait this long between batches, leaving the server to other tenants' work",
+    )
     parser.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     add_user_argument(parser)
 
@@ -79,6 +85,8 @@ def run(command: Any, **options: Any) -> None:
         raise CommandError(
             "name a tenant (--tenant ORG_OR_SLUG) or a subject (--subject FIELD=VALUE)"
         )
+    if not 0 <= options["pause_ms"] <= 10_000:
+        raise CommandError(f"--pause-ms: 0 to 10000 (got {options['pause_ms']})")
     actor = operator_actor(options.get("user"))
     progress = Progress(command.stderr, wanted=not options.get("json"))
 
@@ -94,6 +102,7 @@ def run(command: Any, **options: Any) -> None:
                 force=options["force"],
                 dry_run=options["dry_run"],
                 batch=options["batch"],
+                pause_s=options["pause_ms"] / 1000,
                 on_batch=on_batch,
             )
     except (api.InvalidPayload, api.Conflict) as exc:
