@@ -374,6 +374,8 @@ def erase_subject(
     Refused (``Conflict``) while such an item is claimed, unless ``force``; ``InvalidPayload``
     when no kind declares the field personal. Batches as ``erase_tenant``'s; audited under
     ``SITE_ORG_ID`` with the field's name, never its value."""
+    if org_id is not None and not isinstance(cast(object, org_id), uuid.UUID):
+        raise InvalidPayload(f"org_id: a tenant's id (a UUID) or None, got {org_id!r}")
     kinds = personal_kinds(field_name)
     if not kinds:
         declared = sorted({f for kind in all_kinds() for f in kind.personal})
