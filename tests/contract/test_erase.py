@@ -11,6 +11,7 @@ import json
 import uuid
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.apps import apps
 from django.core.management import CommandError, call_command
@@ -333,3 +334,17 @@ def test_a_subjects_personal_fields_are_redacted_in_history_and_audit(
 def test_a_kinds_personal_fields_are_a_tuple_of_its_schemas_fields(bad: object) -> None:
     with pytest.raises(ValueError, match="personal must be a tuple of the schema's fields"):
         api.Kind("TEST_BAD_PERSONAL", Mail, personal=bad)  # type: ignore[arg-type]
+
+
+def test_a_row_another_transaction_holds_is_left_and_a_second_run_takes_it(make_ctx) -> None:
+    ctx = make_ctx()
+    held = api.enqueue(ctx, "NOOP", {})[0]
+    api.enqueue(ctx, "NOOP", {})
+    dsn = connections["admin"].get_connection_params()
+    with psycopg.connect(**dsn) as holder:
+        holder.execute("SELECT 1 FROM workqueue_workitem WHERE id = %s FOR UPDATE", [held.id])
+        result = api.erase("op", ctx.org_id)  # never waits for the lock: skips the row
+        assert result.left[ITEMS] == 1 and not result.complete
+        holder.rollback()
+    assert api.erase("op", ctx.org_id).complete
+    assert not any(_counts(ctx.org_id).values())
