@@ -60,8 +60,8 @@ def _subject(text: str | None) -> tuple[str, str] | None:
     return field, value
 
 
-def _table(result: Erased) -> str:
-    rows = [("table", "found", "erased", "left")]
+def _table(result: Erased, what: str) -> str:
+    rows = [(what, "found", "erased", "left")]
     for name, found in result.found.items():
         rows.append(
             (name, f"{found:,}", f"{result.erased.get(name, 0):,}", f"{result.left.get(name, 0):,}")
@@ -117,7 +117,7 @@ def run(command: Any, **options: Any) -> None:
         }
         command.stdout.write(json.dumps(said, sort_keys=True))
         return
-    command.stdout.write(_table(result))
+    command.stdout.write(_table(result, "kind" if subject else "table"))
     if result.dry_run:
         command.stdout.write(
             f"dry run: nothing changed ({result.running} running item(s)"
