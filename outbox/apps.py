@@ -13,5 +13,8 @@ class OutboxConfig(AppConfig):
         from workqueue import runtime
 
         # Erasing a tenant deletes its outbox rows first: a pending one would be relayed into a
-        # new item while the erase runs.
-        runtime.register_tenant_table("workqueue_outbox_outboxrow", ("id",), before_items=True)
+        # new item while the erase runs. A work row's payload is its item's: a subject's erase
+        # redacts it too.
+        runtime.register_tenant_table(
+            "workqueue_outbox_outboxrow", ("id",), before_items=True, kind_prefix="work."
+        )

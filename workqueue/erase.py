@@ -94,6 +94,23 @@ class SubjectCountParams(NamedTuple):
     org_id: uuid.UUID | None
 
 
+class SubjectRowsParams(NamedTuple):
+    kind: str
+    field: str
+    value: str
+    org_id: uuid.UUID | None
+    batch: int
+    fields: list[str]
+    mark: str
+
+
+class SubjectRowsCountParams(NamedTuple):
+    kind: str
+    field: str
+    value: str
+    org_id: uuid.UUID | None
+
+
 class EraseAuditParams(NamedTuple):
     site_org_id: uuid.UUID
     action: str
@@ -122,11 +139,17 @@ class TenantTable:
     key: tuple[str, ...]
     # Erased before the items: it makes items (the outbox's pending rows).
     before_items: bool = False
+    # Its rows carry items' payloads, of kind ``<kind_prefix><KIND>`` (the outbox's ``work.``):
+    # a subject's erase redacts them as it does the items'.
+    kind_prefix: str | None = None
 
     # Its count and its batch's delete: the two statements every table shares, its name and
     # key written in (made with the table, so ``manage.py statements`` prints the first one's).
     count_statement: Statement = field(init=False, compare=False, repr=False)
     erase_statement: Statement = field(init=False, compare=False, repr=False)
+    # A subject's redaction and count: only for a table that carries payloads.
+    subject_statement: Statement | None = field(init=False, compare=False, repr=False)
+    subject_count_statement: Statement | None = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         parts = {
@@ -138,18 +161,54 @@ class TenantTable:
         erase = Statement("erase_rows", RowsParams, SQL_DIR, build_parts=lambda: parts)
         object.__setattr__(self, "count_statement", count)
         object.__setattr__(self, "erase_statement", erase)
+        subject = subject_count = None
+        if self.kind_prefix is not None:
+            subject = Statement(
+                "erase_subject_rows", SubjectRowsParams, SQL_DIR, build_parts=lambda: parts
+            )
+            subject_count = Statement(
+                "erase_subject_rows_count",
+                SubjectRowsCountParams,
+                SQL_DIR,
+                build_parts=lambda: parts,
+            )
+        object.__setattr__(self, "subject_statement", subject)
+        object.__setattr__(self, "subject_count_statement", subject_count)
 
 
 _TABLES: dict[str, TenantTable] = {}
 
 
-def register_tenant_table(table: str, key: tuple[str, ...], before_items: bool = False) -> None:
+def register_tenant_table(
+    table: str, key: tuple[str, ...], before_items: bool = False, kind_prefix: str | None = None
+) -> None:
     """Have the erase delete a tenant's rows of ``table`` (an ``org_id`` column; ``key`` the
     columns naming a row), after the items (before them, ``before_items``: a table whose rows
-    make items), in the order registered. Called from an app's ``ready()``; again: no change."""
+    make items), in the order registered; with ``kind_prefix``, its rows carry items' payloads
+    (``kind`` and ``payload`` columns, kind ``<kind_prefix><KIND>``), which a subject's erase
+    redacts too. Called from an app's ``ready()``; again: no change."""
     if not table.isidentifier() or not key or not all(k.isidentifier() for k in key):
         raise ValueError(f"register_tenant_table: {table!r} {key!r} is no table and key")
-    _TABLES.setdefault(table, TenantTable(table, tuple(key), before_items))
+    _TABLES.setdefault(table, TenantTable(table, tuple(key), before_items, kind_prefix))
+
+
+@dataclass(frozen=True)
+class _PayloadTable:
+    table: str
+    kind_prefix: str
+    subject_statement: Statement
+    subject_count_statement: Statement
+
+
+def _payload_tables() -> list[_PayloadTable]:
+    """The registered tables whose rows carry items' payloads, with their subject statements."""
+    return [
+        _PayloadTable(t.table, t.kind_prefix, t.subject_statement, t.subject_count_statement)
+        for t in _TABLES.values()
+        if t.kind_prefix is not None
+        and t.subject_statement is not None
+        and t.subject_count_statement is not None
+    ]
 
 
 def tenant_tables() -> list[str]:
@@ -370,7 +429,9 @@ def erase_subject(
 ) -> Erased:
     """Redact the personal fields (each ``ERASED``) of every item whose kind declares
     ``field_name`` personal and whose payload's ``field_name`` is ``value``, in history too, of
-    ``org_id`` or every tenant, and the data of those items' audit entries; counted per kind.
+    ``org_id`` or every tenant, the data of those items' audit entries, and the same payloads in
+    the tables registered with a ``kind_prefix`` (the outbox's); counted per kind (and per kind
+    and table).
     Refused (``Conflict``) while such an item is claimed, unless ``force``; ``InvalidPayload``
     when no kind declares the field personal. Batches as ``erase_tenant``'s; audited under
     ``SITE_ORG_ID`` with the field's name, never its value."""
@@ -391,6 +452,7 @@ def erase_subject(
         for kind in kinds
     }
     found = {name: total for name, (total, _) in counts.items()}
+    found |= _count_subject_rows(kinds, field_name, value, org_id)
     running = sum(claimed for _, claimed in counts.values())
     if dry_run:
         return Erased(found, running=running, dry_run=True)
@@ -420,12 +482,36 @@ def erase_subject(
             time.sleep(pause_s)
             if n < batch:
                 break  # a short batch: nothing more names the subject (or another holds it)
+        for table in _payload_tables():
+            name, prefixed = f"{kind.name} ({table.table})", f"{table.kind_prefix}{kind.name}"
+            rows = SubjectRowsParams(
+                prefixed, field_name, value, org_id, batch, list(kind.personal), mark
+            )
+            erased[name] = 0
+            while n := _one_number(table.subject_statement, rows):
+                erased[name] += n
+                time.sleep(pause_s)
     left = {
         kind.name: _count_subject(SubjectCountParams(kind.name, field_name, value, org_id))[0]
         for kind in kinds
     }
+    left |= _count_subject_rows(kinds, field_name, value, org_id)
     _audit(actor, "queue.erase_finished", subject, {**scope, "erased": erased, "left": left})
     return Erased(found, erased, left, running)
+
+
+def _count_subject_rows(
+    kinds: list[Kind], field_name: str, value: str, org_id: uuid.UUID | None
+) -> dict[str, int]:
+    """Per kind and table carrying payloads, how many rows name the subject."""
+    return {
+        f"{kind.name} ({table.table})": _one_number(
+            table.subject_count_statement,
+            SubjectRowsCountParams(f"{table.kind_prefix}{kind.name}", field_name, value, org_id),
+        )
+        for kind in kinds
+        for table in _payload_tables()
+    }
 
 
 @transition

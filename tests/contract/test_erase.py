@@ -296,9 +296,12 @@ def test_a_subjects_personal_fields_are_redacted_in_history_and_audit(
     keep_history(DAY_S, DAY_S)
     assert move_history(_sql("SELECT now()")[0][0] - timedelta(days=1), 60.0).moved == 1
     dead = dead_letter(ctx, worker_rctx, payload={"email": "ann@x.org"}, kind="ERASE_MAIL")
+    # Waiting in the outbox: a work row's payload is its item's.
+    row_id = emit(ctx, "work.ERASE_MAIL", {"email": "ann@x.org", "n": 5})
 
     dry = api.erase("op", ctx.org_id, subject=("email", "ann@x.org"), dry_run=True)
-    assert dry.found == {"ERASE_MAIL": 4} and dry.dry_run
+    outbox = "ERASE_MAIL (workqueue_outbox_outboxrow)"
+    assert dry.found == {"ERASE_MAIL": 4, outbox: 1} and dry.dry_run
     out = _queue(
         "--subject",
         "email=ann@x.org",
@@ -319,6 +322,8 @@ def test_a_subjects_personal_fields_are_redacted_in_history_and_audit(
     assert payload(ann[2].id)["n"] == 2  # what is not personal stays
     assert payload(bob.id)["email"] == "bob@x.org"
     assert payload(theirs.id)["email"] == "ann@x.org"  # another tenant's: not asked
+    [(row,)] = _sql("SELECT payload FROM workqueue_outbox_outboxrow WHERE id = %s", [row_id])
+    assert _json(row) == {"email": ERASED, "n": 5}
     [(data,)] = _sql(
         "SELECT data FROM workqueue_audit_auditentry WHERE subject_id = %s", [str(dead.id)]
     )
