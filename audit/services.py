@@ -27,6 +27,27 @@ class AppendEntriesParams(NamedTuple):
 # subject_type, subject_id, data) and says ``{append_entries}`` where the INSERT goes.
 APPEND_ENTRIES = Statement("append_entries", AppendEntriesParams, Path(__file__).with_name("sql"))
 
+# What a redacted entry's data becomes: the entry's skeleton (who, what, when) stays.
+REDACTED = {"redacted": True}
+
+
+class RedactParams(NamedTuple):
+    org_id: uuid.UUID
+    # Only the entries of these subjects (None: every entry of the tenant).
+    subject_type: str | None
+    subject_ids: list[str] | None
+    batch: int
+
+
+class UnredactedParams(NamedTuple):
+    org_id: uuid.UUID
+
+
+# The one way an entry changes (``sql/schema/redact_v1.sql``, the system login's only), and how
+# many of a tenant's entries still carry their data.
+REDACT_ENTRIES = Statement("redact_entries", RedactParams, Path(__file__).with_name("sql"))
+COUNT_UNREDACTED = Statement("count_unredacted", UnredactedParams, Path(__file__).with_name("sql"))
+
 
 def _subject(subject: Subject) -> tuple[str, str]:
     if isinstance(subject, models.Model):

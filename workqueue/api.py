@@ -14,6 +14,7 @@ from tenancy.naming import context, tenant
 from workqueue.cancel import acancel, acancel_matching, cancel, cancel_matching
 from workqueue.enqueue import NewItem, Outcome, aenqueue, enqueue
 from workqueue.enqueue_many import aenqueue_many, enqueue_many
+from workqueue.erase import erase
 from workqueue.exceptions import Conflict, InvalidPayload, NotFound, WorkQueueError
 from workqueue.handlers import PermanentError, RetryableError, Run, handles
 from workqueue.kinds import Kind, Payload, register
@@ -74,6 +75,7 @@ __all__ = [
     "enqueue",
     "enqueue_many",
     "enqueue_workflow",
+    "erase",
     "handles",
     "parent_results",
     "read_parents",

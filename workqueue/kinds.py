@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 import pydantic_core
@@ -60,6 +60,9 @@ class Kind:
     # (a kind lives in its lane, so that is its global cap); None: no cap of its own. Enforced
     # by the claim statement, whose claims of a capped lane run one at a time.
     max_running: int | None = None
+    # The payload's fields that name a person (an e-mail address, a name): what
+    # ``manage.py queue erase --subject FIELD=VALUE`` redacts in the items that carry VALUE.
+    personal: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Refused where it is declared, not at every enqueue: a name the column cannot hold
@@ -75,6 +78,12 @@ class Kind:
             raise ValueError(f"work kind {self.name!r}: max_running must be 1 to 100000 or None")
         if not _payload_class(self.schema):
             raise ValueError(f"work kind {self.name!r}: schema must be a Payload subclass")
+        fields, personal = self.schema.model_fields, cast(object, self.personal)
+        if not isinstance(personal, tuple) or any(f not in fields for f in personal):
+            raise ValueError(
+                f"work kind {self.name!r}: personal must be a tuple of the schema's fields "
+                f"(got {self.personal!r}; fields: {', '.join(fields) or 'none'})"
+            )
         if self.timeout is not None and not _number_in(self.timeout, 0, MAX_TIMEOUT_S):
             raise ValueError(
                 f"work kind {self.name!r}: timeout must be 0 (no limit) to {MAX_TIMEOUT_S} "

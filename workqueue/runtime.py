@@ -14,6 +14,7 @@ from workqueue.cancel import acancel_held
 from workqueue.checks import refuse_unsafe_start, set_unreachable_hint, startup_problem
 from workqueue.claim import Claimed, aclaim, claim_first
 from workqueue.enqueue import Relayed, enqueue_relayed, validated
+from workqueue.erase import register_tenant_table
 from workqueue.fence import Fence
 from workqueue.figures import (
     DueKind,
@@ -189,6 +190,7 @@ __all__ = [
     "read_rollup_place",
     "read_top_tenants",
     "refuse_unsafe_start",
+    "register_tenant_table",
     "requeue_held",
     "requeue_stale",
     "result_json",

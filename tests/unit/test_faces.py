@@ -120,6 +120,7 @@ SITE_FACE = [
     "enqueue",
     "enqueue_many",
     "enqueue_workflow",
+    "erase",
     "handles",
     "parent_results",
     "read_parents",
@@ -207,7 +208,18 @@ def test_the_runtime_face_holds_the_site_face_and_only_what_the_runtime_uses() -
     assert unused == [], f"on the runtime face but used by nothing outside workqueue: {unused}"
 
 
-AUDIT_FACE = ["APPEND_ENTRIES", "AppendEntriesParams", "AuditEntry", "actor_names", "append"]
+AUDIT_FACE = [
+    "APPEND_ENTRIES",
+    "COUNT_UNREDACTED",
+    "REDACTED",
+    "REDACT_ENTRIES",
+    "AppendEntriesParams",
+    "AuditEntry",
+    "RedactParams",
+    "UnredactedParams",
+    "actor_names",
+    "append",
+]
 
 
 def test_the_audit_face_is_these_names_and_each_is_there() -> None:

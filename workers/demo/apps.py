@@ -11,3 +11,11 @@ class DemoConfig(AppConfig):
     label = "workqueue_demo"
     verbose_name = "Demo: shipments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from workqueue import runtime
+
+        # A domain's own tenant rows go with its tenant's erase (the notices before the
+        # shipments they point at), as any site's tables can.
+        runtime.register_tenant_table("workqueue_demo_shipmentnotice", ("id",))
+        runtime.register_tenant_table("workqueue_demo_shipment", ("id",))

@@ -21,6 +21,9 @@ class DjangoTasksConfig(AppConfig):
         from workers.django_tasks.compat import DEFAULT_TASK_QUEUE_NAME
         from workqueue import runtime
 
+        # A tenant's erase deletes its task records (those in history too, which the item
+        # table's trigger does not reach).
+        runtime.register_tenant_table("workqueue_tasks_taskrecord", ("item_id",))
         tasks: dict[str, Any] = getattr(settings, "TASKS", {})
         for params in tasks.values():
             if params.get("BACKEND") != BACKEND_PATH:

@@ -17,6 +17,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "discard",
     "check-deploy",
     "dry-run",
+    "erase",
 )
 
 
