@@ -10,6 +10,7 @@ from tenancy.contexts import OpContext
 from tests.runtime.fault_kinds import MAIL, RECEIPT, RECEIPT_ASYNC
 from workers import testing
 from workers.testing import faults
+from workers.testing.held import HeldWorker
 from workqueue.models import Status
 
 
@@ -133,3 +134,12 @@ def test_the_kit_catches_a_retry_that_repeats_the_side_effect(ctx: OpContext) ->
     faults.assert_attempt_counted(fault)  # the queue did its part
     with pytest.raises(AssertionError, match=r"the queue retried the item \(the attempt counted\)"):
         faults.assert_side_effect_not_retried(fault, side_effects=mails)
+
+
+@pytest.mark.django_db(databases=["default", "system", "admin"])
+def test_a_fault_inside_a_tests_transaction_says_to_commit_and_runs_nothing(make_ctx) -> None:  # type: ignore[no-untyped-def]
+    ctx = make_ctx()
+    with pytest.raises(RuntimeError, match=r"django_db\(transaction=True\)"):
+        faults.kill_mid_handler(RECEIPT, {"order": 1}, ctx=ctx)
+    with pytest.raises(ValueError, match="holds at one of started, returned, not 'later'"):
+        HeldWorker(RECEIPT, "default", point="later")

@@ -238,7 +238,8 @@ def cut_mid_settle(
         worker.wait_held(timeout_s)
         with system_scope() as alias:
             # The lock is the moment: the worker's settle waits for it, mid-statement.
-            runtime.WorkItem.objects.using(alias).select_for_update().filter(pk=item.id).exists()
+            locking = runtime.WorkItem.objects.using(alias).select_for_update()
+            list(locking.filter(pk=item.id).values_list("pk", flat=True))
             worker.release()
             cut: list[int] = []
 
@@ -249,9 +250,10 @@ def cut_mid_settle(
                 return bool(cut)
 
             _wait_for("the worker's settle (waiting for the item's row)", cut_one, timeout_s)
+            # Read under the lock still held: the worker's second settle waits for it.
+            at_cut = read_item(item.id), read_attempts(item.id)
             if kill:
                 worker.kill()
-        at_cut = read_item(item.id), read_attempts(item.id)
         if not kill:
             _wait_for(
                 f"the settle of {item.id} after the cut", lambda: not _claimed(item.id), timeout_s
