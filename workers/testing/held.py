@@ -233,7 +233,7 @@ def held_handler(own: type[Any], point: str, folder: Path, *, report: bool) -> t
         if report:
             run.progress(1, 1, note=STALE_NOTE)
 
-    class HeldAsync:
+    class Held:
         uses_threads = getattr(own, "uses_threads", False)
 
         def __init__(self) -> None:
@@ -243,6 +243,7 @@ def held_handler(own: type[Any], point: str, folder: Path, *, report: bool) -> t
             limit = getattr(self.own, "timeout_for", None)
             return limit(item) if limit is not None else None
 
+    class HeldAsync(Held):
         async def handle(self, ctx: OpContext, item: runtime.WorkItem, run: runtime.Run) -> object:
             if point == STARTED:
                 tell(item)
@@ -256,14 +257,7 @@ def held_handler(own: type[Any], point: str, folder: Path, *, report: bool) -> t
             after(run)
             return result
 
-    class HeldSync:
-        def __init__(self) -> None:
-            self.own = own()
-
-        def timeout_for(self, item: runtime.WorkItem) -> float | None:
-            limit = getattr(self.own, "timeout_for", None)
-            return limit(item) if limit is not None else None
-
+    class HeldSync(Held):
         def handle(self, ctx: OpContext, item: runtime.WorkItem, run: runtime.Run) -> object:
             if point == STARTED:
                 tell(item)
