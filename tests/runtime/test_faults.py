@@ -129,6 +129,12 @@ def test_a_raise_after_a_marked_side_effect_is_a_dead_letter_not_a_retry(ctx: Op
     assert fault.item.status == Status.FAILED and fault.rerun is None
 
 
+def test_the_kit_catches_a_retry_that_fails_on_the_side_effect_it_finds(ctx: OpContext) -> None:
+    fault = faults.raise_after_side_effect(RECEIPT, {"order": 1, "how": "strict"}, ctx=ctx)
+    with pytest.raises(AssertionError, match=r"the retry did not complete \(RuntimeError: the"):
+        faults.assert_side_effect_not_retried(fault, side_effects=mails)
+
+
 def test_the_kit_catches_a_retry_that_repeats_the_side_effect(ctx: OpContext) -> None:
     fault = faults.raise_after_side_effect(RECEIPT, {"order": 1, "how": "unkeyed"}, ctx=ctx)
     faults.assert_attempt_counted(fault)  # the queue did its part

@@ -158,7 +158,7 @@ def kill_mid_handler(
         worker.wait_held(timeout_s)
         worker.kill()
     _rescue(item.id, timeout_s)
-    return _fault("killed", item.id, _run_again(item))
+    return _fault("worker killed mid-handler", item.id, _run_again(item))
 
 
 def _expire_and_wake(

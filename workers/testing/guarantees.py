@@ -209,6 +209,13 @@ def assert_side_effect_not_retried(fault: Fault, side_effects: SideEffects) -> N
     marked = fault.attempts[0].outcome == runtime.AttemptOutcome.DEAD_LETTERED
     if marked and fault.rerun is not None:
         _fail(fault, "the item was dead-lettered after its side effect and still ran again")
+    if not marked and fault.item.status != runtime.Status.DONE:
+        _fail(
+            fault,
+            f"the item was retried after the raise and the retry did not complete"
+            f"{_rerun_failed(fault)}: a retry after a side effect must find it done and go on, "
+            "not fail on it",
+        )
     _once(
         fault,
         side_effects,
