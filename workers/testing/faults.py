@@ -36,7 +36,7 @@ from django.db.models.functions import Now
 from tenancy.contexts import AppType, OpContext, new_request_context
 from workers.sweep import requeue_stale, rescue
 from workers.sweep.config import SweepSettings
-from workers.testing.draining import Ran, _refuse_in_transaction, drain
+from workers.testing.draining import Ran, drain, refuse_in_transaction
 from workers.testing.guarantees import (
     Fault,
     assert_attempt_counted,
@@ -84,7 +84,7 @@ class InjectedFault(Exception):
 def _enqueue(
     kind: str, payload: Mapping[str, Any], ctx: OpContext | None, options: dict[str, Any]
 ) -> runtime.WorkItem:
-    _refuse_in_transaction("a fault")
+    refuse_in_transaction("a fault")
     lane = f"fault-{uuid.uuid4().hex[:12]}"
     item, _ = runtime.enqueue(ctx or context(), kind, dict(payload), lane=lane, **options)
     return item

@@ -93,6 +93,8 @@ class HeldWorker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if exc is not None and self.proc is not None and self.alive():
+            self.kill()  # the test failed: its handler may never be let go
         self.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
 
