@@ -56,7 +56,7 @@ import contextvars
 import functools
 import inspect
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import Any, NoReturn, Protocol
 
 from tenancy.contexts import OpContext
@@ -239,6 +239,21 @@ def handler_for(kind: str) -> Handler | None:
 
 def handled_kinds() -> list[str]:
     return sorted(_HANDLERS)
+
+
+@contextlib.contextmanager
+def handled_by(kind: str, cls: type[Handler]) -> Iterator[None]:
+    """``kind`` run by ``cls`` in the block, by its own handler again after: a test's fault
+    put around a site's handler (``workers.testing.faults``)."""
+    before = _HANDLERS.get(kind)
+    _HANDLERS[kind] = cls
+    try:
+        yield
+    finally:
+        if before is None:
+            _HANDLERS.pop(kind, None)
+        else:
+            _HANDLERS[kind] = before
 
 
 def is_failure(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:

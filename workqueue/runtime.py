@@ -28,6 +28,7 @@ from workqueue.figures import (
 from workqueue.handlers import (
     Handler,
     failure_of,
+    handled_by,
     handled_kinds,
     handler_for,
     is_async,
@@ -80,7 +81,7 @@ from workqueue.minutes import (
     read_rollup_place,
     roll_up_minutes,
 )
-from workqueue.models import TenantShare, new_item_id
+from workqueue.models import Attempt, AttemptOutcome, TenantShare, new_item_id
 from workqueue.pauses import READ_PAUSES, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
 from workqueue.rate_limits import (
@@ -114,6 +115,8 @@ __all__ = [
     "SCHEDULE_KEY_PREFIX",
     "UNDECLARED",
     "WAIT_BOUNDS_S",
+    "Attempt",
+    "AttemptOutcome",
     "Claimed",
     "Completed",
     "DueKind",
@@ -160,6 +163,7 @@ __all__ = [
     "failure_of",
     "find_unstorable",
     "get_kind",
+    "handled_by",
     "handled_kinds",
     "handler_for",
     "is_async",

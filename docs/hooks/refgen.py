@@ -10,7 +10,8 @@ tests/unit/test_docs_reference.py checks they miss nothing):
 - ``reference/metrics.md``: every Prometheus metric the apps declare, its type, labels and
   help, and the endpoint that exports it (read from the sources, so the gauges computed at
   scrape time are there too);
-- ``reference/api.md``: the names of ``workqueue.api``, ``workers.testing`` and ``outbox.api``,
+- ``reference/api.md``: the names of ``workqueue.api``, ``workers.testing`` (and its
+  ``faults``) and ``outbox.api``,
   each with its signature and docstring.
 """
 
@@ -52,7 +53,7 @@ METRIC_SOURCES = {
     "workers/gauges.py": "the web's `/metrics/queue` (read from the database when scraped)",
     "project/ops.py": "the web's `/metrics` (the reference site's middleware, `project/ops.py`)",
 }
-PUBLIC_MODULES = ("workqueue.api", "workers.testing", "outbox.api")
+PUBLIC_MODULES = ("workqueue.api", "workers.testing", "workers.testing.faults", "outbox.api")
 GENERATED_NOTE = (
     "<!-- Generated from the code (docs/hooks/refgen.py, bin/docs generate): edit the code, "
     "not this page. -->\n\n"
@@ -485,6 +486,8 @@ def _kind(obj: Any) -> str:
 
     if isinstance(obj, Signal):
         return "signal"
+    if inspect.ismodule(obj):
+        return "module"
     if inspect.isclass(obj):
         if issubclass(obj, BaseException):
             return "exception"
@@ -514,6 +517,10 @@ def api_page() -> str:
         # Each async twin (aenqueue) right after its sync call (enqueue).
         for name in sorted(names, key=lambda n: (n[1:] if n[1:] in names else n, n)):
             obj = getattr(module, name)
+            if inspect.ismodule(obj):
+                anchor = obj.__name__.replace(".", "")  # the heading's id, as mkdocs makes it
+                out.append(f"\n### {name}\n\n*module*: [`{obj.__name__}`](#{anchor})\n")
+                continue
             signature = _signature(obj) if _kind(obj) in ("function", "class") else None
             out.append(f"\n### {name}\n\n")
             twin = name.startswith("a") and name[1:] in names

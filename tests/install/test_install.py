@@ -82,7 +82,7 @@ class Site:
             "addopts = -p no:cacheprovider\n"
         )
         done = run(self.python, "-m", "pytest", "-q", "shop", cwd=self.root, env=self._env())
-        assert re.search(r"^6 passed", done.stdout, re.M), done.stdout[-3000:]
+        assert re.search(r"^8 passed", done.stdout, re.M), done.stdout[-3000:]
 
 
 def _make_site(tmp: Path, venv: Path, django: str, tenancy: str) -> Site:

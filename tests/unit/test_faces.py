@@ -187,6 +187,7 @@ TESTING_FACE = [
     "context",
     "drain",
     "enqueued",
+    "faults",
     "inline",
     "perform",
     "refute_enqueued",

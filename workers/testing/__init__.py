@@ -21,6 +21,11 @@ For a site's tests (pytest-django or Django's ``TestCase``), beside ``workqueue.
   (what its handler returned: ``perform(...).result``, as each ``Ran`` of a drain has it).
 - ``inline()`` runs each enqueue's lane as soon as its transaction commits (the work of a
   view runs before the test's next line; rolled-back work never runs).
+- ``faults`` breaks an item's run as production does (its worker process killed mid-handler,
+  its lease expired, a stale holder writing after a newer claim, the connection cut
+  mid-settle, a raise after a side effect) and asserts what the queue guarantees then, on the
+  site's own handlers: ``faults.kill_mid_handler(kind, payload)``, then
+  ``faults.assert_ran_again_once(fault, side_effects=...)``.
 - ``context(tenant, user)`` is an ``OpContext`` to enqueue with outside a request, and
   ``tenant(...)`` names it for the block (``@task.enqueue()``, and reads of the queue's tables
   under row-level security).
@@ -31,6 +36,7 @@ The worker runs on the queue's own connections, which see only committed rows: `
 transaction they say so and run nothing. ``enqueued`` and its assertions work in both.
 """
 
+from workers.testing import faults
 from workers.testing.draining import Drained, DrainFailed, Ran, drain, inline, perform
 from workers.testing.enqueued import assert_enqueued, enqueued, refute_enqueued
 from workers.testing.tenants import context, tenant
@@ -43,6 +49,7 @@ __all__ = [
     "context",
     "drain",
     "enqueued",
+    "faults",
     "inline",
     "perform",
     "refute_enqueued",

@@ -103,7 +103,7 @@ class DrainFailed(AssertionError):
         )
 
 
-def _refuse_in_transaction(what: str) -> None:
+def refuse_in_transaction(what: str) -> None:
     for alias in {tenant_alias(), system_alias()}:
         if connections[alias].in_atomic_block:
             raise RuntimeError(
@@ -183,7 +183,7 @@ def drain(
 
     Returns what became of each run (``Drained``); with ``raise_failures`` (the default) a
     handler that failed fails the test instead (``DrainFailed``, with each traceback)."""
-    _refuse_in_transaction("drain()")
+    refuse_in_transaction("drain()")
     if kinds is None:
         kinds = [kind for kind in runtime.handled_kinds() if kind in runtime.known_kinds()]
     relay_all(new_request_context(AppType.WORKER))
@@ -228,7 +228,7 @@ def perform(
     to enqueue with (default ``context()``: the single tenant); ``options`` go to
     ``enqueue`` (``max_attempts``, ``idempotency_key``, ...). What the handler returned is
     the run's ``result``."""
-    _refuse_in_transaction("perform()")
+    refuse_in_transaction("perform()")
     lane = f"test-{uuid.uuid4().hex[:12]}"
     item, _ = runtime.enqueue(ctx or context(), kind, dict(payload), lane=lane, **options)
     drained = drain(lane, [kind], raise_failures=raise_failures)
