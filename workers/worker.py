@@ -95,8 +95,7 @@ class Worker:
             self.outage,
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
-            # A run to the end of the work (``once``) never waits idle, so never offers.
-            claims=None if settings.once else self.claim_loop.woken,
+            claims=self.claim_loop.woken,
         )
         self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None
@@ -184,7 +183,6 @@ class Worker:
                 name="heartbeat",
             ),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
-            asyncio.create_task(self.listener.run(self.stopped), name="listen"),
             asyncio.create_task(
                 timers.progress_task(
                     self,
@@ -193,6 +191,10 @@ class Worker:
             ),
             *self._extra_tasks(),
         ]
+        if not self.settings.once:
+            # A run to the end of the work never waits for a notice: its claim loop looks
+            # again until nothing is due. No LISTEN session, and no stop waiting on its thread.
+            background.append(asyncio.create_task(self.listener.run(self.stopped), name="listen"))
         try:
             await self.claim_loop.run(self.stop_claiming)
             await self.runner.jobs.drain(self.settings.shutdown_grace_s, self.force)
