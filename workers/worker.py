@@ -57,6 +57,7 @@ from workers.running import Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock
 from workers.watchdog import LoopWatchdog
+from wqcore.appname import name_thread_connections
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
@@ -84,7 +85,12 @@ class Worker:
         self.store = _worker_store(settings)
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
-        self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
+        self._maintenance_thread = ThreadPoolExecutor(
+            1,
+            thread_name_prefix="worker-maintenance",
+            initializer=name_thread_connections,
+            initargs=("sweep",),
+        )
         self._handler_pool = _handler_pool(settings)
         self.liveness = _liveness(self.worker_id, settings)
         self._build_route(settings, on_ended)

@@ -30,6 +30,7 @@ from workers.sweep import (
     rotate_ready,
 )
 from workers.sweep.config import SweepSettings
+from wqcore.appname import role_name
 from wqcore.conf import system_alias
 from wqcore.logs import log_event
 
@@ -94,6 +95,9 @@ class SweepLock:
             params = connections[system_alias()].get_connection_params()
             for django_only in ("cursor_factory", "context", "server_side_binding"):
                 params.pop(django_only, None)
+            name = role_name("sweep")
+            if name is not None and "application_name" not in params:
+                params["application_name"] = name
             self._conn = psycopg.connect(**params, autocommit=False)
         return self._conn
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 
 from workers import reloading
 from workers.config import WorkerSettings, served_kinds
@@ -119,6 +120,8 @@ class Command(BaseCommand):
             # process: out of the cyclic collector's reach, a full collection walks only what
             # the work makes (a drain spent a tenth of its time walking the rest).
             gc.freeze()
+            # The checks' sessions (this thread's): the loop runs here and never uses them.
+            connections.close_all()
             self._run_to_the_end(settings, sweep)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None
