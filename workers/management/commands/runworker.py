@@ -16,7 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from workers import reloading
+from workers import eager, reloading
 from workers.config import WorkerSettings, served_kinds
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
@@ -86,6 +86,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         name_connections("worker")
+        eager.off()  # a handler's enqueues are claimed here, by the worker
         reload = options["reload"]
         if reload is None:
             reload = reloading.default_on()
