@@ -50,6 +50,14 @@ def role_name(role: str) -> str | None:
     return _name(role)
 
 
+def named(params: dict[str, Any], role: str) -> dict[str, Any]:
+    """psycopg's ``params`` for a connection of ``role`` (``role_name``), unless they name one."""
+    name = role_name(role)
+    if name is not None and "application_name" not in params:
+        params["application_name"] = name
+    return params
+
+
 def name_thread_connections(role: str) -> None:
     """Name the Django connections this thread opens from now on as ``role`` (a thread pool's
     initializer), when the process names its connections."""
