@@ -5,7 +5,6 @@ and settle; never for rolled-back work; refused unless DEBUG."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -19,22 +18,11 @@ from workqueue.models import Attempt, Status, WorkItem
 from wqcore.conf import tenant_alias
 
 
-@pytest.fixture
-def on_commit(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
-    settings.DEBUG = True
-    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "RUN_ON_COMMIT": True}):
-        eager.start()
-        try:
-            yield
-        finally:
-            eager.off()
-
-
 def _started() -> set[str]:
     return {item_id for item_id, event, _ in EVENTS if event == "start"}
 
 
-@pytest.mark.usefixtures("on_commit")
+@pytest.mark.usefixtures("run_on_commit")
 def test_committed_work_has_run_when_the_commit_returns(ctx) -> None:  # type: ignore[no-untyped-def]
     with transaction.atomic(using=tenant_alias()):
         item, _ = api.enqueue(ctx, "TEST_SCRIPTED_SYNC", {"action": "ok"})
@@ -46,7 +34,7 @@ def test_committed_work_has_run_when_the_commit_returns(ctx) -> None:  # type: i
     assert attempt.outcome == "done" and attempt.worker == stored.claimed_by
 
 
-@pytest.mark.usefixtures("on_commit")
+@pytest.mark.usefixtures("run_on_commit")
 def test_rolled_back_work_never_runs(ctx) -> None:  # type: ignore[no-untyped-def]
     kept, _ = api.enqueue(ctx, "TEST_SCRIPTED_SYNC", {"action": "ok"})  # autocommit: at once
     with pytest.raises(RuntimeError), transaction.atomic(using=tenant_alias()):
@@ -56,7 +44,7 @@ def test_rolled_back_work_never_runs(ctx) -> None:  # type: ignore[no-untyped-de
     assert not WorkItem.objects.using("admin").filter(pk=gone.id).exists()
 
 
-@pytest.mark.usefixtures("on_commit")
+@pytest.mark.usefixtures("run_on_commit")
 def test_a_failing_handler_leaves_its_item_as_a_worker_would(ctx, caplog) -> None:  # type: ignore[no-untyped-def]
     item, _ = api.enqueue(ctx, "TEST_SCRIPTED_SYNC", {"action": "retry"})  # the caller goes on
     stored = WorkItem.objects.using("admin").get(pk=item.id)
