@@ -17,6 +17,11 @@ the site's process: ``shop/management/commands/scenario.py``):
 - in a single-tenant site, ``manage.py shell -c`` enqueues and reads where the item stands
   (``api.status_of``: pending and not done, then done with its handler's ``None``), naming no
   tenant;
+- a developer's first week, in a site with tenants (``test_a_developers_first_week``): a
+  worker named no kinds runs a kind added after it started once restarted (the unserved gauge
+  and ``check`` flag it meanwhile), ``shell -c`` enqueues and reads a status inside
+  ``api.tenant(...)``, a handler's bug shows its traceback on a pseudo-terminal and one JSON
+  line in a pipe, and ``runworker --reload`` runs an edited handler;
 - per tenancy: one implicit tenant on one login that owns its tables (``single``); two orgs on
   the three logins (``orgs``); the site's own teams on one login (``shop.tenants.team_of``):
   a tenant never sees another's items;
