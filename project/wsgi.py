@@ -19,6 +19,11 @@ try:
     from workqueue.runtime import refuse_unsafe_start
 
     refuse_unsafe_start()
+    # The check's sessions, on this thread: each request's thread opens its own (and a
+    # preloading server forks after this), so they would sit idle for the process's life.
+    from django.db import connections
+
+    connections.close_all()
 except ImproperlyConfigured as exc:
     # One line that says what to change (a wrong setting, the built-in SECRET_KEY with
     # DEBUG=false), not a traceback per server process; gunicorn stops on exit status 4

@@ -133,3 +133,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.section("proof suites")
         for line in found:
             terminalreporter.write_line(line)
+
+
+@pytest.fixture
+def run_on_commit(settings) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """``WORKQUEUE["RUN_ON_COMMIT"]`` on (with DEBUG) in this process, for the test."""
+    from django.test import override_settings
+
+    from workers import eager
+
+    settings.DEBUG = True
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "RUN_ON_COMMIT": True}):
+        eager.start()
+        try:
+            yield
+        finally:
+            eager.off()

@@ -39,6 +39,10 @@ class WorkersConfig(AppConfig):
         from workers.schedules import check_declarations
 
         check_declarations()
+        # Development only (refused unless DEBUG): run committed work in this process.
+        from workers import eager
+
+        eager.start()
         checks.register(_schedule_checks)
         checks.register(_unserved_kind_checks)
 

@@ -29,6 +29,7 @@ from django.db import connections
 
 from workers.outage import Outage, server_of
 from workers.woken import WokenClaims
+from wqcore.appname import named
 from wqcore.conf import listen_alias
 from wqcore.logs import log_event
 
@@ -55,7 +56,7 @@ def connection_kwargs() -> dict[str, Any] | None:
     params = connections[alias].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    return params
+    return named(params, "listener")
 
 
 class Listener:

@@ -57,6 +57,7 @@ from workers.running import Runner
 from workers.sweep.config import SweepSettings
 from workers.sweep.sweeper import close_lock
 from workers.watchdog import LoopWatchdog
+from wqcore.appname import name_thread_connections
 from wqcore.logs import log_event
 from wqcore.store import AsyncStore, aclose_async_store, use_async_store
 
@@ -84,7 +85,12 @@ class Worker:
         self.store = _worker_store(settings)
         self._liveness_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-liveness")
         # The outbox relay and the sweep passes: one thread, so they never overlap.
-        self._maintenance_thread = ThreadPoolExecutor(1, thread_name_prefix="worker-maintenance")
+        self._maintenance_thread = ThreadPoolExecutor(
+            1,
+            thread_name_prefix="worker-maintenance",
+            initializer=name_thread_connections,
+            initargs=("sweep",),
+        )
         self._handler_pool = _handler_pool(settings)
         self.liveness = _liveness(self.worker_id, settings)
         self._build_route(settings, on_ended)
@@ -95,8 +101,7 @@ class Worker:
             self.outage,
             on_notice=self.relayer.on_notice,
             channels=(CHANNEL, OUTBOX_CHANNEL),
-            # A run to the end of the work (``once``) never waits idle, so never offers.
-            claims=None if settings.once else self.claim_loop.woken,
+            claims=self.claim_loop.woken,
         )
         self.http: ThreadingHTTPServer | None = None
         self._publishing: asyncio.Future[bool] | None = None
@@ -184,7 +189,6 @@ class Worker:
                 name="heartbeat",
             ),
             asyncio.create_task(self.completer.run(self.stopped), name="completions"),
-            asyncio.create_task(self.listener.run(self.stopped), name="listen"),
             asyncio.create_task(
                 timers.progress_task(
                     self,
@@ -193,6 +197,10 @@ class Worker:
             ),
             *self._extra_tasks(),
         ]
+        if not self.settings.once:
+            # A run to the end of the work never waits for a notice: its claim loop looks
+            # again until nothing is due. No LISTEN session, and no stop waiting on its thread.
+            background.append(asyncio.create_task(self.listener.run(self.stopped), name="listen"))
         try:
             await self.claim_loop.run(self.stop_claiming)
             await self.runner.jobs.drain(self.settings.shutdown_grace_s, self.force)

@@ -210,18 +210,17 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
         return json_error(400, f"body: not valid JSON ({exc})")
     if not isinstance(body, dict):
         return json_error(400, f"body: must be a JSON object, got {type(body).__name__}")
-    unknown = sorted(set(body) - set(FIELDS))
-    if unknown:
-        name = field_name(unknown[0])
-        return json_error(
-            400,
-            f"{name}: unknown field (a body has {', '.join(FIELDS)}; the author "
-            "and tenant come from the signed-in user)",
-            name,
+    # Every field at fault in one answer (a caller fixes them in one go); ``field``, the first.
+    unknown = [field_name(name) for name in sorted(set(body) - set(FIELDS))]
+    said = [f"{name}: unknown field" for name in unknown]
+    if said:
+        said[0] += (
+            f" (a body has {', '.join(FIELDS)}; the author and tenant come from the signed-in user)"
         )
-    for name in REQUIRED:
-        if name not in body:
-            return json_error(400, f"{name}: required")
+    missing = [name for name in REQUIRED if name not in body]
+    said += [f"{name}: required" for name in missing]
+    if said:
+        return json_error(400, "; ".join(said), (unknown + missing)[0])
     return body
 
 

@@ -118,6 +118,10 @@ async def _check_if_idle(conn: psycopg.AsyncConnection[Any]) -> None:
 
 TENANT, SYSTEM, GENERIC = "tenant", "system", "system-generic"
 
+# A pool's connections beyond its first go back once one sat unused this long (psycopg's
+# default, ten minutes, kept a burst's connections open on an idle worker all that time).
+POOL_MAX_IDLE_S = 60.0
+
 
 class AsyncStore:
     """Small pools on the caller's event loop: the everyday login (tenant steps), the system
@@ -158,6 +162,7 @@ class AsyncStore:
             kwargs=kwargs,
             min_size=1,
             max_size=self.sizes[role],
+            max_idle=POOL_MAX_IDLE_S,
             timeout=self.timeout_s,
             configure=_configure_generic if role == GENERIC else _configure,
             check=_check_if_idle,

@@ -246,6 +246,13 @@ class Settings(pydantic.BaseModel):
         "a backlog drains)",
     )
     WORKER_SWEEP: bool = Field(True, description="each worker runs the sweep too")
+    RUN_ON_COMMIT: bool = Field(
+        False,
+        description="for development only, refused unless DEBUG: a process that enqueues (the "
+        "web, manage.py shell, a command) runs each committed enqueue's lane itself, once its "
+        "transaction commits, through a worker's claim, fencing token, lease and settle "
+        "(workers.eager); rolled-back work never runs, and workers and the sweep never do this",
+    )
     WORKER_LIVENESS_LOCK: bool = Field(
         True,
         description="a worker holds a liveness lock (a session-level advisory lock on a "

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+from django.db import connections
 
 from wqcore.async_face import GENERIC_SESSION, UTC_SESSION, connection_kwargs, preamble
 from wqcore.conf import system_alias
@@ -66,7 +67,12 @@ class OwnConnection:
         if self._cursor is not None and not self._cursor.connection.closed:
             return self._cursor
         alias = system_alias()
+        # Read once per process: a Django session this thread opened only for it is given back
+        # (the thread's statements run here, and it would sit idle as long as the thread).
+        unopened = connections[alias].connection is None
         self._bypasses = bypasses_rls(alias)
+        if unopened:
+            connections[alias].close()
         conn: psycopg.Connection[Any] = psycopg.Connection.connect(**connection_kwargs(alias))
         try:
             if prepares():  # never through a transaction pooler: the setting would outlive us

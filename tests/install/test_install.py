@@ -17,6 +17,11 @@ the site's process: ``shop/management/commands/scenario.py``):
 - in a single-tenant site, ``manage.py shell -c`` enqueues and reads where the item stands
   (``api.status_of``: pending and not done, then done with its handler's ``None``), naming no
   tenant;
+- a developer's first week, in a site with tenants (``test_a_developers_first_week``): a
+  worker named no kinds runs a kind added after it started once restarted (the unserved gauge
+  and ``check`` flag it meanwhile), ``shell -c`` enqueues and reads a status inside
+  ``api.tenant(...)``, a handler's bug shows its traceback on a pseudo-terminal and one JSON
+  line in a pipe, and ``runworker --reload`` runs an edited handler;
 - per tenancy: one implicit tenant on one login that owns its tables (``single``); two orgs on
   the three logins (``orgs``); the site's own teams on one login (``shop.tenants.team_of``):
   a tenant never sees another's items;
@@ -28,10 +33,14 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -288,3 +297,181 @@ def test_the_site_imports_the_queue_only_through_its_face() -> None:
                 names = [alias.name for alias in node.names]
                 assert set(names) <= {"api", "testing"}, (path, names)
     assert found == []
+
+
+# -- a developer's first week: what a team meets after the install --------------------------
+
+# Kinds the team adds to ``shop/work.py`` while workers run: one that answers (its version,
+# edited while a reloading worker runs), one with a bug.
+LATER_KINDS = """
+
+class NothingPayload(Payload):
+    pass
+
+
+LATE = register(Kind("SHOP_LATE", NothingPayload))
+BROKEN = register(Kind("SHOP_BROKEN", NothingPayload, max_attempts=1))
+
+
+@handles(LATE.name)
+class Late:
+    def handle(self, ctx, item, run):  # type: ignore[no-untyped-def]
+        return {"v": 1}
+
+
+@handles(BROKEN.name)
+class Broken:
+    def handle(self, ctx, item, run):  # type: ignore[no-untyped-def]
+        return 1 / 0
+"""
+# What a team with tenants types in ``manage.py shell -c``: the documented tenant block, then
+# enqueue (or read) and where the item stands. One JSON line.
+SHELL_IN_TENANT = """
+import json
+from workqueue import api
+with api.tenant("org-a") as ctx:
+    if "{id}":
+        now = api.status_of(ctx, "{id}")
+        item_id = "{id}"
+    else:
+        item, _ = api.enqueue(ctx, "{kind}", {{}})
+        now, item_id = api.status_of(ctx, item.id), str(item.id)
+done = now.result is not api.NOT_DONE
+print(json.dumps({{"id": item_id, "status": now.status, "done": done,
+                  "result": now.result if done else None}}))
+"""
+SHELL_UNSERVED = """
+import json
+from workers.gauges import read_queue_gauges
+print(json.dumps(read_queue_gauges().unserved_kinds.get(("default", "SHOP_LATE"))))
+"""
+
+
+def _in_tenant(site: Site, kind: str = "", item: str = "") -> dict[str, object]:
+    return _shell(site, SHELL_IN_TENANT.format(kind=kind, id=item))
+
+
+def _until(predicate: Callable[[], object], what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def _worker(site: Site, log: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    """A ``runworker`` left running, its output in ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [str(site.python), "manage.py", "runworker", *args, "--metrics-port", "-1"],
+            cwd=site.root,
+            env={**site._env(), **env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+
+
+def _on_a_terminal(site: Site, *args: str, **env: str) -> str:
+    """``runworker`` with stdout and stderr on a pseudo-terminal: what it wrote there."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [str(site.python), "manage.py", "runworker", *args],
+        cwd=site.root,
+        env={**site._env(), **env},
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: every end of the follower is closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0
+    return b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize(
+    "site", [(DJANGO_VERSIONS[-1], "orgs")], indirect=True, ids=[f"django{DJANGO_VERSIONS[-1]}"]
+)
+def test_a_developers_first_week(site: Site, tmp_path: Path) -> None:
+    """In a site with tenants: a worker named no kinds, a kind added after it started (flagged
+    by the gauge and by check, run after a restart), the shell's tenant block, a handler's bug
+    on a terminal and in a JSON pipe, and a reloading worker that runs an edited handler."""
+    settings = site.root / "site_config" / "settings.py"
+    settings.write_text(
+        settings.read_text()
+        + "\nimport os\nfrom wqcore.logs import logging_config\n"
+        + 'DEBUG = os.environ.get("SITE_DEBUG", "1") == "1"\n'
+        + 'LOGGING = logging_config(level="INFO")\n'
+        + 'WORKQUEUE["LOG_FORMAT"] = os.environ.get("SITE_LOG_FORMAT", "text")\n'
+    )
+    _set_up(site, site.tenancy)
+    site.manage("scenario", "before")  # its orgs (org-a, org-b), members and first work
+    work = site.root / "shop" / "work.py"
+    log = tmp_path / "worker.log"
+
+    # A worker named no kinds runs every kind its code had when it started.
+    first = _worker(site, log, "--noreload")
+    try:
+        _until(lambda: "worker_started" in log.read_text(), "the worker's start")
+        work.write_text(work.read_text() + LATER_KINDS)
+        late = _in_tenant(site, kind="SHOP_LATE")
+        assert (late["status"], late["done"]) == ("pending", False), late
+        _until(lambda: _shell(site, SHELL_UNSERVED) is True, "the unserved gauge")
+        checked = run(site.python, "manage.py", "check", cwd=site.root, env=site._env())
+        assert "no running worker serves the kind 'SHOP_LATE'" in checked.stderr, checked.stderr
+    finally:
+        _stop(first)
+    # Restarted, still naming none: the new kind is among every kind, and runs.
+    site.manage("runworker", "--once", "--metrics-port", "-1", timeout=120)
+    ran = _in_tenant(site, item=str(late["id"]))
+    assert (ran["status"], ran["result"]) == ("done", {"v": 1}), ran
+
+    # A handler's bug: its traceback on a terminal (DEBUG off); one JSON line in a pipe.
+    once = ("SHOP_BROKEN", "--once", "--metrics-port", "-1")
+    _in_tenant(site, kind="SHOP_BROKEN")
+    shown = _on_a_terminal(site, *once, SITE_DEBUG="0")
+    assert "Traceback (most recent call last)" in shown, shown[-3000:]
+    assert "work.py" in shown and "ZeroDivisionError" in shown, shown[-3000:]
+    _in_tenant(site, kind="SHOP_BROKEN")
+    piped = run(
+        site.python,
+        "manage.py",
+        "runworker",
+        *once,
+        cwd=site.root,
+        env={**site._env(), "SITE_DEBUG": "0", "SITE_LOG_FORMAT": "json"},
+    )
+    lines = piped.stderr.strip().splitlines()
+    failed = [json.loads(line) for line in lines if "item_dead_lettered" in line]
+    assert len(failed) == 1 and all(line.startswith("{") for line in lines), piped.stderr
+    assert "ZeroDivisionError" in failed[0]["exc"] and "work.py" in failed[0]["exc"]
+
+    # --reload: an edited handler runs on the next item, with no restart by hand.
+    log = tmp_path / "reloading.log"
+    reloading = _worker(site, log, "--reload")
+    try:
+        _until(lambda: "worker_started" in log.read_text(), "the worker's start")
+        before = _in_tenant(site, kind="SHOP_LATE")
+        _until(lambda: _in_tenant(site, item=str(before["id"]))["done"], "the first run")
+        work.write_text(work.read_text().replace('return {"v": 1}', 'return {"v": 2}'))
+        _until(lambda: log.read_text().count("worker_started") >= 2, "the reload")
+        after = _in_tenant(site, kind="SHOP_LATE")
+        _until(lambda: _in_tenant(site, item=str(after["id"]))["done"], "the edited run")
+        assert _in_tenant(site, item=str(after["id"]))["result"] == {"v": 2}
+        assert "worker_reloading" in log.read_text()
+    finally:
+        _stop(reloading)

@@ -189,6 +189,8 @@ def test_runworker_refuses_an_exclude_it_does_not_know() -> None:
 
 
 def test_a_workers_connections_say_its_role_and_process() -> None:
+    """Its own (worker), its LISTEN session (listener), its sweep's (sweep: the in-process
+    sweep's thread and its mutex); none left open unnamed, and none from the start-up checks."""
     from django.db import connections
 
     port = _free_port()
@@ -198,11 +200,14 @@ def test_a_workers_connections_say_its_role_and_process() -> None:
     def named() -> bool:
         with connections["admin"].cursor() as cursor:
             cursor.execute(
-                "SELECT application_name FROM pg_stat_activity WHERE application_name LIKE %s",
-                [f"workqueue worker %:{proc.pid}"],
+                "SELECT application_name, query FROM pg_stat_activity WHERE application_name"
+                " LIKE %s",
+                [f"workqueue % %:{proc.pid}"],
             )
-            names[:] = [name for (name,) in cursor.fetchall()]
-        return len(names) >= 2  # its pools' connections, not only one
+            rows = cursor.fetchall()
+        names[:] = [name.split()[1] for name, _ in rows]
+        assert not [q for _, q in rows if "pg_extension" in q]  # the checks' sessions: closed
+        return names.count("worker") >= 2 and {"listener", "sweep"} <= set(names)
 
     try:
         _wait(lambda: _healthz(port) == 200)

@@ -35,6 +35,25 @@ class ChainHandler:
         api.enqueue(ctx, "TEST_SCRIPTED_SYNC", {"action": item.payload["then"]}, lane=item.lane)
 
 
+# What a handler run by a drain saw: the sessions listening on the test database.
+LISTENING_SEEN = "TEST_LISTENING_SEEN"
+SEEN: list[int] = []
+
+api.register(api.Kind(LISTENING_SEEN, api.Payload))
+
+
+@api.handles(LISTENING_SEEN)
+class ListeningSeen:
+    def handle(self, ctx: OpContext, item: api.WorkItem, run: api.Run) -> None:
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND query LIKE 'LISTEN %'"
+            )
+            SEEN.append(cursor.fetchone()[0])
+        connections["admin"].close()
+
+
 def _started() -> list[str]:
     return [item_id for item_id, event, _ in EVENTS if event == "start"]
 
@@ -138,6 +157,15 @@ def test_a_drain_leaves_no_session_open_behind_it(ctx) -> None:  # type: ignore[
         started = cursor.fetchone()[0]
     assert testing.drain("chain", capacity=3).done == 6
     assert _opened_since(started) == 0
+
+
+def test_a_drain_holds_no_listen_session(ctx) -> None:  # type: ignore[no-untyped-def]
+    """A drain never waits for a notice (it claims until nothing is due): it opens no LISTEN
+    session, and its stop waits for no listener's thread."""
+    SEEN.clear()
+    api.enqueue(ctx, LISTENING_SEEN, {})
+    assert testing.drain("default", [LISTENING_SEEN]).done == 1
+    assert SEEN == [0]
 
 
 def test_a_drain_runs_what_its_handlers_enqueue(ctx) -> None:  # type: ignore[no-untyped-def]

@@ -130,6 +130,16 @@ def test_a_bad_body_is_400_naming_the_field_and_stores_nothing(
     assert StoredResponse.objects.using("admin").count() == 0
 
 
+def test_a_bad_body_lists_every_field_at_fault(alice: Person) -> None:
+    response = post(alice.client, {"payload": {}, "status": "done", "org_id": "x"}, key="k-bad")
+    assert response.status_code == 400, response.content
+    answer = response.json()
+    assert answer["field"] == "org_id"
+    for said in ("org_id: unknown field (a body has", "status: unknown field", "kind: required"):
+        assert said in answer["error"], answer
+    assert _count() == 0
+
+
 def test_a_lane_the_site_does_not_declare_is_400_and_stores_nothing(
     alice: Person, settings
 ) -> None:

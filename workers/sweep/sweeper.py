@@ -30,6 +30,7 @@ from workers.sweep import (
     rotate_ready,
 )
 from workers.sweep.config import SweepSettings
+from wqcore.appname import named
 from wqcore.conf import system_alias
 from wqcore.logs import log_event
 
@@ -95,7 +96,7 @@ class SweepLock:
             params = connections[system_alias()].get_connection_params()
             for django_only in ("cursor_factory", "context", "server_side_binding"):
                 params.pop(django_only, None)
-            self._conn = psycopg.connect(**params, autocommit=False)
+            self._conn = psycopg.connect(**named(params, "sweep"), autocommit=False)
         return self._conn
 
     def acquire(self, timeout_s: float) -> bool:

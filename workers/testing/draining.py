@@ -188,7 +188,8 @@ def drain(
         kinds = [kind for kind in runtime.handled_kinds() if kind in runtime.known_kinds()]
     relay_all(new_request_context(AppType.WORKER))
     # No sweep, so no rescue to tell: no liveness lock either (its session would cost each
-    # round a connection).
+    # round a connection). One connection a pool: each round opens its own, and a second,
+    # opened while the first still connects, would serve a test's few items for nothing.
     settings = WorkerSettings.from_settings(
         tuple(kinds),
         lane=lane,
@@ -197,6 +198,9 @@ def drain(
         metrics_port=-1,
         sweep=False,
         liveness_lock=False,
+        tenant_pool_size=1,
+        system_pool_size=1,
+        claim_pool_size=1,
     )
     jobs: list[Job] = []
     while True:

@@ -14,8 +14,9 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
 
-from workers import reloading
+from workers import eager, reloading
 from workers.config import WorkerSettings, served_kinds
 from workers.sweep.config import SweepSettings
 from workers.worker import Worker
@@ -85,6 +86,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         name_connections("worker")
+        eager.off()  # a handler's enqueues are claimed here, by the worker
         reload = options["reload"]
         if reload is None:
             reload = reloading.default_on()
@@ -119,6 +121,8 @@ class Command(BaseCommand):
             # process: out of the cyclic collector's reach, a full collection walks only what
             # the work makes (a drain spent a tenth of its time walking the rest).
             gc.freeze()
+            # The checks' sessions (this thread's): the loop runs here and never uses them.
+            connections.close_all()
             self._run_to_the_end(settings, sweep)
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from None

@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from workers import eager
 from workers.listen import Listener
 from workers.outage import Outage, fold_driver_warnings
 from workers.periodic import PeriodicTask
@@ -140,6 +141,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, once: bool = False, json: bool = False, **options: Any) -> None:
         name_connections("sweep")
+        eager.off()  # what the sweep enqueues is for the workers
         try:
             settings = SweepSettings()
             if problem := startup_problem():
