@@ -1,0 +1,69 @@
+"""The queue's admin roles beyond the two the fence knows by themselves (the operator, a
+superuser; a tenant's staff, by their membership): the read-only viewer.
+
+A *viewer* is an active staff user, not a superuser, in the ``VIEWER_GROUP`` group: they read
+every page of the queue's admin across every tenant, as the operator does (on the system
+login), and change nothing: the admin offers them no action, no button and no form, and the
+tenancy middleware refuses any request of theirs that is not a read (``refusal``), whatever was
+posted. Membership of the group is the role: the group holds no Django permission (the queue's
+admin asks the fence, not Django's per-model permissions). ``ensure_viewer_group`` makes the
+group after every ``migrate`` (idempotent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+# The group whose members read the whole queue's admin and act on nothing.
+VIEWER_GROUP = "Queue viewers (read only)"
+# The requests that only read (every other method of a viewer is refused).
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# The admin's views a viewer may post to: signing out, and choosing (or leaving) a support
+# view, which changes only their own session.
+VIEWER_POSTS = frozenset({"logout", "workqueue_tenancy_support"})
+# Where the answer is kept on the user for the rest of the request (one query per request).
+_CACHED = "_workqueue_read_only"
+
+
+def is_read_only(user: Any) -> bool:
+    """Whether ``user`` is a viewer: active staff, not a superuser, in ``VIEWER_GROUP``."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    if not (user.is_active and user.is_staff) or user.is_superuser:
+        return False
+    cached: bool | None = getattr(user, _CACHED, None)
+    if cached is None:
+        cached = user.groups.filter(name=VIEWER_GROUP).exists()
+        setattr(user, _CACHED, cached)
+    return cached
+
+
+def refusal(request: HttpRequest) -> str | None:
+    """Why an admin request is refused to a viewer (None: it is not): anything but a read, on
+    any view but signing out and the support view's choice."""
+    if request.method in SAFE_METHODS or not is_read_only(getattr(request, "user", None)):
+        return None
+    match = getattr(request, "resolver_match", None)
+    if match is not None and match.url_name in VIEWER_POSTS:
+        return None
+    return (
+        f"{request.method} refused: {VIEWER_GROUP!r} may read the queue's admin but change "
+        "nothing; ask the site's operator"
+    )
+
+
+def ensure_viewer_group(using: str = "default", **kwargs: Any) -> None:
+    """Make ``VIEWER_GROUP`` if it is not there (a ``post_migrate`` receiver: every migrate,
+    on the alias it migrated, where Django's groups are migrated)."""
+    from django.apps import apps
+    from django.db import router
+
+    if not apps.is_installed("django.contrib.auth"):
+        return
+    from django.contrib.auth.models import Group
+
+    if not router.allow_migrate_model(using, Group):
+        return
+    Group.objects.using(using).get_or_create(name=VIEWER_GROUP)
