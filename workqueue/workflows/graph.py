@@ -74,59 +74,79 @@ def read_graph(
     return (yield from under_tenant(_graph_plan(org_id, workflow_id, limit), scope))
 
 
-def levels(nodes: Sequence[Node]) -> dict[uuid.UUID, int]:
-    """Each step's level: 0 for one that waits for no step of the workflow, else one more than
-    its highest parent's (Kahn's order, linear in steps and edges). A declaration refuses a
-    cycle; a step left on one anyway (rows written by hand) goes one level past the rest."""
-    ids = {node.id for node in nodes}
-    children: dict[uuid.UUID, list[uuid.UUID]] = defaultdict(list)
-    unmet = {}
-    for node in nodes:
-        inside = [parent for parent, _ in node.parents if parent in ids]
-        unmet[node.id] = len(inside)
-        for parent in inside:
-            children[parent].append(node.id)
-    level = dict.fromkeys(ids, 0)
-    ready = deque(node_id for node_id, n in unmet.items() if n == 0)
+class _Edges(NamedTuple):
+    """The edges between a workflow's steps, by the steps' places in the list read (ints hash
+    in C: a UUID's hash is a Python call, and a summary makes millions of lookups)."""
+
+    # For each step, its parents in the workflow: (their index, what the edge needs).
+    parents: list[list[tuple[int, str]]]
+    children: list[list[tuple[int, str]]]
+    # Edges to items outside the workflow.
+    outside: int
+
+
+def _edges(nodes: Sequence[Node]) -> _Edges:
+    index = {node.id.int: i for i, node in enumerate(nodes)}
+    parents: list[list[tuple[int, str]]] = [[] for _ in nodes]
+    children: list[list[tuple[int, str]]] = [[] for _ in nodes]
+    outside = 0
+    for i, node in enumerate(nodes):
+        for parent, needs in node.parents:
+            p = index.get(parent.int)
+            if p is None:
+                outside += 1
+                continue
+            parents[i].append((p, needs))
+            children[p].append((i, needs))
+    return _Edges(parents, children, outside)
+
+
+def _levels(edges: _Edges) -> list[int]:
+    unmet = [len(parents) for parents in edges.parents]
+    level = [0] * len(unmet)
+    ready = deque(i for i, n in enumerate(unmet) if n == 0)
     placed = 0
     while ready:
-        node_id = ready.popleft()
+        i = ready.popleft()
         placed += 1
-        for child in children[node_id]:
-            level[child] = max(level[child], level[node_id] + 1)
+        for child, _ in edges.children[i]:
+            level[child] = max(level[child], level[i] + 1)
             unmet[child] -= 1
             if unmet[child] == 0:
                 ready.append(child)
-    if placed < len(ids):
-        top = max(level.values(), default=0) + 1
-        for node_id, n in unmet.items():
-            if n > 0:
-                level[node_id] = top
+    if placed < len(unmet):
+        top = max(level, default=0) + 1
+        level = [top if n > 0 else at for at, n in zip(level, unmet, strict=True)]
     return level
 
 
-def held_up(nodes: Sequence[Node]) -> set[uuid.UUID]:
-    """The waiting steps a dead step holds up: those that need a dead step done, and those
-    waiting for a step held up (it will not end until the dead one is requeued and done)."""
-    by_parent: dict[uuid.UUID, list[tuple[uuid.UUID, str]]] = defaultdict(list)
-    waiting = set()
-    for node in nodes:
-        if node.status == Status.WAITING:
-            waiting.add(node.id)
-        for parent, needs in node.parents:
-            by_parent[parent].append((node.id, needs))
-    held: set[uuid.UUID] = set()
-    frontier = deque(node.id for node in nodes if node.status == Status.FAILED)
-    dead = set(frontier)
+def _held_up(nodes: Sequence[Node], edges: _Edges) -> set[int]:
+    waiting = {i for i, node in enumerate(nodes) if node.status == Status.WAITING}
+    dead = {i for i, node in enumerate(nodes) if node.status == Status.FAILED}
+    held: set[int] = set()
+    frontier = deque(dead)
     while frontier:
         parent = frontier.popleft()
-        for child, needs in by_parent[parent]:
+        for child, needs in edges.children[parent]:
             # A dead parent meets an edge that needs it finished: that child goes on.
             if child in held or child not in waiting or (parent in dead and needs != Needs.DONE):
                 continue
             held.add(child)
             frontier.append(child)
     return held
+
+
+def levels(nodes: Sequence[Node]) -> dict[uuid.UUID, int]:
+    """Each step's level: 0 for one that waits for no step of the workflow, else one more than
+    its highest parent's (Kahn's order, linear in steps and edges). A declaration refuses a
+    cycle; a step left on one anyway (rows written by hand) goes one level past the rest."""
+    return {node.id: at for node, at in zip(nodes, _levels(_edges(nodes)), strict=True)}
+
+
+def held_up(nodes: Sequence[Node]) -> set[uuid.UUID]:
+    """The waiting steps a dead step holds up: those that need a dead step done, and those
+    waiting for a step held up (it will not end until the dead one is requeued and done)."""
+    return {nodes[i].id for i in _held_up(nodes, _edges(nodes))}
 
 
 def _label(node: Node) -> str:
@@ -179,24 +199,25 @@ class Drawing:
     node_h: int = NODE_H
 
 
-def _order(nodes: Sequence[Node], level: dict[uuid.UUID, int]) -> list[list[Node]]:
+def _order(nodes: Sequence[Node], edges: _Edges, level: list[int]) -> list[list[int]]:
     """The steps of each level, top to bottom: by the mean row of their parents a level up
     (fewer crossings), then by their place in the declaration, then by id."""
-    layers: dict[int, list[Node]] = defaultdict(list)
-    for node in nodes:
-        layers[level[node.id]].append(node)
-    row: dict[uuid.UUID, float] = {}
+    layers: dict[int, list[int]] = defaultdict(list)
+    for i, at in enumerate(level):
+        layers[at].append(i)
+    row: dict[int, float] = {}
     ordered = []
     for depth in sorted(layers):
 
-        def key(node: Node) -> tuple[float, int, uuid.UUID]:
-            rows = [row[p] for p, _ in node.parents if p in row]
+        def key(i: int) -> tuple[float, int, uuid.UUID]:
+            rows = [row[p] for p, _ in edges.parents[i] if p in row]
             mean = sum(rows) / len(rows) if rows else -1.0
-            return (mean, node.place if node.place is not None else -1, node.id)
+            place = nodes[i].place
+            return (mean, place if place is not None else -1, nodes[i].id)
 
         layer = sorted(layers[depth], key=key)
-        for i, node in enumerate(layer):
-            row[node.id] = float(i)
+        for at, i in enumerate(layer):
+            row[i] = float(at)
         ordered.append(layer)
     return ordered
 
@@ -204,48 +225,45 @@ def _order(nodes: Sequence[Node], level: dict[uuid.UUID, int]) -> list[list[Node
 def draw(nodes: Sequence[Node], href_of: Callable[[Node], str]) -> Drawing:
     """The workflow drawn in layers, left to right by level: a box per step, a curve per edge
     between two of its steps; ``href_of`` gives each node's link."""
-    level = levels(nodes)
-    held = held_up(nodes)
-    ids = {node.id for node in nodes}
-    layers = _order(nodes, level)
-    where: dict[uuid.UUID, tuple[int, int]] = {}
+    edges = _edges(nodes)
+    level = _levels(edges)
+    held = _held_up(nodes, edges)
+    layers = _order(nodes, edges, level)
+    where: dict[int, tuple[int, int]] = {}
     boxes = []
     for depth, layer in enumerate(layers):
-        for i, node in enumerate(layer):
+        for row, i in enumerate(layer):
+            node = nodes[i]
             x = MARGIN + depth * (NODE_W + LEVEL_GAP)
-            y = MARGIN + i * (NODE_H + ROW_GAP)
-            where[node.id] = (x, y)
+            y = MARGIN + row * (NODE_H + ROW_GAP)
+            where[i] = (x, y)
             status = node.status or "purged"
             dead = node.status == Status.FAILED
             classes = f"node status-{status}" + (" dead" if dead else "")
-            classes += " held" if node.id in held else ""
+            classes += " held" if i in held else ""
             title = f"{_label(node)}: {node.kind or 'purged'} {status} ({node.id})"
             if dead:
                 title += ", dead: open its triage"
-            elif node.id in held:
+            elif i in held:
                 title += ", held up by a dead step"
             boxes.append(
                 Box(node.id, x, y, href_of(node), _label(node), _kind(node), status, classes, title)
             )
-    dead_ids = {node.id for node in nodes if node.status == Status.FAILED}
-    lines, outside = [], 0
-    for node in nodes:
-        for parent, needs in node.parents:
-            if parent not in ids:
-                outside += 1
-                continue
-            (px, py), (cx, cy) = where[parent], where[node.id]
+    lines = []
+    for i, parents in enumerate(edges.parents):
+        for parent, needs in parents:
+            (px, py), (cx, cy) = where[parent], where[i]
             x1, y1, x2, y2 = px + NODE_W, py + NODE_H // 2, cx, cy + NODE_H // 2
             bend = max((x2 - x1) // 2, LEVEL_GAP // 2)
             d = f"M{x1},{y1} C{x1 + bend},{y1} {x2 - bend},{y2} {x2},{y2}"
             classes = "edge" + (" needs-finished" if needs == Needs.FINISHED else "")
-            if node.id in held and (parent in held or parent in dead_ids):
+            if i in held and (parent in held or nodes[parent].status == Status.FAILED):
                 classes += " held"
-            lines.append(Line(parent, node.id, d, classes))
+            lines.append(Line(nodes[parent].id, nodes[i].id, d, classes))
     tallest = max((len(layer) for layer in layers), default=0)
     width = 2 * MARGIN + len(layers) * NODE_W + max(len(layers) - 1, 0) * LEVEL_GAP
     height = 2 * MARGIN + tallest * NODE_H + max(tallest - 1, 0) * ROW_GAP
-    return Drawing(width, height, boxes, lines, outside, len(layers))
+    return Drawing(width, height, boxes, lines, edges.outside, len(layers))
 
 
 @dataclass(frozen=True)
@@ -273,10 +291,10 @@ class Summary:
 
 def summarise(nodes: Sequence[Node]) -> Summary:
     """Count the steps by level and status (levels as ``levels`` places them)."""
-    level = levels(nodes)
+    edges = _edges(nodes)
     counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for node in nodes:
-        counts[level[node.id]][node.status or "purged"] += 1
+    for node, at in zip(nodes, _levels(edges), strict=True):
+        counts[at][node.status or "purged"] += 1
     statuses = [*Status.values, "purged"]
     rows = []
     for depth in sorted(counts):
@@ -285,7 +303,7 @@ def summarise(nodes: Sequence[Node]) -> Summary:
         rows.append(Level(depth, by_status, total, _bar(by_status, total)))
     used = [s for s in statuses if any(s in row.counts for row in rows)]
     dead = sum(1 for node in nodes if node.status == Status.FAILED)
-    return Summary(rows, len(nodes), dead, len(held_up(nodes)), used)
+    return Summary(rows, len(nodes), dead, len(_held_up(nodes, edges)), used)
 
 
 def _bar(counts: dict[str, int], total: int) -> list[tuple[str, float, float]]:
