@@ -22,7 +22,7 @@ from django.db import connections
 from audit.models import AuditEntry
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tenancy.roles import VIEWER_GROUP, ensure_viewer_group
-from tests.e2e.support import CHROMIUM, CHROMIUM_ARGS, MARKS, PASSWORD, SHOTS
+from tests.e2e.support import CHROMIUM, CHROMIUM_ARGS, MARKS, PASSWORD, fresh_shots
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import dead_letter
 from workqueue import api
@@ -88,10 +88,7 @@ def test_the_console_graph_roles_and_support_view(servers: str, worker_rctx, mon
     viewer = _person(is_staff=True)
     viewer.groups.add(Group.objects.using("admin").get(name=VIEWER_GROUP))
     connections.close_all()
-    shots = SHOTS / "console"
-    shots.mkdir(parents=True, exist_ok=True)
-    for old in shots.glob("*.png"):
-        old.unlink()
+    shots = fresh_shots("console")
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     before = _items()
     from playwright.sync_api import expect, sync_playwright
