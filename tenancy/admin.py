@@ -14,6 +14,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html
 
 from tenancy import support
 from tenancy.admin_fence import OperatorWrites, support_tenant
@@ -41,10 +42,25 @@ class OrgForm(ModelForm[Org]):
 @admin.register(Org)
 class OrgAdmin(OperatorWrites[Org]):
     form = OrgForm
-    list_display = ("name", "slug", "id", "created_at", "gone_at")
+    list_display = ("name", "slug", "id", "created_at", "gone_at", "support_link")
     search_fields = ("name", "slug")
     ordering = ("name",)
     readonly_fields = ("id", "created_at")
+
+    @admin.display(description="support view")
+    def support_link(self, org: Org) -> str:
+        if org.gone_at is not None:
+            return ""
+        url = reverse("admin:workqueue_tenancy_support")
+        return format_html(
+            '<a href="{}?org={}" class="support-link">see as its staff…</a>', url, org.id
+        )
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = super().get_list_display(request)
+        if support.may_support(request.user) and support_tenant(request) is None:
+            return shown
+        return tuple(f for f in shown if f != "support_link")
 
     def get_urls(self) -> list[URLPattern]:
         page = path(
@@ -79,6 +95,7 @@ class OrgAdmin(OperatorWrites[Org]):
             "opts": self.opts,
             "viewing": None if viewing is None else self._live_org(str(viewing)),
             "orgs": orgs,
+            "picked": request.GET.get("org", ""),
         }
         return TemplateResponse(request, "admin/workqueue_tenancy/support.html", context)
 

@@ -165,10 +165,24 @@ def test_a_viewer_in_a_support_view_stays_read_only(viewer: Person, member, work
     assert _snapshot()[1] == before[1] + 0, "a refused post is not an action taken"
 
 
-def test_only_the_operator_and_viewers_take_a_support_view(member) -> None:
+def test_only_the_operator_and_viewers_take_a_support_view(
+    member, operator: Person, worker_rctx
+) -> None:
     staff = member()
-    assert staff.client.get(SUPPORT).status_code == 403
     other = member()
-    assert (
-        staff.client.post(SUPPORT, {"action": "begin", "org": str(other.org_id)}).status_code == 403
-    )
+    theirs = dead_letter(other.ctx, worker_rctx)
+    assert staff.client.get(SUPPORT).status_code == 403
+    begin = {"action": "begin", "org": str(other.org_id)}
+    assert staff.client.post(SUPPORT, begin).status_code == 403
+    # A session naming another tenant (however it got there) gives tenant staff nothing.
+    session = staff.client.session
+    session[SESSION_KEY] = str(other.org_id)
+    session.save()
+    assert staff.client.get(f"{DEAD}{theirs.id}/change/").status_code == 404
+    assert not AuditEntry.objects.using("admin").filter(action__startswith="support.").exists()
+    # The operator finds it from the orgs' list, the org picked already.
+    orgs = operator.client.get("/admin/workqueue_tenancy/org/").text
+    assert f'{SUPPORT}?org={other.org_id}"' in orgs
+    picked = operator.client.get(f"{SUPPORT}?org={other.org_id}").text
+    assert f'<option value="{other.org_id}" selected>' in picked
+    assert "support-link" not in staff.client.get("/admin/workqueue_tenancy/org/").text

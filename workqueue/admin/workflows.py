@@ -82,12 +82,15 @@ def node_href(node: Node) -> str:
 def graph_of(first: WorkItem, steps: int, scope: uuid.UUID | None) -> dict[str, Any]:
     """The page's graph: drawn node by node up to ``GRAPH_MAX`` steps, else summarised by level
     and status (up to ``LEVELS_MAX``; beyond, the counts by status say it all)."""
-    if steps <= GRAPH_MAX:
-        drawing = draw(read_graph(first.org_id, first.id, GRAPH_MAX + 1, scope=scope), node_href)
+    if steps > LEVELS_MAX:
+        return {"too_large": True}
+    nodes = read_graph(first.org_id, first.id, min(steps, LEVELS_MAX), scope=scope)
+    if not nodes:  # steps declared before their places were kept (migration 0013)
+        return {}
+    if len(nodes) <= GRAPH_MAX:
+        drawing = draw(nodes, node_href)
         return {"drawing": drawing, "legend": statuses_drawn(drawing.boxes)}
-    if steps <= LEVELS_MAX:
-        return {"summary": summarise(read_graph(first.org_id, first.id, LEVELS_MAX, scope=scope))}
-    return {"too_large": True}
+    return {"summary": summarise(nodes)}
 
 
 def counted(n: int) -> str:
