@@ -127,6 +127,7 @@ def test_the_console_graph_roles_and_support_view(servers: str, worker_rctx, mon
             page.goto(f"{servers}/admin/workqueue/deadletter/{dead}/change/")
             expect(page.locator("#last-error")).to_contain_text(ERROR)
             expect(page.locator("#triage button")).to_have_count(0)
+            expect(page.locator("#read-only")).to_be_visible()
             page.screenshot(path=shots / f"viewer-triage-{theme}.png", full_page=True)
             answer = page.evaluate(
                 """async ([url, id]) => {

@@ -70,6 +70,7 @@ def test_a_viewer_reads_every_tenant_and_every_post_is_refused(
     triage = viewer.client.get(f"{DEAD}{dead.id}/change/")
     assert triage.status_code == 200 and "the gateway said no" in triage.text
     assert 'name="triage"' not in triage.text, "no action offered"
+    assert 'id="read-only"' in triage.text
     assert 'id="dry-run-link"' not in triage.text
     assert 'name="action"' not in listed.text, "no action menu on the list"
     workflow = viewer.client.get(page_of(declared.workflow_id))
