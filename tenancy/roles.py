@@ -54,16 +54,17 @@ def refusal(request: HttpRequest) -> str | None:
     )
 
 
-def ensure_viewer_group(using: str = "default", **kwargs: Any) -> None:
+def ensure_viewer_group(using: str = "default", apps: Any = None, **kwargs: Any) -> None:
     """Make ``VIEWER_GROUP`` if it is not there (a ``post_migrate`` receiver: every migrate,
-    on the alias it migrated, where Django's groups are migrated)."""
-    from django.apps import apps
+    on the alias it migrated). ``apps``: the migrated state, as Django's own receivers read it
+    (nothing is made where Django's groups are not migrated yet)."""
+    from django.apps import apps as global_apps
     from django.db import router
 
-    if not apps.is_installed("django.contrib.auth"):
+    try:
+        group = (apps or global_apps).get_model("auth", "Group")
+    except LookupError:  # django.contrib.auth is not installed, or not migrated here
         return
-    from django.contrib.auth.models import Group
-
-    if not router.allow_migrate_model(using, Group):
+    if not router.allow_migrate_model(using, group):
         return
-    Group.objects.using(using).get_or_create(name=VIEWER_GROUP)
+    group.objects.using(using).get_or_create(name=VIEWER_GROUP)
