@@ -102,9 +102,11 @@ def test_the_support_view_shows_one_tenant_and_audits_each_page(
     a, b = member(), member()
     mine = dead_letter(a.ctx, worker_rctx, error="A's gateway")
     theirs = dead_letter(b.ctx, worker_rctx, error="B's gateway")
+    b_flow, _, _ = stuck_group(b.ctx, worker_rctx, lane="wf-of-b")
     # Outside the support view the operator sees both.
     both = operator.client.get(DEAD).text
     assert "A&#x27;s gateway" in both and "B&#x27;s gateway" in both
+    assert operator.client.get(page_of(b_flow.workflow_id)).status_code == 200
     chooser = operator.client.get(SUPPORT)
     assert chooser.status_code == 200 and str(a.org_id) in chooser.text
     began = operator.client.post(SUPPORT, {"action": "begin", "org": str(a.org_id)})
@@ -117,6 +119,7 @@ def test_the_support_view_shows_one_tenant_and_audits_each_page(
     assert operator.client.get(f"{DEAD}{mine.id}/change/").status_code == 200
     assert operator.client.get(f"{DEAD}{theirs.id}/change/").status_code == 404
     assert operator.client.get(f"{ITEMS}{theirs.id}/change/").status_code == 404
+    assert operator.client.get(page_of(b_flow.workflow_id)).status_code == 404
     # The operator's own pages are not the tenant's.
     assert operator.client.get("/admin/workqueue/pause/").status_code == 403
     # An action taken there acts in the tenant, as the staff member, audited twice.
