@@ -80,7 +80,7 @@ def tenant_staff(request: HttpRequest) -> OpContext | None:
     op: OpContext | None = getattr(request, "op", None)
     if not (user and user.is_active and user.is_staff and op is not None):
         return None
-    if op.role not in STAFF_ROLES or (is_viewer(request)):
+    if op.role not in STAFF_ROLES or is_viewer(request):
         return None
     return op
 

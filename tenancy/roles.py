@@ -1,7 +1,8 @@
 """The queue's admin roles beyond the two the fence knows by themselves (the operator, a
 superuser; a tenant's staff, by their membership): the read-only viewer.
 
-A *viewer* is an active staff user, not a superuser, in the ``VIEWER_GROUP`` group: they read
+A *viewer* is an active staff user, not a superuser, in the group named by
+``WORKQUEUE["VIEWER_GROUP"]`` (``viewer_group()``; empty: no viewers): they read
 every page of the queue's admin across every tenant, as the operator does (on the system
 login), and change nothing: the admin offers them no action, no button and no form, and the
 tenancy middleware refuses any request of theirs that is not a read (``refusal``), whatever was
@@ -16,8 +17,8 @@ from typing import Any
 
 from django.http import HttpRequest
 
-# The group whose members read the whole queue's admin and act on nothing.
-VIEWER_GROUP = "Queue viewers (read only)"
+from wqcore.conf import wq_settings
+
 # The requests that only read (every other method of a viewer is refused).
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # The admin's views a viewer may post to: signing out, and choosing (or leaving) a support
@@ -27,15 +28,20 @@ VIEWER_POSTS = frozenset({"logout", "workqueue_tenancy_support"})
 _CACHED = "_workqueue_read_only"
 
 
+def viewer_group() -> str:
+    """The name of the viewers' group (empty: the site has none)."""
+    return wq_settings.VIEWER_GROUP
+
+
 def is_read_only(user: Any) -> bool:
-    """Whether ``user`` is a viewer: active staff, not a superuser, in ``VIEWER_GROUP``."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    """Whether ``user`` is a viewer: active staff, not a superuser, in the viewers' group."""
+    if user is None or not getattr(user, "is_authenticated", False) or not viewer_group():
         return False
     if not (user.is_active and user.is_staff) or user.is_superuser:
         return False
     cached: bool | None = getattr(user, _CACHED, None)
     if cached is None:
-        cached = user.groups.filter(name=VIEWER_GROUP).exists()
+        cached = user.groups.filter(name=viewer_group()).exists()
         setattr(user, _CACHED, cached)
     return cached
 
@@ -49,13 +55,13 @@ def refusal(request: HttpRequest) -> str | None:
     if match is not None and match.url_name in VIEWER_POSTS:
         return None
     return (
-        f"{request.method} refused: {VIEWER_GROUP!r} may read the queue's admin but change "
-        "nothing; ask the site's operator"
+        f"{request.method} refused: the group {viewer_group()!r} may read the queue's admin "
+        "but change nothing; ask the site's operator"
     )
 
 
 def ensure_viewer_group(using: str = "default", apps: Any = None, **kwargs: Any) -> None:
-    """Make ``VIEWER_GROUP`` if it is not there (a ``post_migrate`` receiver: every migrate,
+    """Make the viewers' group if it is not there (a ``post_migrate`` receiver: every migrate,
     on the alias it migrated). ``apps``: the migrated state, as Django's own receivers read it
     (nothing is made where Django's groups are not migrated yet)."""
     from django.apps import apps as global_apps
@@ -65,6 +71,6 @@ def ensure_viewer_group(using: str = "default", apps: Any = None, **kwargs: Any)
         group = (apps or global_apps).get_model("auth", "Group")
     except LookupError:  # django.contrib.auth is not installed, or not migrated here
         return
-    if not router.allow_migrate_model(using, group):
+    if not viewer_group() or not router.allow_migrate_model(using, group):
         return
-    group.objects.using(using).get_or_create(name=VIEWER_GROUP)
+    group.objects.using(using).get_or_create(name=viewer_group())

@@ -21,7 +21,7 @@ from django.db import connections
 
 from audit.models import AuditEntry
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
-from tenancy.roles import VIEWER_GROUP, ensure_viewer_group
+from tenancy.roles import ensure_viewer_group, viewer_group
 from tests.e2e.support import CHROMIUM, CHROMIUM_ARGS, MARKS, PASSWORD, fresh_shots
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import dead_letter
@@ -86,7 +86,7 @@ def test_the_console_graph_roles_and_support_view(servers: str, worker_rctx, mon
     operator = _person(is_staff=True, is_superuser=True)
     ensure_viewer_group("admin")
     viewer = _person(is_staff=True)
-    viewer.groups.add(Group.objects.using("admin").get(name=VIEWER_GROUP))
+    viewer.groups.add(Group.objects.using("admin").get(name=viewer_group()))
     connections.close_all()
     shots = fresh_shots("console")
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

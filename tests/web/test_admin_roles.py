@@ -1,4 +1,4 @@
-"""The queue's admin roles: the read-only viewer (staff in ``VIEWER_GROUP``) reads every
+"""The queue's admin roles: the read-only viewer (staff in the viewers' group) reads every
 tenant's pages and acts on nothing, every post refused with the database unchanged; and the
 support view, in which the operator (or a viewer) sees one tenant through its row-level
 security, another tenant's item a 404, each page and action an audit entry naming them."""
@@ -12,10 +12,10 @@ from django.contrib.auth.models import Group
 from django.db import connections
 
 from audit.models import AuditEntry
-from tenancy.roles import VIEWER_GROUP, ensure_viewer_group
+from tenancy.roles import ensure_viewer_group, viewer_group
 from tenancy.support import SESSION_KEY
 from tests.factories import UserFactory
-from tests.helpers import dead_letter, row
+from tests.helpers import dead_letter, queue_settings, row
 from tests.web.conftest import Person, signed_in
 from tests.web.test_admin_workflows import page_of, stuck_group
 from workqueue.models import Status
@@ -44,17 +44,27 @@ def _snapshot() -> tuple[Any, ...]:
 def viewer(committed: None) -> Person:
     ensure_viewer_group("admin")
     user = UserFactory(is_staff=True)
-    user.groups.add(Group.objects.using("admin").get(name=VIEWER_GROUP))
+    user.groups.add(Group.objects.using("admin").get(name=viewer_group()))
     return Person(user, signed_in(user))
 
 
 def test_the_viewers_group_is_made_after_each_migrate_once() -> None:
     from django.core.management.sql import emit_post_migrate_signal
 
-    Group.objects.using("admin").filter(name=VIEWER_GROUP).delete()
+    Group.objects.using("admin").filter(name=viewer_group()).delete()
     for _ in range(2):
         emit_post_migrate_signal(verbosity=0, interactive=False, db="admin")
-    assert Group.objects.using("admin").filter(name=VIEWER_GROUP).count() == 1
+    assert Group.objects.using("admin").filter(name=viewer_group()).count() == 1
+
+
+def test_a_site_without_viewers_makes_no_group_and_reads_no_member_as_one(viewer: Person) -> None:
+    named = viewer_group()
+    with queue_settings(VIEWER_GROUP=""):
+        # Staff in no tenant, in the group, and no viewer: the queue's admin is not theirs.
+        assert viewer.client.get(DEAD).status_code == 403
+        Group.objects.using("admin").filter(name=named).delete()
+        ensure_viewer_group("admin")
+        assert not Group.objects.using("admin").exists()
 
 
 def test_a_viewer_reads_every_tenant_and_every_post_is_refused(
