@@ -127,8 +127,6 @@ class TenancyMiddleware:
         if getattr(view_func, "tenant_free", False):
             return None
         in_admin = _in_admin(request)
-        if in_admin and (refused := roles.refusal(request)) is not None:
-            raise PermissionDenied(refused)
         rctx = request.rctx  # type: ignore[attr-defined]
         org_id = support.chosen(request) if in_admin else None
         request.support_org_id = org_id  # type: ignore[attr-defined]
@@ -136,6 +134,10 @@ class TenancyMiddleware:
             op: OpContext | None = support.support_context(request, rctx, org_id)
         else:
             op = current_tenancy().request_context(request, rctx)
+        if in_admin and (refused := roles.refusal(request)) is not None:
+            if org_id is not None and op is not None:  # a viewer's post in a support view
+                support.request_seen(request, op, 403)
+            raise PermissionDenied(refused)
         request.op = op  # type: ignore[attr-defined]
         current.bind(op)  # ended by __call__ (an async view runs after this method returns)
         if inspect.iscoroutinefunction(view_func):

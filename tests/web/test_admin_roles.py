@@ -176,7 +176,10 @@ def test_a_viewer_in_a_support_view_stays_read_only(viewer: Person, member, work
     )
     assert refused.status_code == 403
     assert row(mine.id).status == Status.FAILED
-    assert _snapshot()[1] == before[1] + 0, "a refused post is not an action taken"
+    # Nothing changed but the trail, which holds the refused post.
+    assert _snapshot()[0] == before[0] and _snapshot()[1] == before[1] + 1
+    [tried] = AuditEntry.objects.using("admin").filter(action="support.acted")
+    assert (tried.actor, tried.org_id, tried.data["status"]) == (str(viewer.user.pk), a.org_id, 403)
 
 
 def test_only_the_operator_and_viewers_take_a_support_view(
