@@ -10,7 +10,13 @@ Two kinds of people use the admin:
   view there), so row-level security does the fencing: no filter of ours stands between them
   and another tenant's rows, and another tenant's URL is a 404 like an id that never existed.
 
-Everyone else sees none of these pages. ``TenantAdmin`` is the base of every tenant table's
+Two more read as one of these (``tenancy.roles``, ``tenancy.support``): a *viewer* (staff in
+the read-only group) reads every tenant as the operator does and acts on nothing; and in a
+*support view* the operator or a viewer is, for the admin, that tenant's staff (the request's
+context is theirs in the tenant, every query under its row-level security).
+
+Everyone else sees none of these pages. ``AdminRights`` says who may do what on each page, in
+one place. ``TenantAdmin`` is the base of every tenant table's
 admin; ``BoundedPaginator`` keeps lists of a million rows from counting them all. (On a site
 whose system login is the everyday one, without BYPASSRLS, the tenancy middleware runs the
 operator's admin pages in a system scope: ``tenancy.middleware``.)
@@ -18,8 +24,9 @@ operator's admin pages in a system scope: ``tenancy.middleware``.)
 
 from __future__ import annotations
 
+import uuid
 from functools import cached_property
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -30,6 +37,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 
 from tenancy.contexts import OpContext, Role
 from tenancy.modes import has_tenants
+from tenancy.roles import is_read_only
 from wqcore.conf import system_alias, tenant_alias
 from wqcore.generics import ModelAdmin, Paginator
 
@@ -40,32 +48,68 @@ _M = TypeVar("_M", bound=Model)
 STAFF_ROLES = frozenset({Role.OWNER, Role.ADMIN})
 
 
+def support_tenant(request: HttpRequest) -> uuid.UUID | None:
+    """The tenant a support view shows this request (``tenancy.support``; set by the tenancy
+    middleware), else None."""
+    found: uuid.UUID | None = getattr(request, "support_org_id", None)
+    return found
+
+
 def is_operator(request: HttpRequest) -> bool:
-    """Whether the signed-in user runs the whole site (a superuser): every tenant is theirs."""
+    """Whether the signed-in user runs the whole site (a superuser) and reads it whole now
+    (not in a support view): every tenant is theirs."""
     user = getattr(request, "user", None)
-    return bool(user and user.is_active and user.is_superuser)
+    return bool(user and user.is_active and user.is_superuser) and support_tenant(request) is None
+
+
+def is_viewer(request: HttpRequest) -> bool:
+    """Whether the signed-in user is a viewer reading every tenant (not in a support view)."""
+    return is_read_only(getattr(request, "user", None)) and support_tenant(request) is None
+
+
+def sees_every_tenant(request: HttpRequest) -> bool:
+    """Whether the admin reads every tenant for this user (the operator, a viewer)."""
+    return is_operator(request) or is_viewer(request)
 
 
 def tenant_staff(request: HttpRequest) -> OpContext | None:
-    """The context of a staff user acting for their tenant (owner or admin role), else None."""
+    """The context of a staff user acting for their tenant (owner or admin role), or for the
+    tenant of their support view, else None (a viewer outside a support view reads every
+    tenant instead, whatever their memberships)."""
     user = getattr(request, "user", None)
     op: OpContext | None = getattr(request, "op", None)
-    if user and user.is_active and user.is_staff and op is not None and op.role in STAFF_ROLES:
-        return op
-    return None
+    if not (user and user.is_active and user.is_staff and op is not None):
+        return None
+    if op.role not in STAFF_ROLES or is_viewer(request):
+        return None
+    return op
+
+
+def may_act(request: HttpRequest) -> bool:
+    """Whether the user may act in the queue's admin (triage, cancel): the operator, a
+    tenant's staff; never a viewer, in a support view or not."""
+    if is_read_only(getattr(request, "user", None)):
+        return False
+    return is_operator(request) or tenant_staff(request) is not None
+
+
+def may_view(request: HttpRequest, tenant_staff_too: bool = True) -> bool:
+    """Whether the user reads the queue's admin pages: the operator, a viewer, and (unless
+    ``tenant_staff_too`` is False: the operator's own pages) a tenant's staff."""
+    return sees_every_tenant(request) or (tenant_staff_too and tenant_staff(request) is not None)
 
 
 def shows_tenants(request: HttpRequest) -> bool:
     """Whether a list names each row's tenant (a column, a filter): for the operator of a site
     with tenants. A tenant's staff see one tenant, a single-tenant site has one: a tenant on
     every row would say nothing."""
-    return is_operator(request) and has_tenants()
+    return sees_every_tenant(request) and has_tenants()
 
 
 def admin_alias(request: HttpRequest) -> str:
     """Where the admin reads for this user: the system login for the operator (every tenant,
     explicitly), the everyday login under the tenant's row-level security for its staff."""
-    return system_alias() if is_operator(request) else tenant_alias()
+    return system_alias() if sees_every_tenant(request) else tenant_alias()
 
 
 class BoundedPaginator(Paginator[Model]):
@@ -87,7 +131,44 @@ class BoundedPaginator(Paginator[Model]):
         return self.count > self.cap
 
 
-class TenantAdmin(ModelAdmin[_M]):
+class AdminRights:
+    """Who may do what on a page of the queue's admin, for every admin of it (a mixin before
+    Django's ``ModelAdmin``): the operator, a viewer and (unless ``tenant_staff_see`` is False)
+    a tenant's staff see it; only the operator adds or changes rows, where the page says so;
+    nobody deletes. A viewer sees every such page and none of its forms."""
+
+    # Whether a tenant's staff see the page (their tenant's rows): False for the site's own.
+    tenant_staff_see: ClassVar[bool] = True
+    # Whether the operator adds rows here, and changes them.
+    operator_adds: ClassVar[bool] = False
+    operator_changes: ClassVar[bool] = False
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return may_view(request, self.tenant_staff_see)
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.has_module_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return self.operator_adds and is_operator(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return self.operator_changes and is_operator(request)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
+        # A viewer is offered none (the middleware refuses their posts anyway). Django 6.1
+        # passes where the actions are shown; 5.2 does not.
+        if is_read_only(getattr(request, "user", None)):
+            return {}
+        if action_location is None:
+            return super().get_actions(request)  # type: ignore[misc]
+        return super().get_actions(request, action_location)  # type: ignore[misc]
+
+
+class TenantAdmin(AdminRights, ModelAdmin[_M]):
     """Base of the admin of a tenant table: read-only; the operator reads every tenant on the
     system login, a tenant's staff their tenant under row-level security."""
 
@@ -161,25 +242,13 @@ class TenantAdmin(ModelAdmin[_M]):
                 return None
         return super().response_action(request, queryset, *args, **kwargs)
 
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request) or tenant_staff(request) is not None
-
-    def has_view_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
-        return False
-
 
 class OperatorWrites(TenantAdmin[_M]):
     """A tenant table the operator writes to (orgs, memberships, tenants' shares): on the
     system login (these tables are read-only to the everyday login), validated there too."""
+
+    operator_adds = True
+    operator_changes = True
 
     def get_form(
         self, request: HttpRequest, obj: _M | None = None, change: bool = False, **kwargs: Any
@@ -198,9 +267,3 @@ class OperatorWrites(TenantAdmin[_M]):
 
     def save_model(self, request: HttpRequest, obj: _M, form: Any, change: bool) -> None:
         obj.save(using=system_alias())
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: _M | None = None) -> bool:
-        return is_operator(request)

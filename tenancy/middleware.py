@@ -8,9 +8,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
 
-from tenancy import current
+from tenancy import current, roles, support
+from tenancy.admin_fence import sees_every_tenant
 from tenancy.contexts import AppType, OpContext, RequestContext, new_request_context
 from tenancy.modes import current_tenancy
 from wqcore.conf import system_alias
@@ -27,20 +29,35 @@ def _request_context(request: HttpRequest) -> RequestContext:
         return rctx
 
 
-def _is_operator(request: HttpRequest) -> bool:
-    user = getattr(request, "user", None)
-    return bool(user and user.is_active and user.is_superuser)
-
-
 def _in_admin(request: HttpRequest) -> bool:
     match = getattr(request, "resolver_match", None)
     return bool(match and "admin" in match.namespaces)
 
 
 def _needs_every_tenant(request: HttpRequest) -> bool:
-    """The operator's admin pages on a system login without BYPASSRLS (one login that owns the
-    tables): they read across tenants, explicitly, inside a system scope."""
-    return _is_operator(request) and _in_admin(request) and not bypasses_rls(system_alias())
+    """The operator's (and a viewer's) admin pages on a system login without BYPASSRLS (one
+    login that owns the tables): they read across tenants, explicitly, inside a system scope."""
+    return sees_every_tenant(request) and _in_admin(request) and not bypasses_rls(system_alias())
+
+
+def _support_banner(request: HttpRequest) -> None:
+    """Say on each page drawn in a support view which tenant it shows and how to leave."""
+    from django.contrib import messages
+    from django.urls import reverse
+    from django.utils.html import format_html
+
+    org_id = request.support_org_id  # type: ignore[attr-defined]
+    names = current_tenancy().tenant_names([org_id])
+    messages.info(
+        request,
+        format_html(
+            "Support view of tenant {}: you see what its staff see, and each page and action "
+            'is audited. <a href="{}" id="support-leave">Leave the support view</a>',
+            names.get(org_id, org_id),
+            reverse("admin:workqueue_tenancy_support"),
+        ),
+        fail_silently=True,
+    )
 
 
 @contextmanager
@@ -79,6 +96,11 @@ class TenancyMiddleware:
     last in ``MIDDLEWARE`` (after the authentication middleware) so every other
     ``process_view`` runs first. A view marked ``tenant_free`` runs as it is (``request.op``
     None, no scope).
+
+    In the admin, two roles change this (``tenancy.roles``, ``tenancy.support``): a viewer's
+    request that is not a read is refused (403) before its view runs; and a request of a
+    support view runs as that tenant's staff, in its scope, told to ``support_seen`` (the
+    audit trail) in the same transaction as what the view did.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -104,7 +126,18 @@ class TenancyMiddleware:
     ) -> HttpResponse | None:
         if getattr(view_func, "tenant_free", False):
             return None
-        op = current_tenancy().request_context(request, request.rctx)  # type: ignore[attr-defined]
+        in_admin = _in_admin(request)
+        rctx = request.rctx  # type: ignore[attr-defined]
+        org_id = support.chosen(request) if in_admin else None
+        request.support_org_id = org_id  # type: ignore[attr-defined]
+        if org_id is not None:
+            op: OpContext | None = support.support_context(request, rctx, org_id)
+        else:
+            op = current_tenancy().request_context(request, rctx)
+        if in_admin and (refused := roles.refusal(request)) is not None:
+            if org_id is not None and op is not None:  # a viewer's post in a support view
+                support.request_seen(request, op, 403)
+            raise PermissionDenied(refused)
         request.op = op  # type: ignore[attr-defined]
         current.bind(op)  # ended by __call__ (an async view runs after this method returns)
         if inspect.iscoroutinefunction(view_func):
@@ -114,6 +147,8 @@ class TenancyMiddleware:
         every_tenant = _needs_every_tenant(request)
         if op is None and not every_tenant:
             return None
+        if org_id is not None and op is not None:
+            return self._support_view(request, op, view_func, view_args, view_kwargs)
         # A view that raises leaves the block by the exception: the scope rolls back.
         with _scopes(op, every_tenant):
             response: HttpResponse = view_func(request, *view_args, **view_kwargs)
@@ -121,4 +156,31 @@ class TenancyMiddleware:
             render = getattr(response, "render", None)
             if callable(render):
                 response = render()
+        return response
+
+    def _support_view(
+        self,
+        request: HttpRequest,
+        op: OpContext,
+        view_func: Callable[..., Any],
+        view_args: tuple[Any, ...],
+        view_kwargs: dict[str, Any],
+    ) -> HttpResponse:
+        """A support view's request: in the tenant's scope, told to ``support_seen`` in the
+        same transaction; one refused (404, 403) is told too, in a transaction of its own (the
+        view's rolled back)."""
+        try:
+            with _scopes(op, every_tenant=False):
+                response: HttpResponse = view_func(request, *view_args, **view_kwargs)
+                render = getattr(response, "render", None)
+                if callable(render):
+                    _support_banner(request)
+                    response = render()
+                support.request_seen(request, op, response.status_code)
+        except Http404:
+            support.request_seen(request, op, 404)
+            raise
+        except PermissionDenied:
+            support.request_seen(request, op, 403)
+            raise
         return response

@@ -7,12 +7,11 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, path, reverse
 from django.views.decorators.http import require_POST
 
-from tenancy.admin_fence import is_operator, tenant_staff
+from tenancy.admin_fence import AdminRights, is_operator
 from tenancy.contexts import actor_of
 from workers import dashboard, schedule_state
 from workers.models import QueueGauges
@@ -20,8 +19,9 @@ from wqcore.generics import ModelAdmin
 
 
 @admin.register(QueueGauges)
-class QueueGaugesAdmin(ModelAdmin[QueueGauges]):
-    """The site's operator sees every tenant's figures; a tenant's staff their tenant's."""
+class QueueGaugesAdmin(AdminRights, ModelAdmin[QueueGauges]):
+    """The site's operator and the viewers see every tenant's figures; a tenant's staff their
+    tenant's."""
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -62,18 +62,3 @@ class QueueGaugesAdmin(ModelAdmin[QueueGauges]):
             else:
                 messages.success(request, f"schedule {name} {action}d")
         return HttpResponseRedirect(reverse("admin:workqueue_workers_queuegauges_changelist"))
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request) or tenant_staff(request) is not None
-
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return self.has_module_permission(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False

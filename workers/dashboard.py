@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from audit.api import actor_names
 from outbox.api import READ_LAG, Lag
-from tenancy.admin_fence import is_operator, tenant_staff
+from tenancy.admin_fence import sees_every_tenant, tenant_staff
 from tenancy.modes import current_tenancy, has_tenants
 from workers import schedule_state
 from workers.charts import WINDOWS, Chart, Links, charts, spans_of
@@ -308,7 +308,7 @@ def read_panel(org_id: uuid.UUID | None, window: str = "hour", lane: str | None 
 
 def gauges(request: HttpRequest) -> TemplateResponse:
     """The gauges page (inside the admin: ``admin.site.admin_view`` signs the user in)."""
-    if is_operator(request):
+    if sees_every_tenant(request):
         org_id = None
     elif (staff := tenant_staff(request)) is not None:
         org_id = staff.org_id

@@ -151,6 +151,13 @@ class Settings(pydantic.BaseModel):
         description="the most statements one triage by filter runs per request (the admin; "
         "its page resumes the rest, fenced on the same moment) or per round (the command)",
     )
+    VIEWER_GROUP: str = Field(
+        "Queue viewers (read only)",
+        max_length=150,
+        description="the group whose staff (not superusers) read every page of the queue's "
+        "admin across tenants and act on nothing; made after every migrate if it is not there "
+        "(name an existing group to use it); empty: no viewers, and no group is made",
+    )
     TRACE_URL_TEMPLATE: str = Field(
         "",
         description="a trace's page in the tracing UI, with {trace_id} where its 32 hex digits "

@@ -32,6 +32,15 @@ SHOTS = Path(__file__).resolve().parents[2] / "docs" / "assets" / "screenshots"
 PASSWORD = "correct horse battery staple"
 
 
+def fresh_shots(name: str) -> Path:
+    """The folder of one test's screenshots (``SHOTS/name``), emptied of its last run's."""
+    shots = SHOTS / name
+    shots.mkdir(parents=True, exist_ok=True)
+    for old in shots.glob("*.png"):
+        old.unlink()
+    return shots
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -13,7 +13,15 @@ from __future__ import annotations
 import time
 
 from tenancy.contexts import AppType, OpContext, Role, new_request_context
-from tests.e2e.support import CHROMIUM, CHROMIUM_ARGS, MARKS, PASSWORD, SHOTS, start_worker, stop
+from tests.e2e.support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    MARKS,
+    PASSWORD,
+    fresh_shots,
+    start_worker,
+    stop,
+)
 from tests.factories import MembershipFactory, UserFactory
 from tests.helpers import row
 from workqueue import api
@@ -71,10 +79,7 @@ def test_staff_follow_a_stuck_workflow_requeue_its_dead_step_and_see_it_go_on(
     from django.db import connections
 
     connections.close_all()
-    shots = SHOTS / "workflow"
-    shots.mkdir(parents=True, exist_ok=True)
-    for old in shots.glob("*.png"):
-        old.unlink()
+    shots = fresh_shots("workflow")
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     dying_worker = start_worker("NOOP", "--lane", DYING_LANE)
 

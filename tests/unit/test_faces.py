@@ -63,9 +63,12 @@ FACES: dict[str, tuple[str, ...]] = {
         "naming",
         # The migration step that puts a tenant table under row-level security.
         "rls",
+        # The read-only viewer's group (the admin's roles) and the support view.
+        "roles",
         "scope",
         "services",
         "sessions",
+        "support",
     ),
     "audit": ("api",),
     "workqueue": ("api", "runtime"),

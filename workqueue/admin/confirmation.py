@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
-from tenancy.admin_fence import TenantAdmin, shows_tenants
+from tenancy.admin_fence import TenantAdmin, may_act, shows_tenants
 from workqueue.admin.actions import Refused, TriageAction, actions_on
 from workqueue.admin.scope import actor_in
 from workqueue.exceptions import InvalidPayload
@@ -44,7 +44,7 @@ class TriageAdmin(TenantAdmin[WorkItem]):
         return actions_on(self.statuses)
 
     def has_triage_permission(self, request: HttpRequest) -> bool:
-        return self.has_module_permission(request)
+        return may_act(request)
 
     def hand_over(self, request: HttpRequest, action: TriageAction) -> HttpResponse | None:
         """Where a "select all" of the list goes instead of acting on a selection (None:

@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from audit.api import actor_names
-from tenancy.admin_fence import OperatorWrites, is_operator
+from tenancy.admin_fence import AdminRights, OperatorWrites, is_operator
 from tenancy.contexts import actor_of
 from tenancy.modes import current_tenancy
 from workqueue.admin.scope import tenants_have_names
@@ -115,13 +115,15 @@ def request_id_of(request: HttpRequest) -> uuid.UUID | None:
     return None if rctx is None else rctx.request_id
 
 
-class PauseAdmin(ModelAdmin[Pause]):
+class PauseAdmin(AdminRights, ModelAdmin[Pause]):
     """Paused lanes and kinds: the operator's only (a pause stops every tenant's work). Adding
     one pauses (``pause``), the "resume" action resumes (``resume``, which wakes the
     lane's workers); both audited with the operator as actor. No edits and no deletes: a pause
     ends by resuming."""
 
     form = PauseForm
+    tenant_staff_see = False
+    operator_adds = True
     list_display = ("target", "paused_by_name", "reason", "paused_at")
     ordering = ("lane", "kind")
     actions = ["resume_selected"]
@@ -136,21 +138,6 @@ class PauseAdmin(ModelAdmin[Pause]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         return super().get_queryset(request).using(system_alias())
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return is_operator(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
 
     def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
         if not isinstance(obj, Pause) or not is_operator(request):

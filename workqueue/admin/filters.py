@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
-from tenancy.admin_fence import admin_alias, is_operator
+from tenancy.admin_fence import admin_alias, sees_every_tenant
 from workqueue.admin.scope import scope_of, tenants_have_names
 from workqueue.exceptions import InvalidPayload
 from workqueue.kinds import known_kinds
@@ -154,7 +154,7 @@ def dead_filter_of(request: HttpRequest) -> DeadFilter:
         # A filter this reading does not know would make it match more than the list shows.
         raise InvalidPayload(f"{sorted(unknown)[0]}: not a filter of the dead letters")
     org = None
-    if is_operator(request) and query.get("org"):
+    if sees_every_tenant(request) and query.get("org"):
         try:
             org = uuid.UUID(query["org"])
         except ValueError:

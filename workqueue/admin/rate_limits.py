@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from audit.api import actor_names
-from tenancy.admin_fence import is_operator
+from tenancy.admin_fence import AdminRights, is_operator
 from tenancy.contexts import actor_of
 from workqueue.admin.controls import request_id_of
 from workqueue.exceptions import InvalidPayload
@@ -61,13 +61,15 @@ class RateLimitForm(ModelForm[RateLimit]):
         pass
 
 
-class RateLimitAdmin(ModelAdmin[RateLimit]):
+class RateLimitAdmin(AdminRights, ModelAdmin[RateLimit]):
     """Rate limits: the operator's only (a limit holds back every tenant's work). Adding one
     sets it, or changes the one of its scope and target (``set_rate_limit``); the "clear"
     action removes them (``clear_rate_limit``); both audited with the operator as actor. No
     edits in place: set it again with the new rate."""
 
     form = RateLimitForm
+    tenant_staff_see = False
+    operator_adds = True
     list_display = ("scope", "target", "rate", "burst", "set_by_name", "updated_at")
     ordering = ("scope", "target")
     actions = ["clear_selected"]
@@ -82,21 +84,6 @@ class RateLimitAdmin(ModelAdmin[RateLimit]):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[RateLimit]:
         return super().get_queryset(request).using(system_alias())
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request)
-
-    def has_view_permission(self, request: HttpRequest, obj: RateLimit | None = None) -> bool:
-        return is_operator(request)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return is_operator(request)
-
-    def has_change_permission(self, request: HttpRequest, obj: RateLimit | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: RateLimit | None = None) -> bool:
-        return False
 
     def save_model(self, request: HttpRequest, obj: RateLimit, form: Any, change: bool) -> None:
         if not is_operator(request):

@@ -9,7 +9,7 @@ import uuid
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
-from tenancy.admin_fence import is_operator, tenant_staff
+from tenancy.admin_fence import is_operator, sees_every_tenant, tenant_staff
 from tenancy.contexts import OpContext
 from tenancy.modes import current_tenancy
 from tenancy.services import operator_context
@@ -22,8 +22,9 @@ def tenants_have_names() -> bool:
 
 def scope_of(request: HttpRequest) -> uuid.UUID | None:
     """Whose rows a reading of the admin covers: every tenant's for the operator (``None``: on
-    the system login), else the staff member's tenant (under its row-level security)."""
-    if is_operator(request):
+    the system login; a viewer's too), else the staff member's tenant (under its row-level
+    security; in a support view, the tenant viewed)."""
+    if sees_every_tenant(request):
         return None
     staff = tenant_staff(request)
     if staff is None:

@@ -31,6 +31,15 @@ from workqueue.admin.scope import actor_in, scope_of, tenants_have_names
 from workqueue.exceptions import NotFound
 from workqueue.models import Status, WorkItem
 from workqueue.workflows.cancel import REASON_MAX, cancel_workflow
+from workqueue.workflows.graph import (
+    GRAPH_MAX,
+    LEVELS_MAX,
+    Node,
+    draw,
+    read_graph,
+    statuses_drawn,
+    summarise,
+)
 from workqueue.workflows.overview import (
     COUNT_CAP,
     Holding,
@@ -61,6 +70,27 @@ def workflow_link(workflow_id: uuid.UUID | None) -> str:
         workflow_id,
         str(workflow_id)[-12:],
     )
+
+
+def node_href(node: Node) -> str:
+    """Where a node of the graph leads: a dead step to its triage page, any other to its page."""
+    if node.status == Status.FAILED:
+        return reverse("admin:workqueue_deadletter_change", args=[node.id])
+    return reverse("admin:workqueue_workitem_change", args=[node.id])
+
+
+def graph_of(first: WorkItem, steps: int, scope: uuid.UUID | None) -> dict[str, Any]:
+    """The page's graph: drawn node by node up to ``GRAPH_MAX`` steps, else summarised by level
+    and status (up to ``LEVELS_MAX``; beyond, the counts by status say it all)."""
+    if steps > LEVELS_MAX:
+        return {"too_large": True}
+    nodes = read_graph(first.org_id, first.id, min(steps, LEVELS_MAX), scope=scope)
+    if not nodes:  # steps declared before their places were kept (migration 0013)
+        return {}
+    if len(nodes) <= GRAPH_MAX:
+        drawing = draw(nodes, node_href)
+        return {"drawing": drawing, "legend": statuses_drawn(drawing.boxes)}
+    return {"summary": summarise(nodes)}
 
 
 def counted(n: int) -> str:
@@ -172,14 +202,19 @@ class WorkflowPages:
         counts = read_counts(first.org_id, workflow_id, scope=scope)
         page = read_steps(first.org_id, workflow_id, after, STEPS_PER_PAGE, scope=scope)
         live = sum(counts.get(status, 0) for status in LIVE)
+        total = sum(counts.values())
+        # The graph on the first page only: a summary reads every step.
+        graph = graph_of(first, total, scope) if after is None else {}
         return self._page(
             request,
             f"Workflow …{str(workflow_id)[-12:]}",
             "admin/workqueue/workflow.html",
             first,
             counts=counts,
-            total=sum(counts.values()),
+            total=total,
             live=live,
+            graph=graph,
+            graph_max=GRAPH_MAX,
             blockers=read_blockers(first.org_id, workflow_id, scope=scope),
             callbacks=read_callbacks(first.org_id, workflow_id, scope=scope),
             steps=page.steps,
