@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 import pytest
@@ -129,3 +130,56 @@ def loud_policy(coordinator: psycopg.Connection, table: str) -> str:
         f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
     )
     return table
+
+
+PRODUCT_ALIASES = {
+    "citus_owner": "postgres",
+    "citus_app": "wq_citus_app",
+    "citus_system": "wq_citus_system",
+}
+
+
+def _add_alias(alias: str, login: str) -> None:
+    from django.db import connections
+
+    from project.database import parse
+
+    url = URL.replace("postgres@", f"{login}@", 1)
+    given = {**connections.settings, alias: parse(alias, url)}
+    connections.settings[alias] = connections.configure_settings(given)[alias]
+
+
+@pytest.fixture(scope="session")
+def product(django_db_blocker: Any) -> Iterator[dict[str, str]]:
+    """The product's migrated schema on the coordinator, laid out by ``citus_distribute``, with
+    the orgs tenancy's three logins as Django aliases; WORKQUEUE names them (set_local mode)
+    for the whole session. Migrate and distribute are both idempotent: a second session finds
+    nothing to do."""
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+    from django.test import override_settings
+
+    from tenancy.logins import ensure_logins
+
+    for alias, login in PRODUCT_ALIASES.items():
+        _add_alias(alias, login)
+    owner, app, system = (connections.settings[a] for a in PRODUCT_ALIASES)
+    queue = {
+        **settings.WORKQUEUE,
+        "DATABASE_ALIAS": "citus_app",
+        "SYSTEM_DATABASE_ALIAS": "citus_system",
+        "OWNER_DATABASE_ALIAS": "citus_owner",
+        "LISTEN_DATABASE_ALIAS": None,
+        "TENANT_NAMING": "set_local",
+        "HISTORY": False,
+    }
+    with django_db_blocker.unblock(), override_settings(WORKQUEUE=queue):
+        ensure_logins(app, system, owner)
+        call_command("migrate", database="citus_owner", verbosity=0)
+        call_command("citus_distribute", database="citus_owner", verbosity=0)
+        try:
+            yield PRODUCT_ALIASES
+        finally:
+            for alias in PRODUCT_ALIASES:
+                connections[alias].close()
