@@ -173,6 +173,7 @@ def product(django_db_blocker: Any) -> Iterator[dict[str, str]]:
         "LISTEN_DATABASE_ALIAS": None,
         "TENANT_NAMING": "set_local",
         "HISTORY": False,
+        "CITUS": True,
     }
     with django_db_blocker.unblock(), override_settings(WORKQUEUE=queue):
         ensure_logins(app, system, owner)

@@ -1,0 +1,193 @@
+"""The queue's own calls on its distributed tables (``citus_distribute``), in ``set_local`` mode.
+
+Tenants A and B are placed so that their shards sit on different workers. Each enqueues, reads
+by id, reads its result and filters its items on its own node; B never sees a row of A's in any
+tenant table; and a view's write to the site's own distributed table plus the enqueue commit as
+one transaction on one worker, with no two-phase commit.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import psycopg
+import pytest
+from django.db import connections, transaction
+from django.db.utils import ProgrammingError
+
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
+from tenancy.models import Org
+from tests.citus.conftest import node_of
+from workqueue import api
+from workqueue.citus import TENANT_TABLES
+from workqueue.models import WorkItem
+from wqcore.scope import tenant_scope
+
+APP = "citus_app"
+
+
+class Tenant(NamedTuple):
+    org_id: uuid.UUID
+    ctx: OpContext
+    port: int
+
+
+def _tenant(coordinator: psycopg.Connection, avoid: int | None = None) -> Tenant:
+    """A new org whose work items' shard is not on the worker ``avoid``."""
+    while True:
+        org_id = uuid.uuid4()
+        port = node_of(coordinator, "workqueue_workitem", org_id)
+        if port != avoid:
+            break
+    Org.objects.using("citus_owner").create(id=org_id, name="t", slug=f"t-{org_id.hex[:12]}")
+    rctx = new_request_context(AppType.WEB, traceparent=None)
+    return Tenant(org_id, OpContext(org_id=org_id, user_id="1", role=Role.MEMBER, rctx=rctx), port)
+
+
+@pytest.fixture
+def tenants(product: dict[str, str], coordinator: psycopg.Connection) -> tuple[Tenant, Tenant]:
+    a = _tenant(coordinator)
+    return a, _tenant(coordinator, avoid=a.port)
+
+
+def _done(coordinator: psycopg.Connection, item_id: uuid.UUID, result: str) -> None:
+    """Stand in for a worker's completion (the claim is not routed yet)."""
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET status = 'done', result = %s::jsonb WHERE id = %s",
+        [result, item_id],
+    )
+
+
+def test_each_tenant_enqueues_and_reads_on_its_own_node(
+    tenants: tuple[Tenant, Tenant], coordinator: psycopg.Connection
+) -> None:
+    a, b = tenants
+    assert a.port != b.port
+    for t in (a, b):
+        item, outcome = api.enqueue(t.ctx, "NOOP", {}, idempotency_key="k1")
+        assert outcome == api.Outcome.INSERTED and item.org_id == t.org_id
+        again, outcome = api.enqueue(t.ctx, "NOOP", {}, idempotency_key="k1")
+        assert (outcome, again.id) == (api.Outcome.KEY_EXISTS, item.id)
+        assert api.status_of(t.ctx, item.id).status == api.Status.PENDING
+        assert api.result_of(t.ctx, item.id) is None
+        _done(coordinator, item.id, '{"total": 3}')
+        assert api.result_of(t.ctx, item.id) == {"total": 3}
+        with tenant_scope(t.org_id, using=APP):
+            mine = WorkItem.objects.using(APP).filter(kind="NOOP", idempotency_key="k1")
+            assert [(i.id, i.org_id) for i in mine] == [(item.id, t.org_id)]
+        row = coordinator.execute(
+            "SELECT nodeport FROM citus_shards WHERE shardid ="
+            " get_shard_id_for_distribution_column('workqueue_workitem', %s)",
+            [t.org_id],
+        ).fetchone()
+        assert row == (t.port,)
+
+
+def test_tenant_b_never_sees_a_row_of_tenant_a_on_another_node(
+    tenants: tuple[Tenant, Tenant],
+) -> None:
+    a, b = tenants
+    item, _ = api.enqueue(a.ctx, "NOOP", {})
+    with pytest.raises(api.NotFound):
+        api.status_of(b.ctx, item.id)
+    with pytest.raises(api.NotFound):
+        api.result_of(b.ctx, item.id)
+    with tenant_scope(b.org_id, using=APP):
+        assert not WorkItem.objects.using(APP).filter(id=item.id).exists()
+        with connections[APP].cursor() as cursor:
+            for table in TENANT_TABLES:
+                cursor.execute(f"SELECT count(*) FROM {table} WHERE org_id <> %s", [b.org_id])
+                assert cursor.fetchone() == (0,), table
+        with connections[APP].cursor() as cursor:
+            cursor.execute(
+                "UPDATE workqueue_workitem SET last_error = 'x' WHERE id = %s", [item.id]
+            )
+            assert cursor.rowcount == 0
+    with pytest.raises(ProgrammingError, match="row-level security"):
+        with tenant_scope(b.org_id, using=APP), connections[APP].cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO workqueue_ready (slot, id, org_id, lane, kind, priority,"
+                " available_at) VALUES (1, %s, %s, 'default', 'NOOP', 0, now())",
+                [item.id, a.org_id],
+            )
+    assert api.status_of(a.ctx, item.id).status == api.Status.PENDING
+
+
+SITE_TABLE = "citus_site_order"
+
+
+@pytest.fixture
+def site_table(product: dict[str, str], coordinator: psycopg.Connection) -> Iterator[str]:
+    """The site's own tenant table, distributed by org_id beside the queue's, as the Citus page
+    says: colocated with workqueue_workitem, under the tenant policy, granted to the login."""
+    coordinator.execute(f"DROP TABLE IF EXISTS {SITE_TABLE}")
+    coordinator.execute(
+        f"CREATE TABLE {SITE_TABLE} (org_id uuid NOT NULL, id bigint NOT NULL, body text,"
+        " PRIMARY KEY (org_id, id))"
+    )
+    coordinator.execute(
+        "SELECT create_distributed_table(%s, 'org_id', colocate_with => 'workqueue_workitem')",
+        [SITE_TABLE],
+    )
+    coordinator.execute(f"ALTER TABLE {SITE_TABLE} ENABLE ROW LEVEL SECURITY")
+    coordinator.execute(f"ALTER TABLE {SITE_TABLE} FORCE ROW LEVEL SECURITY")
+    coordinator.execute(
+        f"CREATE POLICY tenant_isolation ON {SITE_TABLE}"
+        " USING (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
+        " WITH CHECK (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
+    )
+    coordinator.execute(f"GRANT SELECT, INSERT ON {SITE_TABLE} TO wq_citus_app")
+    yield SITE_TABLE
+    coordinator.execute(f"DROP TABLE {SITE_TABLE}")
+
+
+def _remote_commands(alias: str) -> list[str]:
+    """Collect the commands Citus sends to the workers from this connection (as notices)."""
+    seen: list[str] = []
+    conn = connections[alias]
+    conn.ensure_connection()
+    raw: Any = conn.connection
+
+    def heard(diag: Any) -> None:
+        seen.append(f"{diag.message_primary} | {diag.message_detail or ''}")
+
+    raw.add_notice_handler(heard)
+    return seen
+
+
+def test_a_views_write_and_its_enqueue_commit_on_one_node_without_2pc(
+    tenants: tuple[Tenant, Tenant], site_table: str, coordinator: psycopg.Connection
+) -> None:
+    a, _ = tenants
+    prepared = coordinator.execute("SELECT count(*) FROM pg_dist_transaction").fetchone()
+    seen = _remote_commands(APP)
+    with connections[APP].cursor() as cursor:
+        cursor.execute("SET citus.log_remote_commands = on")
+        cursor.execute("SET client_min_messages = log")
+    try:
+        with transaction.atomic(using=APP), tenant_scope(a.org_id, using=APP):
+            with connections[APP].cursor() as cursor:
+                cursor.execute(f"INSERT INTO {site_table} VALUES (%s, 1, 'order')", [a.org_id])
+            item, outcome = api.enqueue(a.ctx, "NOOP", {}, idempotency_key="order-1")
+    finally:
+        with connections[APP].cursor() as cursor:
+            cursor.execute("RESET client_min_messages")
+            cursor.execute("RESET citus.log_remote_commands")
+    assert outcome == api.Outcome.INSERTED
+    remote = [line for line in seen if "issuing" in line]
+    written = {
+        int(port)
+        for line in remote
+        if re.search(r"issuing (INSERT|UPDATE|DELETE|WITH)", line)
+        for port in re.findall(r":(\d+) connectionId", line)
+    }
+    assert written == {a.port}, remote
+    assert not [line for line in remote if "PREPARE TRANSACTION" in line], remote
+    assert any("COMMIT" in line for line in remote), remote
+    after = coordinator.execute("SELECT count(*) FROM pg_dist_transaction").fetchone()
+    assert after == prepared
+    with tenant_scope(a.org_id, using=APP):
+        assert api.status_of(a.ctx, item.id).status == api.Status.PENDING
