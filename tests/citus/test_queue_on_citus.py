@@ -11,16 +11,13 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Iterator
-from typing import Any, NamedTuple
 
 import psycopg
 import pytest
 from django.db import connections, transaction
 from django.db.utils import ProgrammingError
 
-from tenancy.contexts import AppType, OpContext, Role, new_request_context
-from tenancy.models import Org
-from tests.citus.conftest import node_of
+from tests.citus.conftest import Tenant, new_tenant, remote_commands
 from workqueue import api
 from workqueue.citus import TENANT_TABLES
 from workqueue.models import WorkItem
@@ -29,28 +26,10 @@ from wqcore.scope import tenant_scope
 APP = "citus_app"
 
 
-class Tenant(NamedTuple):
-    org_id: uuid.UUID
-    ctx: OpContext
-    port: int
-
-
-def _tenant(coordinator: psycopg.Connection, avoid: int | None = None) -> Tenant:
-    """A new org whose work items' shard is not on the worker ``avoid``."""
-    while True:
-        org_id = uuid.uuid4()
-        port = node_of(coordinator, "workqueue_workitem", org_id)
-        if port != avoid:
-            break
-    Org.objects.using("citus_owner").create(id=org_id, name="t", slug=f"t-{org_id.hex[:12]}")
-    rctx = new_request_context(AppType.WEB, traceparent=None)
-    return Tenant(org_id, OpContext(org_id=org_id, user_id="1", role=Role.MEMBER, rctx=rctx), port)
-
-
 @pytest.fixture
 def tenants(product: dict[str, str], coordinator: psycopg.Connection) -> tuple[Tenant, Tenant]:
-    a = _tenant(coordinator)
-    return a, _tenant(coordinator, avoid=a.port)
+    a = new_tenant(coordinator)
+    return a, new_tenant(coordinator, avoid=a.port)
 
 
 def _done(coordinator: psycopg.Connection, item_id: uuid.UUID, result: str) -> None:
@@ -144,26 +123,12 @@ def site_table(product: dict[str, str], coordinator: psycopg.Connection) -> Iter
     coordinator.execute(f"DROP TABLE {SITE_TABLE}")
 
 
-def _remote_commands(alias: str) -> list[str]:
-    """Collect the commands Citus sends to the workers from this connection (as notices)."""
-    seen: list[str] = []
-    conn = connections[alias]
-    conn.ensure_connection()
-    raw: Any = conn.connection
-
-    def heard(diag: Any) -> None:
-        seen.append(f"{diag.message_primary} | {diag.message_detail or ''}")
-
-    raw.add_notice_handler(heard)
-    return seen
-
-
 def test_a_views_write_and_its_enqueue_commit_on_one_node_without_2pc(
     tenants: tuple[Tenant, Tenant], site_table: str, coordinator: psycopg.Connection
 ) -> None:
     a, _ = tenants
     prepared = coordinator.execute("SELECT count(*) FROM pg_dist_transaction").fetchone()
-    seen = _remote_commands(APP)
+    seen = remote_commands(APP)
     with connections[APP].cursor() as cursor:
         cursor.execute("SET citus.log_remote_commands = on")
         cursor.execute("SET client_min_messages = log")
