@@ -17,7 +17,7 @@ import pytest
 from django.db import connections, transaction
 from django.db.utils import ProgrammingError
 
-from tests.citus.conftest import Tenant, new_tenant, remote_commands
+from tests.citus.conftest import URL, Tenant, new_tenant, remote_commands
 from workqueue import api
 from workqueue.citus import TENANT_TABLES
 from workqueue.models import WorkItem
@@ -156,3 +156,16 @@ def test_a_views_write_and_its_enqueue_commit_on_one_node_without_2pc(
     assert after == prepared
     with tenant_scope(a.org_id, using=APP):
         assert api.status_of(a.ctx, item.id).status == api.Status.PENDING
+
+
+def test_the_enqueue_announces_its_lane_from_the_coordinator(
+    tenants: tuple[Tenant, Tenant],
+) -> None:
+    """The notice is made by the coordinator's part of the statement (a NOTIFY on a worker
+    never reaches a LISTEN on the coordinator)."""
+    a, _ = tenants
+    with psycopg.connect(URL, autocommit=True) as listener:
+        listener.execute("LISTEN work_available")
+        api.enqueue(a.ctx, "NOOP", {}, lane="citus-notice")
+        heard = [n.payload for n in listener.notifies(timeout=10, stop_after=1)]
+    assert heard == ["citus-notice"]
