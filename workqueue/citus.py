@@ -155,12 +155,12 @@ def plan(alias: str | None = None) -> list[str]:
                     )
                 )
             )
-        for replacing in REPLACING:
-            if replacing.table not in placed:
+        for table, trigger in dict.fromkeys((r.table, r.trigger) for r in REPLACING):
+            if table not in placed:
                 out.append(
                     text(
                         sql.SQL("DROP TRIGGER IF EXISTS {} ON {}").format(
-                            _ident(replacing.trigger), _ident(replacing.table)
+                            _ident(trigger), _ident(table)
                         )
                     )
                 )
@@ -240,6 +240,13 @@ def distribute(alias: str | None = None) -> list[str]:
             cursor.execute(statement)
     apply_grants()
     return statements
+
+
+def site_tables(alias: str | None = None) -> list[str]:
+    """The tables with an ``org_id`` that are not the queue's: the site's own, which it
+    distributes itself, colocated with ``ANCHOR`` (docs/howto/citus.md)."""
+    ours = set(TENANT_TABLES + REFERENCE_TABLES)
+    return [str(t) for (t,) in _rows(alias or owner_alias(), "org_tables") if t not in ours]
 
 
 def shard_fences(alias: str | None = None) -> list[tuple[str, int, int]]:

@@ -14,6 +14,7 @@ from workqueue.citus import (
     distribute,
     plan,
     shard_fences,
+    site_tables,
 )
 
 
@@ -40,17 +41,25 @@ class Command(BaseCommand):
             statements = plan(database) if dry_run else distribute(database)
         except NotCitus as exc:
             raise CommandError(str(exc)) from exc
+        others = ", ".join(site_tables(database))
         if dry_run:
             for statement in statements:
                 self.stdout.write(statement + ";")
             if not statements:
                 self.stdout.write("-- nothing to do: the queue's tables are laid out")
+            if others:
+                self.stdout.write(f"-- the site's own tenant tables, left as they are: {others}")
             return
         self.stdout.write(
             f"{len(statements)} statements run: {len(TENANT_TABLES)} tenant tables distributed "
             f"by org_id, {len(REFERENCE_TABLES)} reference tables, "
             f"{len(COORDINATOR_TABLES)} left on the coordinator"
         )
+        if others:
+            self.stdout.write(
+                f"the site's own tenant tables, left as they are: {others} (distribute each "
+                "by org_id colocated with workqueue_workitem: docs/howto/citus.md)"
+            )
         unfenced = [(t, n, bare) for t, n, bare in shard_fences(database) if bare]
         for table, placements, bare in unfenced:
             self.stderr.write(f"{table}: {bare} of {placements} placements lack the policies")
