@@ -8,6 +8,7 @@ one transaction on one worker, with no two-phase commit.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Iterator
@@ -169,3 +170,29 @@ def test_the_enqueue_announces_its_lane_from_the_coordinator(
         api.enqueue(a.ctx, "NOOP", {}, lane="citus-notice")
         heard = [n.payload for n in listener.notifies(timeout=10, stop_after=1)]
     assert heard == ["citus-notice"]
+
+
+def test_the_async_enqueue_writes_the_item_and_its_ready_row(
+    tenants: tuple[Tenant, Tenant], coordinator: psycopg.Connection
+) -> None:
+    """The async face's own connections, each step a transaction of its own on the tenant's
+    node: the item and its ready row."""
+    from wqcore.async_face import aclose_async_store
+
+    a, b = tenants
+
+    async def run() -> list[uuid.UUID]:
+        try:
+            return [
+                (await api.aenqueue(t.ctx, "NOOP", {}, lane="citus-async"))[0].id for t in tenants
+            ]
+        finally:
+            await aclose_async_store()
+
+    ids = asyncio.run(run())
+    ready = coordinator.execute(
+        "SELECT id, org_id FROM workqueue_ready WHERE id = ANY(%s) ORDER BY org_id = %s DESC",
+        [ids, a.org_id],
+    ).fetchall()
+    assert ready == [(ids[0], a.org_id), (ids[1], b.org_id)]
+    assert api.status_of(b.ctx, ids[1]).status == api.Status.PENDING
