@@ -108,3 +108,28 @@ def test_two_claims_of_one_tenant_get_disjoint_items(
         thread.join(30)
     assert len(first) == 3 and len(second[0]) == 3
     assert first.isdisjoint(second[0]) and first | second[0] == wanted
+
+
+def test_claimed_items_complete_in_one_batch_across_nodes(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """The worker's settle (``complete_many``, on the system login): every fenced item done,
+    its attempt recorded; a stale token completes nothing."""
+    from workqueue.fence import Fence
+    from workqueue.settle import complete_many
+
+    a = new_tenant(coordinator)
+    b = new_tenant(coordinator, avoid=a.port)
+    wanted = _enqueue(a, 2) | _enqueue(b, 2)
+    got = claim(new_request_context(AppType.WORKER), LANE, ["NOOP"], "w1", 30.0, 10)
+    fences = [Fence.of(item) for _, item in got]
+    stale = Fence(fences[0].org_id, fences[0].item_id, uuid.uuid4())
+    assert complete_many([stale]) == set()
+    assert complete_many(fences) == wanted
+    rows = coordinator.execute(
+        "SELECT w.status, count(a.id) FROM workqueue_workitem w"
+        " LEFT JOIN workqueue_attempt a ON a.org_id = w.org_id AND a.item_id = w.id"
+        " WHERE w.id = ANY(%s) GROUP BY w.org_id, w.id, w.status",
+        [list(wanted)],
+    ).fetchall()
+    assert rows == [("done", 1)] * 4
