@@ -87,8 +87,15 @@ def apply_grants(**_: Any) -> list[str]:
     # One transaction: a live worker or web process sees the old rights until the new ones are
     # all in place, never the moment between the revoke and the grants.
     with transaction.atomic(using=owner), connections[owner].cursor() as cursor:
-        cursor.execute("SELECT current_schema()")
-        statements = grant_statements(app_login, system_login, cursor.fetchone()[0])
+        cursor.execute(
+            "SELECT current_schema(), EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')"
+        )
+        schema, citus = cursor.fetchone()
+        if citus:
+            # On Citus, grants on reference tables after grants on distributed ones in one
+            # transaction need one connection per node.
+            cursor.execute("SET LOCAL citus.multi_shard_modify_mode = 'sequential'")
+        statements = grant_statements(app_login, system_login, schema)
         for statement in statements:
             cursor.execute(statement)
     return statements

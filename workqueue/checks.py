@@ -103,6 +103,33 @@ def naming_problem(alias: str) -> str | None:
             f"{propagate}, so its SET LOCAL never reaches Citus's workers: run manage.py "
             f"create_logins (or ALTER ROLE {user} SET citus.propagate_set_commands = 'local')"
         )
+    return layout_problem(alias)
+
+
+def layout_problem(alias: str) -> str | None:
+    """Why ``WORKQUEUE["CITUS"]`` does not match how the queue's tables lie on this Citus
+    database, or None. Asked only where Citus is installed."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM pg_dist_partition"
+            " WHERE logicalrelid = to_regclass('workqueue_workitem'))"
+        )
+        distributed = cursor.fetchone()[0]
+    if distributed and not wq_settings.CITUS:
+        return (
+            "the queue's tables are distributed on Citus (manage.py citus_distribute), which "
+            "refuses some of the single server's statements: set WORKQUEUE['CITUS'] = True"
+        )
+    if wq_settings.CITUS and not distributed:
+        return (
+            "WORKQUEUE['CITUS'] is on but the queue's tables are not distributed: run "
+            "manage.py citus_distribute after migrate"
+        )
+    if wq_settings.CITUS and wq_settings.HISTORY:
+        return (
+            "Citus cannot distribute history's tables (inheritance children): set "
+            "WORKQUEUE['HISTORY'] = False"
+        )
     return None
 
 

@@ -24,6 +24,12 @@ from django.db import IntegrityError
 
 from tenancy.contexts import OpContext, RequestContext, contexts_from_rows
 from tenancy.services import with_cause
+from workqueue.claim_citus import (
+    CLAIM_TENANT_CITUS,
+    DUE_TENANTS_CITUS,
+    ClaimTenantParams,
+    DueTenantsParams,
+)
 from workqueue.claim_statements import (
     CAPS_IN_EFFECT,
     CLAIM,
@@ -356,6 +362,8 @@ def claim(
     if limit < 1 or not kinds:
         return Claimed()
     lane = check_lane(lane)
+    if wq_settings.CITUS:
+        return (yield from _claim_by_tenant(rctx, lane, kinds, (worker_id, lease_s), limit))
     caps = running_caps(lane, kinds)
     if woken:
         one = yield from _first_alone(rctx, lane, kinds, (worker_id, lease_s), caps)
@@ -384,6 +392,28 @@ def claim(
 aclaim = claim.aio
 
 
+def _claim_by_tenant(
+    rctx: RequestContext, lane: str, kinds: list[str], holder: tuple[str, float], limit: int
+) -> Plan[Claimed]:
+    """The claim on Citus: the tenants with due work, read without a lock on the coordinator
+    (``due_tenants_citus``), then each one's items claimed by a statement Citus routes to the
+    node holding that tenant (``claim_tenant_citus``), until ``limit`` are claimed. The fence,
+    the attempt and the lease are written as the single server's claim writes them; pauses,
+    caps, rate limits and the fair order between tenants are not applied yet."""
+    worker_id, lease_s = holder
+    due: Rows = yield System(DUE_TENANTS_CITUS, DueTenantsParams(lane, kinds, limit))
+    handed: list[tuple[OpContext, WorkItem]] = []
+    for (org_id,) in due.rows:
+        want = limit - len(handed)
+        if want < 1:
+            break
+        params = ClaimTenantParams(org_id, lane, kinds, worker_id, lease_s, want, uuid.uuid4().hex)
+        rows = yield from _claim_rows(System(CLAIM_TENANT_CITUS, params), lane, worker_id)
+        if rows is not None and rows.rows:
+            handed.extend((yield from _handed_out(rctx, rows)))
+    return Claimed(handed)
+
+
 def _first_alone(
     rctx: RequestContext, lane: str, kinds: list[str], holder: tuple[str, float], caps: Caps
 ) -> Plan[Claimed | None]:
@@ -406,6 +436,8 @@ def claim_first(
     kinds = list(kinds)
     if not kinds:
         return Claimed()
+    if wq_settings.CITUS:  # no claim across tenants there: claim(woken=True) claims per tenant
+        return None
     lane = check_lane(lane)
     return (
         yield from _first_alone(rctx, lane, kinds, (worker_id, lease_s), running_caps(lane, kinds))

@@ -34,6 +34,7 @@ from workqueue.models import WorkItem
 from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.signals import send_enqueued
+from wqcore.conf import wq_settings
 from wqcore.statements import Statement
 from wqcore.store import Plan, Rows, Tenant, transition
 
@@ -54,6 +55,11 @@ class ReadItemsParams(NamedTuple):
     keys: list[str]
 
 
+class ReadyRowParams(NamedTuple):
+    org_id: uuid.UUID
+    id: uuid.UUID
+
+
 class TakenIdsParams(NamedTuple):
     org_id: uuid.UUID
     ids: list[uuid.UUID]
@@ -67,6 +73,9 @@ ENQUEUE = Statement(
     includes=(READY_ROWS,),
     build_parts=one_insert_parts,
 )
+# The Citus forms (WORKQUEUE["CITUS"]): the item, then its ready row, each a statement.
+ENQUEUE_CITUS = Statement("enqueue_citus", EnqueueParams, SQL_DIR, build_parts=one_insert_parts)
+READY_ROW_CITUS = Statement("ready_row_citus", ReadyRowParams, SQL_DIR)
 READ_ITEMS = Statement("read_items", ReadItemsParams, SQL_DIR)
 TAKEN_IDS = Statement("taken_ids", TakenIdsParams, SQL_DIR)
 
@@ -101,7 +110,12 @@ def existing(row: Row, by: dict[uuid.UUID | str, WorkItem]) -> tuple[WorkItem, O
 
 def insert_one(author: Author, row: Row) -> Plan[tuple[WorkItem, Outcome]]:
     """Insert ``row`` for ``author``; an id or key that exists is read back, untouched."""
-    inserted: Rows = yield Tenant(author.org_id, ENQUEUE, one_params(author, row))
+    if wq_settings.CITUS:
+        inserted = yield Tenant(author.org_id, ENQUEUE_CITUS, one_params(author, row))
+        if inserted.rows:
+            yield Tenant(author.org_id, READY_ROW_CITUS, ReadyRowParams(author.org_id, row.id))
+    else:
+        inserted = yield Tenant(author.org_id, ENQUEUE, one_params(author, row))
     if inserted.rows:
         return inserted_item(author, row, inserted.rows[0]), Outcome.INSERTED
     by = yield from read_back(author, [row])

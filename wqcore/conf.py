@@ -82,6 +82,14 @@ class Settings(pydantic.BaseModel):
         "'set_local': SET LOCAL as a statement of its own, which Citus sends on to its workers "
         "(with the logins' citus.propagate_set_commands = 'local', which create_logins sets)",
     )
+    CITUS: bool = Field(
+        False,
+        description="the queue's tables are distributed on Citus (manage.py citus_distribute): "
+        "the statements Citus cannot run as written are sent in their Citus form (the enqueue: "
+        "no history probe, its ready row a second statement on the tenant's node; the claim: "
+        "tenants read on the coordinator, then a claim within each routed to its node). Needs "
+        "TENANT_NAMING = 'set_local' and HISTORY = False (the startup check says so)",
+    )
 
     # -- kinds, lanes, payloads -----------------------------------------------------------------
     AUTODISCOVER_MODULE: str = Field(

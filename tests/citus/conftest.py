@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import psycopg
 import pytest
 
+from tenancy.contexts import AppType, OpContext, Role, new_request_context
 from tenancy.rls import SQL_DIR
 from wqcore.sqlfiles import run_sql_file
 
@@ -129,3 +131,106 @@ def loud_policy(coordinator: psycopg.Connection, table: str) -> str:
         f"ALTER ROLE {TENANT_LOGIN} SET citus.propagate_set_commands = 'local'".encode()
     )
     return table
+
+
+PRODUCT_ALIASES = {
+    "citus_owner": "postgres",
+    "citus_app": "wq_citus_app",
+    "citus_system": "wq_citus_system",
+}
+
+
+def _add_alias(alias: str, login: str) -> None:
+    from django.db import connections
+
+    from project.database import parse
+
+    url = URL.replace("postgres@", f"{login}@", 1)
+    given = {**connections.settings, alias: parse(alias, url)}
+    connections.settings[alias] = connections.configure_settings(given)[alias]
+
+
+def _product_settings() -> dict[str, Any]:
+    from django.conf import settings
+
+    return {
+        **settings.WORKQUEUE,
+        "DATABASE_ALIAS": "citus_app",
+        "SYSTEM_DATABASE_ALIAS": "citus_system",
+        "OWNER_DATABASE_ALIAS": "citus_owner",
+        "LISTEN_DATABASE_ALIAS": None,
+        "TENANT_NAMING": "set_local",
+        "HISTORY": False,
+        "CITUS": True,
+    }
+
+
+@pytest.fixture(scope="session")
+def laid_out(django_db_blocker: Any) -> Iterator[None]:
+    """The product's migrated schema on the coordinator, laid out by ``citus_distribute``, with
+    the orgs tenancy's three logins as Django aliases. Migrate and distribute are both
+    idempotent: a second session finds nothing to do."""
+    from django.core.management import call_command
+    from django.db import connections
+    from django.test import override_settings
+
+    from tenancy.logins import ensure_logins
+
+    for alias, login in PRODUCT_ALIASES.items():
+        _add_alias(alias, login)
+    owner, app, system = (connections.settings[a] for a in PRODUCT_ALIASES)
+    with django_db_blocker.unblock():
+        with override_settings(WORKQUEUE=_product_settings()):
+            ensure_logins(app, system, owner)
+            call_command("migrate", database="citus_owner", verbosity=0)
+            call_command("citus_distribute", database="citus_owner", verbosity=0)
+        try:
+            yield
+        finally:
+            for alias in PRODUCT_ALIASES:
+                connections[alias].close()
+
+
+@pytest.fixture
+def product(laid_out: None) -> Iterator[dict[str, str]]:
+    """The laid-out product, with WORKQUEUE naming its aliases (set_local mode, CITUS on)."""
+    from django.test import override_settings
+
+    with override_settings(WORKQUEUE=_product_settings()):
+        yield PRODUCT_ALIASES
+
+
+class Tenant(NamedTuple):
+    org_id: uuid.UUID
+    ctx: OpContext
+    port: int
+
+
+def new_tenant(coordinator: psycopg.Connection, avoid: int | None = None) -> Tenant:
+    """A new org whose work items' shard is not on the worker ``avoid``."""
+    from tenancy.models import Org
+
+    while True:
+        org_id = uuid.uuid4()
+        port = node_of(coordinator, "workqueue_workitem", org_id)
+        if port != avoid:
+            break
+    Org.objects.using("citus_owner").create(id=org_id, name="t", slug=f"t-{org_id.hex[:12]}")
+    rctx = new_request_context(AppType.WEB, traceparent=None)
+    return Tenant(org_id, OpContext(org_id=org_id, user_id="1", role=Role.MEMBER, rctx=rctx), port)
+
+
+def remote_commands(alias: str) -> list[str]:
+    """Collect the commands Citus sends to the workers from this connection (as notices)."""
+    from django.db import connections
+
+    seen: list[str] = []
+    conn = connections[alias]
+    conn.ensure_connection()
+    raw: Any = conn.connection
+
+    def heard(diag: Any) -> None:
+        seen.append(f"{diag.message_primary} | {diag.message_detail or ''}")
+
+    raw.add_notice_handler(heard)
+    return seen

@@ -200,10 +200,16 @@ def test_unnamed_on_a_shard_fails_and_named_is_served(
 
 
 def test_the_startup_check_says_what_a_citus_database_needs(
-    coordinator: psycopg.Connection, alias: str, policy: str
+    coordinator: psycopg.Connection, alias: str, policy: str, laid_out: None
 ) -> None:
     assert "set WORKQUEUE['TENANT_NAMING'] = 'set_local'" in (naming_problem(alias) or "")
-    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "TENANT_NAMING": "set_local"}):
+    local = {**settings.WORKQUEUE, "TENANT_NAMING": "set_local"}
+    with override_settings(WORKQUEUE=local):
+        # The queue's tables on this database are distributed (the laid_out fixture).
+        assert "set WORKQUEUE['CITUS'] = True" in (naming_problem(alias) or "")
+    with override_settings(WORKQUEUE={**local, "CITUS": True}):
+        assert "set WORKQUEUE['HISTORY'] = False" in (naming_problem(alias) or "")
+    with override_settings(WORKQUEUE={**local, "CITUS": True, "HISTORY": False}):
         assert naming_problem(alias) is None
         coordinator.execute(f"ALTER ROLE {TENANT_LOGIN} RESET citus.propagate_set_commands")
         try:
