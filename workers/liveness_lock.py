@@ -51,7 +51,7 @@ from workers.jobs import LIVENESS_LOST
 from workers.outage import Outage, server_of
 from workers.periodic import PeriodicTask
 from workqueue.runtime import Fence
-from wqcore.conf import CONNECTION_OPTIONS, system_alias
+from wqcore.conf import connection_options, system_alias
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 
@@ -97,7 +97,7 @@ def session_params() -> dict[str, Any]:
     params = connections[system_alias()].get_connection_params()
     for django_only in ("cursor_factory", "context", "server_side_binding"):
         params.pop(django_only, None)
-    return {**params, **CONNECTION_OPTIONS}
+    return {**params, **connection_options()}
 
 
 def new_key() -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from django.db import connections
+from django.test import override_settings
 
 from workers import listen
 from workers.liveness_lock import session_params
@@ -40,3 +41,21 @@ def test_every_connection_the_product_opens_has_keepalives_and_a_user_timeout() 
     listening = listen.connection_kwargs()
     assert listening is not None
     assert _opened(listening) == WANTED  # the workers' LISTEN
+
+
+def test_the_products_own_connections_follow_the_settings_unless_the_alias_sets_its_own(
+    settings: Any,
+) -> None:
+    """A site whose DATABASES name no keepalives still gets them on the connections the product
+    makes itself; the alias's own OPTIONS win there, but not on the liveness session, whose
+    fence is timed by the settings."""
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "DB_TCP_USER_TIMEOUT_MS": 4000}):
+        system = connections["system"].settings_dict
+        saved = dict(system["OPTIONS"])
+        try:
+            system["OPTIONS"] = {"keepalives_idle": 9}
+            params = connection_kwargs("system")
+            assert (params["keepalives_idle"], params["tcp_user_timeout"]) == (9, 4000)
+            assert session_params()["keepalives_idle"] == 5
+        finally:
+            system["OPTIONS"] = saved

@@ -99,6 +99,20 @@ def test_every_connection_has_keepalives_and_a_user_timeout_unless_its_url_sets_
     assert own["OPTIONS"] == {**CONNECTION_OPTIONS, "keepalives_idle": 60}
 
 
+def test_the_keepalives_and_user_timeout_are_settings_read_before_the_rest() -> None:
+    """A site's settings module fills DATABASES from its WORKQUEUE dict before Django reads it:
+    only the four names are read, and a wrong one is one line naming it."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from wqcore.conf import connection_options
+
+    chosen = connection_options({"DB_TCP_USER_TIMEOUT_MS": "4000", "LANES": ["unread"]})
+    assert chosen == {**CONNECTION_OPTIONS, "tcp_user_timeout": 4000}
+    assert parse("DATABASE_URL", "postgres://app@db1/wq", chosen)["OPTIONS"] == chosen
+    with pytest.raises(ImproperlyConfigured, match=r"WORKQUEUE\['DB_KEEPALIVES_COUNT'\]"):
+        connection_options({"DB_KEEPALIVES_COUNT": 0})
+
+
 def test_the_other_logins_urls_keep_every_host_and_option_of_database_url(monkeypatch) -> None:
     import environ
 
