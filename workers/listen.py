@@ -29,7 +29,7 @@ from django.db import connections
 
 from workers.outage import Outage, server_of
 from workers.woken import WokenClaims
-from wqcore.conf import connection_options, listen_alias
+from wqcore.conf import libpq_params, listen_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -53,10 +53,7 @@ def connection_kwargs() -> dict[str, Any] | None:
     alias = listen_alias()
     if alias is None:
         return None
-    params = {**connection_options(), **connections[alias].get_connection_params()}
-    for django_only in ("cursor_factory", "context", "server_side_binding"):
-        params.pop(django_only, None)
-    return params
+    return libpq_params(alias)
 
 
 class Listener:

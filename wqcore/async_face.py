@@ -17,7 +17,7 @@ import psycopg
 from django.db import connections
 from psycopg_pool import AsyncConnectionPool
 
-from wqcore.conf import connection_options, system_alias, tenant_alias
+from wqcore.conf import libpq_params, system_alias, tenant_alias
 from wqcore.jsonb import ADAPTERS
 from wqcore.plans import (
     MUTEX_LOCK,
@@ -40,9 +40,7 @@ def connection_kwargs(alias: str) -> dict[str, Any]:
     preparing statements after a few runs unless ``prepares()`` says not to, and reading
     jsonb by ``wqcore.jsonb``; the keepalives and user timeout in effect unless the alias's
     OPTIONS set their own."""
-    params = {**connection_options(), **connections[alias].get_connection_params()}
-    for django_only in ("cursor_factory", "context", "server_side_binding"):
-        params.pop(django_only, None)
+    params = libpq_params(alias)
     params.update(
         autocommit=True,
         prepare_threshold=PREPARE_THRESHOLD if prepares() else None,

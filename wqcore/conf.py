@@ -22,6 +22,7 @@ import pydantic
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
+from django.db import connections
 from pydantic import Field
 from pydantic_core import PydanticCustomError
 
@@ -554,6 +555,16 @@ def connection_options(values: dict[str, Any] | None = None) -> dict[str, int]:
 
 # The defaults, for a connection made before any settings are read.
 CONNECTION_OPTIONS = connection_options({})
+
+
+def libpq_params(alias: str) -> dict[str, Any]:
+    """psycopg's parameters for a connection the product makes itself on ``alias`` (a pool's,
+    LISTEN, a lock's): the alias's own, Django's keys left out, and the keepalives and user
+    timeout in effect unless the alias's OPTIONS set their own."""
+    params = {**connection_options(), **connections[alias].get_connection_params()}
+    for django_only in ("cursor_factory", "context", "server_side_binding"):
+        params.pop(django_only, None)
+    return params
 
 
 # -- the aliases ----------------------------------------------------------------------------------

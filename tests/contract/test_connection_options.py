@@ -1,6 +1,6 @@
 """Every connection the product opens carries libpq's keepalives and user timeout
 (``wqcore.conf.CONNECTION_OPTIONS``): Django's on each alias (the sweeper's is the system
-alias's), the store's own, the workers' liveness session and LISTEN connection. Read from the
+alias's), the store's own, the workers' liveness session, LISTEN connection and the sweep's mutex. Read from the
 real connections' own parameters (libpq's, as it connected)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from django.test import override_settings
 
 from workers import listen
 from workers.liveness_lock import session_params
+from workers.sweep.sweeper import SweepLock
 from wqcore.async_face import connection_kwargs
 from wqcore.conf import CONNECTION_OPTIONS
 
@@ -41,6 +42,13 @@ def test_every_connection_the_product_opens_has_keepalives_and_a_user_timeout() 
     listening = listen.connection_kwargs()
     assert listening is not None
     assert _opened(listening) == WANTED  # the workers' LISTEN
+    lock = SweepLock()
+    try:
+        assert lock.acquire(timeout_s=5)
+        assert _carried(lock._connection().info) == WANTED  # the sweep's mutex
+    finally:
+        lock.release()
+        lock.close()
 
 
 def test_the_products_own_connections_follow_the_settings_unless_the_alias_sets_its_own(

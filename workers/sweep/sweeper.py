@@ -30,7 +30,7 @@ from workers.sweep import (
     rotate_ready,
 )
 from workers.sweep.config import SweepSettings
-from wqcore.conf import system_alias
+from wqcore.conf import libpq_params, system_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -91,10 +91,7 @@ class SweepLock:
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            params = connections[system_alias()].get_connection_params()
-            for django_only in ("cursor_factory", "context", "server_side_binding"):
-                params.pop(django_only, None)
-            self._conn = psycopg.connect(**params, autocommit=False)
+            self._conn = psycopg.connect(**libpq_params(system_alias()), autocommit=False)
         return self._conn
 
     def acquire(self, timeout_s: float) -> bool:
