@@ -48,8 +48,9 @@ HELD = 4  # items the cut-off worker holds at the cut
 AFTER = 3  # items enqueued later, for the worker to complete once it is back
 KEEPALIVE = {"DB_KEEPALIVES_IDLE_S": 2, "DB_KEEPALIVES_INTERVAL_S": 1, "DB_KEEPALIVES_COUNT": 2}
 USER_TIMEOUT_MS = 3000
-# The longest a connection of the worker's outlives a cut: an idle one the keepalives end, a
-# busy one the user timeout.
+# How long a connection of the worker's outlives a cut, as configured: an idle one the
+# keepalives end, a busy one the user timeout. The kernel checks the user timeout when it
+# retransmits, at gaps that double, so a busy one may live up to about twice this.
 TCP_BOUND_S = max(
     KEEPALIVE["DB_KEEPALIVES_IDLE_S"]
     + KEEPALIVE["DB_KEEPALIVES_INTERVAL_S"] * KEEPALIVE["DB_KEEPALIVES_COUNT"],
@@ -247,8 +248,8 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
     fenced = f"{fenced_at - cut_at:.1f} s" if fenced_at else "never"
     _state(
         "worker",
-        f"worker host cut off with {HELD} items mid-handler: fenced itself {fenced} after the"
-        f" cut, its connections ended {tcp_s:.1f} s after (bound {TCP_BOUND_S:g} s), items"
+        f"worker host cut off with {HELD} items mid-handler: said liveness_lost {fenced} after the"
+        f" cut, its connections ended {tcp_s:.1f} s after (configured {TCP_BOUND_S:g} s), items"
         f" rescued within {rescue_s:.1f} s (lease {LEASE_S:g} s), stale writes refused"
         f" {refused} of {len(stale)}, back {resume_s:.1f} s after the network, lost {lost},"
         f" doubled {doubled}",
@@ -256,7 +257,7 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
     _no_crash(cut_off, *([outside] if outside else []))
     assert codes[0] == 0, cut_off.output()[-4000:]
     assert fenced_at is not None, cut_off.output()[-4000:]
-    assert tcp_s <= TCP_BOUND_S + SLACK_S
+    assert tcp_s <= 2 * TCP_BOUND_S + SLACK_S
     assert rescue_s <= LEASE_S + 1 + SLACK_S
     assert (lost, doubled) == (0, 0)
     assert refused == HELD, stale
@@ -289,12 +290,12 @@ def test_a_database_host_dropping_its_packets_is_noticed_within_the_bound(site: 
     _state(
         "database",
         f"database host dropping its packets: the worker said so {said} after, its connections"
-        f" ended {tcp_s:.1f} s after (bound {TCP_BOUND_S:g} s), done again {resume_s:.1f} s"
+        f" ended {tcp_s:.1f} s after (configured {TCP_BOUND_S:g} s), done again {resume_s:.1f} s"
         f" after the packets flowed, lost {lost}, doubled {doubled}",
     )
     _no_crash(worker)
     assert code == 0, worker.output()[-4000:]
     assert said_at is not None, worker.output()[-4000:]
-    assert tcp_s <= TCP_BOUND_S + SLACK_S
+    assert tcp_s <= 2 * TCP_BOUND_S + SLACK_S
     assert resume_s <= SLACK_S * 2
     assert (lost, doubled) == (0, 0)
