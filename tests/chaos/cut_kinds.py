@@ -1,4 +1,5 @@
-"""The vanished-host tests' kind, run by real ``runworker`` subprocesses on either side of a cut.
+"""The vanished-host and disk-full tests' kind, run by real ``runworker`` subprocesses (on either
+side of a cut, or on a full disk).
 
 ``CUT_EFFECT`` advances one record per item (``chaos_effect.version`` 0 -> 1, a compare-and-set,
 the chaos suite's table) and journals each run as ``FAILOVER_EFFECT`` does

@@ -2,9 +2,10 @@
 
 A cluster of the test's own (``tests/replication.py``) keeps the queue's tables (items,
 attempts, the handlers' records, with their indexes) in a tablespace on a small tmpfs mounted by
-the test (as root: ``mount -t tmpfs -o size=``). A real ``runworker`` runs ``FAILOVER_EFFECT``
-(``tests/chaos/failover_kinds.py``: a compare-and-set on a record per item, each run journalled
-outside the database). With items mid-handler the test fills the filesystem: enqueues are
+the test (as root: ``mount -t tmpfs -o size=``). A real ``runworker`` runs ``CUT_EFFECT``
+(``tests/chaos/cut_kinds.py``: a compare-and-set on a record per item, each run journalled
+outside the database, a first run waiting for the test's gate between its read and its write).
+With items mid-handler the test fills the filesystem, then opens the gate: enqueues are
 refused with the server's own error (``could not extend file ...: No space left on device``)
 and store nothing, the worker's settles fail with it in its log and are kept; once space is
 freed the worker settles them and runs the rest. Then a lock held on an item's row while the
@@ -22,6 +23,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -34,8 +36,9 @@ from django.db import DatabaseError
 
 from tests import replication, summary
 from tests.chaos import tables
+from tests.chaos.cut_kinds import CUT, GATE_ENV
 from tests.chaos.failover import query, read_journal, tenant
-from tests.chaos.failover_kinds import FAILOVER, JOURNAL_ENV
+from tests.chaos.failover_kinds import JOURNAL_ENV
 from tests.replication import DATABASE
 from tests.runtime.support import PYTHON, ROOT, crash_tracebacks, subprocess_env, wait_until
 from workqueue.api import NewItem, enqueue_many
@@ -47,11 +50,10 @@ DISK = "24m"
 TABLES = ("workqueue_workitem", "workqueue_attempt", "chaos_effect")
 WARM = 5  # items run before the disk fills
 MID = 4  # items mid-handler when it fills
-SLEEP_S = 3.0  # their handlers', between the read and the write
 NO_SPACE = "No space left on device"
 LOCK_TIMEOUT = "canceling statement due to lock timeout"
 WORKER_ENV = {
-    "WORKER_HANDLER_MODULES": "tests.chaos.failover_kinds",
+    "WORKER_HANDLER_MODULES": "tests.chaos.cut_kinds",
     "WORKER_OUTAGE_BACKOFF_MAX_S": "1",
     "SWEEP_INTERVAL_S": "1",
     "WORKER_SHUTDOWN_GRACE_S": "5",
@@ -95,10 +97,11 @@ def _owner(server: replication.Server) -> psycopg.Connection[tuple[Any, ...]]:
 
 
 @pytest.fixture
-def small_disk(cluster: replication.Server, tmp_path: Path) -> Iterator[replication.Server]:
-    """The queue's tables and their indexes moved to a tablespace on a ``DISK`` tmpfs."""
-    place = tmp_path / "small"
-    place.mkdir()
+def small_disk(cluster: replication.Server) -> Iterator[replication.Server]:
+    """The queue's tables and their indexes moved to a tablespace on a ``DISK`` tmpfs (in a
+    folder the servers' user can reach: pytest's own are root's alone)."""
+    place = Path(tempfile.mkdtemp(prefix="small-disk-"))
+    os.chmod(place, 0o755)
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0700", "tmpfs", str(place)],
         check=True,
@@ -120,6 +123,7 @@ def small_disk(cluster: replication.Server, tmp_path: Path) -> Iterator[replicat
     finally:
         cluster.stop()  # its files on the tmpfs closed first
         subprocess.run(["umount", "-l", str(place)], capture_output=True, timeout=30)
+        place.rmdir()
 
 
 def _fill(server: replication.Server) -> None:
@@ -130,8 +134,9 @@ def _fill(server: replication.Server) -> None:
         for _ in range(10_000):
             try:
                 conn.execute(
-                    "INSERT INTO disk_filler SELECT g, (SELECT string_agg(md5(random()::text"
-                    " || g), '') FROM generate_series(1, 28)) FROM generate_series(1, 500) g"
+                    "INSERT INTO disk_filler SELECT g.n, (SELECT string_agg(md5(random()::text"
+                    " || g.n || p.i), '') FROM generate_series(1, 28) AS p(i))"
+                    " FROM generate_series(1, 500) AS g(n)"
                 )
             except psycopg.errors.DiskFull:
                 break
@@ -159,10 +164,13 @@ def _free(server: replication.Server) -> None:
 class Worker:
     def __init__(self, folder: Path) -> None:
         self.log = folder / "worker.log"
-        env = subprocess_env(**WORKER_ENV, **{JOURNAL_ENV: str(folder / "journal.txt")})
+        self.gate = folder / "gate"
+        env = subprocess_env(
+            **WORKER_ENV, **{JOURNAL_ENV: str(folder / "journal.txt"), GATE_ENV: str(self.gate)}
+        )
         with self.log.open("wb") as out:
             self.popen = subprocess.Popen(
-                [PYTHON, "manage.py", "runworker", FAILOVER.name],
+                [PYTHON, "manage.py", "runworker", CUT.name],
                 cwd=ROOT,
                 env=env,
                 stdout=out,
@@ -207,11 +215,11 @@ def _check_settled(folder: Path) -> tuple[int, int]:
     return lost, doubled
 
 
-def _enqueue(n: int, start: int, sleep_s: float = 0.0, key: str = "") -> None:
+def _enqueue(n: int, start: int, key: str = "") -> None:
     items = [
         NewItem(
-            FAILOVER.name,
-            {"n": start + i, "sleep_s": sleep_s},
+            CUT.name,
+            {"n": start + i},
             idempotency_key=f"{key}{start + i}" if key else None,
         )
         for i in range(n)
@@ -224,11 +232,12 @@ def test_a_full_disk_refuses_writes_whole_and_the_worker_resumes_when_space_retu
 ) -> None:
     worker = Worker(tmp_path)
     refused: list[str] = []
-    acknowledged: list[str] = []
     try:
+        worker.gate.touch()
         _enqueue(WARM, 0)
         wait_until(lambda: _unsettled() == 0, 90)
-        _enqueue(MID, WARM, sleep_s=SLEEP_S)
+        worker.gate.unlink()
+        _enqueue(MID, WARM)
         wait_until(lambda: _count("SELECT count(*) FROM chaos_effect") == WARM + MID, 60)
         _fill(small_disk)
         # Enqueues until the item table's pages are full: each refused one stores nothing.
@@ -236,7 +245,6 @@ def test_a_full_disk_refuses_writes_whole_and_the_worker_resumes_when_space_retu
             key = f"full-{n}"
             try:
                 _enqueue(1, n, key="full-")
-                acknowledged.append(key)
             except DatabaseError as exc:
                 refused.append(str(exc).strip().splitlines()[0])
                 assert (
@@ -247,7 +255,8 @@ def test_a_full_disk_refuses_writes_whole_and_the_worker_resumes_when_space_retu
                 ), "a refused enqueue stored its item"
                 if len(refused) >= 3:
                     break
-        # The handlers mid-run end now: their settles are refused, kept, and said.
+        # The handlers mid-run end now: their writes are refused, kept, and said.
+        worker.gate.touch()
         wait_until(lambda: NO_SPACE in worker.output(), 60)
         settles_refused = sum(NO_SPACE in line for line in worker.output().splitlines())
         _free(small_disk)
@@ -259,14 +268,15 @@ def test_a_full_disk_refuses_writes_whole_and_the_worker_resumes_when_space_retu
     lost, doubled = _check_settled(tmp_path)
     _state(
         "disk",
-        f"enqueues refused {len(refused)} ({refused[0] if refused else 'none'}), the worker's"
-        f" lines on refused writes {settles_refused}, {len(acknowledged)} enqueues stored"
-        f" before, lost {lost}, doubled {doubled}, all settled {resumed_s:.1f} s after space"
-        f" was freed",
+        f"refused writes: {len(refused)} enqueues ({refused[0] if refused else 'none'}; each"
+        f" stored nothing) and the settles of the {MID} items mid-handler (kept, said in"
+        f" {settles_refused} line, sqlstate 53100), lost {lost}, doubled {doubled}, every item"
+        f" settled {resumed_s:.1f} s after space was freed",
     )
     assert crash_tracebacks(worker.output()) == [], worker.output()[-4000:]
     assert code == 0, worker.output()[-4000:]
     assert refused and all(NO_SPACE in line for line in refused), refused
+    assert 'sqlstate="53100"' in worker.output(), worker.output()[-4000:]  # the disk is full
     assert (lost, doubled) == (0, 0)
 
 
@@ -278,12 +288,13 @@ def test_a_settle_past_its_lock_timeout_writes_nothing_and_lands_later(
             conn.execute(f"ALTER ROLE {login} SET lock_timeout = '300ms'")
     worker = Worker(tmp_path)
     try:
-        _enqueue(1, 0, sleep_s=SLEEP_S)
+        _enqueue(1, 0)
         wait_until(lambda: _count("SELECT count(*) FROM chaos_effect") == 1, 90)
         [(item,)] = query("SELECT id FROM workqueue_workitem")
         with _owner(cluster) as holder:
             holder.execute("BEGIN")
             holder.execute("SELECT FROM workqueue_workitem WHERE id = %s FOR UPDATE", [item])
+            worker.gate.touch()  # the handler ends, and its settle meets the lock
             wait_until(lambda: LOCK_TIMEOUT in worker.output(), 60)
             assert _count("SELECT count(*) FROM workqueue_attempt") == 0  # nothing written
             holder.execute("ROLLBACK")
@@ -301,3 +312,4 @@ def test_a_settle_past_its_lock_timeout_writes_nothing_and_lands_later(
     assert crash_tracebacks(worker.output()) == [], worker.output()[-4000:]
     assert code == 0, worker.output()[-4000:]
     assert (lost, doubled) == (0, 0)
+    assert 'sqlstate="55P03"' in worker.output(), worker.output()[-4000:]  # lock timeout
