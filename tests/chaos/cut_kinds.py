@@ -8,7 +8,8 @@ the chaos suite's table) and journals each run as ``FAILOVER_EFFECT`` does
 by ``CUT_GATE`` exists (the test makes it once the cut host's network is back): a run that was
 cut off mid-handler and never stopped, as a sync handler's thread goes on, writes only after
 another worker has run the item again, and its write meets the compare-and-set. Later attempts
-do not wait.
+do not wait. A first attempt cancelled while it waits (its worker fenced itself) journals
+``told`` when it sees so, and waits on.
 """
 
 from __future__ import annotations
@@ -25,14 +26,22 @@ from workqueue.api import Kind, Run, WorkItem, handles, register
 
 GATE_ENV = "CUT_GATE"
 GATE_WAIT_S = 120.0
+# The journal's event for a run the worker cancelled while it waited at the gate.
+TOLD = "told"
 
 CUT = register(Kind("CUT_EFFECT", FailoverPayload, max_attempts=50, retry=FAST_RETRY))
 
 
-def _wait_for_gate() -> None:
+def _wait_for_gate(item: WorkItem, run: Run) -> None:
+    """Wait for the gate; journal ``told`` when the worker cancels the run meanwhile (it fenced
+    itself), and go on waiting, as a handler that does not stop."""
     gate = os.environ.get(GATE_ENV, "")
     deadline = time.monotonic() + GATE_WAIT_S
+    told = False
     while gate and not os.path.exists(gate) and time.monotonic() < deadline:
+        if run.cancelled and not told:
+            journal(item, TOLD)
+            told = True
         time.sleep(0.05)
 
 
@@ -51,7 +60,7 @@ class GatedEffect:
                 cursor.execute("SELECT version FROM chaos_effect WHERE item_id = %s", [item.id])
                 (version,) = cursor.fetchone()
             if item.attempts == 1:
-                _wait_for_gate()
+                _wait_for_gate(item, run)
             if version > 0:
                 outcome = "already"
                 return
