@@ -113,6 +113,20 @@ def test_the_keepalives_and_user_timeout_are_settings_read_before_the_rest() -> 
         connection_options({"DB_KEEPALIVES_COUNT": 0})
 
 
+def test_an_alias_over_tcp_without_keepalives_is_warned_of() -> None:
+    """A site's own DATABASES: Django's connections carry only what its OPTIONS say."""
+    from workqueue.checks import keepalive_problems
+
+    databases = {
+        "default": {"HOST": "db1", "OPTIONS": {}},
+        "system": {"HOST": "db1", "OPTIONS": dict(CONNECTION_OPTIONS)},
+        "local": {"HOST": "/run/postgresql", "OPTIONS": {}},  # a socket: no TCP to keep alive
+    }
+    [problem] = keepalive_problems(databases, ["default", "system", "local", "default"])
+    assert problem.startswith("DATABASES['default'] sets no keepalives"), problem
+    assert "wqcore.conf.connection_options(WORKQUEUE)" in problem
+
+
 def test_the_other_logins_urls_keep_every_host_and_option_of_database_url(monkeypatch) -> None:
     import environ
 
