@@ -204,6 +204,8 @@ def _no_crash(*workers: Worker) -> None:
 
 
 def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: Site) -> None:
+    # No sweep inside: a cut mid-pass would hold the sweep's mutex for SWEEP_TIMEOUT_S + 30 s
+    # (the faults page), and the rescue measured would be that.
     cut_off = Worker(site, "cut-off", inside=True, WORKER_SWEEP="false")
     outside: Worker | None = None
     try:
