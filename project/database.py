@@ -174,8 +174,9 @@ def pooler_mode(env: environ.Env) -> str:
     return mode
 
 
-def parse(name: str, url: str) -> dict[str, Any]:
-    """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line."""
+def parse(name: str, url: str, connection: dict[str, int] = CONNECTION_OPTIONS) -> dict[str, Any]:
+    """One ``DATABASES`` entry from a URL, refusing anything but PostgreSQL with one clear line;
+    ``connection``: the keepalives and user timeout it carries unless the URL sets its own."""
     parts = _split(name, url)
     scheme = parts.scheme
     if scheme not in ("postgres", "postgresql", "pgsql"):
@@ -197,7 +198,7 @@ def parse(name: str, url: str) -> dict[str, Any]:
         if key in options:
             config[key.upper()] = str(options.pop(key))
     # Keepalives and the user timeout on every connection, unless the URL sets its own.
-    config["OPTIONS"] = {**CONNECTION_OPTIONS, **options}
+    config["OPTIONS"] = {**connection, **options}
     hosts = _hosts(parts.netloc)
     if len(hosts) > 1:
         # Several hosts, each with its own port or none (libpq's default for that host):
@@ -210,8 +211,11 @@ def parse(name: str, url: str) -> dict[str, Any]:
     return config
 
 
-def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, Any]]:
-    """``DATABASES`` for the three logins; every alias shares one test database.
+def database_settings(
+    env: environ.Env, base_dir: Path, connection: dict[str, int] = CONNECTION_OPTIONS
+) -> dict[str, dict[str, Any]]:
+    """``DATABASES`` for the three logins; every alias shares one test database; ``connection``
+    as ``parse`` takes it (``wqcore.conf.connection_options`` of the site's ``WORKQUEUE``).
 
     Nothing goes in the startup packet but the login and the database: a pooler refuses what
     it does not know (PgBouncer: ``unsupported startup parameter: options``), and a setting
@@ -231,7 +235,7 @@ def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, A
         ("system", "SYSTEM_DATABASE_URL", urls.system),
         ("admin", "ADMIN_DATABASE_URL", urls.admin),
     ):
-        config = parse(name, url)
+        config = parse(name, url, connection)
         config["CONN_MAX_AGE"] = conn_max_age
         config["CONN_HEALTH_CHECKS"] = True
         if pooled:
@@ -242,7 +246,7 @@ def database_settings(env: environ.Env, base_dir: Path) -> dict[str, dict[str, A
         databases[alias] = config
     direct = env.str("DATABASE_DIRECT_URL", default="")
     if direct:
-        config = parse("DATABASE_DIRECT_URL", direct)
+        config = parse("DATABASE_DIRECT_URL", direct, connection)
         config["CONN_MAX_AGE"] = conn_max_age
         config["TEST"] = {"NAME": TEST_DATABASE_NAME}
         databases[DIRECT_ALIAS] = config

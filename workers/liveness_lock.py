@@ -44,14 +44,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import psycopg
-from django.db import connections
 
 from workers.config import WorkerSettings
 from workers.jobs import LIVENESS_LOST
 from workers.outage import Outage, server_of
 from workers.periodic import PeriodicTask
 from workqueue.runtime import Fence
-from wqcore.conf import CONNECTION_OPTIONS, system_alias
+from wqcore.conf import connection_options, libpq_params, system_alias
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 
@@ -94,10 +93,7 @@ def session_params() -> dict[str, Any]:
     """How the liveness session connects: the system login's parameters, with the product's
     keepalives and user timeout whatever the URL says (a server that vanished, its host or the
     network, is noticed by the socket too, not only by the next check)."""
-    params = connections[system_alias()].get_connection_params()
-    for django_only in ("cursor_factory", "context", "server_side_binding"):
-        params.pop(django_only, None)
-    return {**params, **CONNECTION_OPTIONS}
+    return {**libpq_params(system_alias()), **connection_options()}
 
 
 def new_key() -> int:

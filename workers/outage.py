@@ -44,6 +44,17 @@ UNREACHABLE = (
 )
 
 
+def _sqlstate(exc: BaseException) -> str | None:
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return None
+        if isinstance(seen, psycopg.Error) and seen.sqlstate:
+            return seen.sqlstate
+        seen = seen.__cause__
+    return None
+
+
 def is_unreachable(exc: BaseException) -> bool:
     # Django wraps driver errors (and a caller may wrap Django's): look down the causes.
     seen: BaseException | None = exc
@@ -88,12 +99,16 @@ class Outage:
                 self.began += 1
                 self._server_before = self.server
         if began:
+            # The server's own code when it answered with a refusal (53100 a full disk, 55P03
+            # a lock timeout): it is there, and the error says what to free.
+            code = _sqlstate(exc)
             log_event(
                 logger,
                 logging.WARNING,
                 "database_unreachable",
                 part=part,
                 error=_first_line(exc),
+                **({"sqlstate": code} if code else {}),
             )
         return True
 

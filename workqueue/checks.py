@@ -19,7 +19,14 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.db.utils import Error as DatabaseError
 
-from wqcore.conf import LOGIN_SETTINGS, system_alias, tenant_alias, wq_settings
+from wqcore.conf import (
+    LOGIN_SETTINGS,
+    listen_alias,
+    owner_alias,
+    system_alias,
+    tenant_alias,
+    wq_settings,
+)
 
 # The tag of the deploy check: ``manage.py check --database default --tag queued_work``.
 QUEUED_WORK_TAG = "queued_work"
@@ -218,6 +225,40 @@ def database_setup(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return warnings
 
 
+def keepalive_problems(databases: dict[str, dict[str, Any]], aliases: Sequence[str]) -> list[str]:
+    """The ``aliases`` of ``databases`` that reach PostgreSQL over TCP without libpq's keepalives
+    in their OPTIONS (Django opens those connections itself, the web's and the sweep's; the
+    queue's own carry them anyway)."""
+    found = []
+    for alias in dict.fromkeys(aliases):
+        entry = databases.get(alias) or {}
+        host = str(entry.get("HOST") or "")
+        if host and not host.startswith("/") and "keepalives" not in (entry.get("OPTIONS") or {}):
+            found.append(
+                f"DATABASES[{alias!r}] sets no keepalives: a database host that vanishes "
+                "without refusing (a cut network, a frozen VM) leaves its connections waiting on "
+                "TCP for minutes; add **wqcore.conf.connection_options(WORKQUEUE) to its OPTIONS"
+            )
+    return found
+
+
+def connection_options_check(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+    """A warning for each alias the queue uses whose connections would not notice a vanished
+    host (``keepalive_problems``); ``manage.py check --deploy`` only."""
+    try:
+        wq_settings.get()
+    except ImproperlyConfigured:
+        return []  # database_setup says what is wrong with the settings
+    aliases = [tenant_alias(), system_alias(), owner_alias()]
+    listening = listen_alias()
+    if listening:
+        aliases.append(listening)
+    return [
+        checks.Warning(problem, id="workqueue.W002")
+        for problem in keepalive_problems(settings.DATABASES, aliases)
+    ]
+
+
 def queued_work(databases: Sequence[str] | None = None, **_: Any) -> list[checks.CheckMessage]:
     """The deploy check (``deploy_check.py``): queued items of kinds this code does not register,
     and queued payloads its schemas refuse. Tagged ``database``, so it runs only where a command
@@ -239,4 +280,6 @@ def queued_work(databases: Sequence[str] | None = None, **_: Any) -> list[checks
 
 def register() -> None:
     checks.register(database_setup, "database_logins")
+    # A deployment's concern (``check --deploy``): a development site on one machine loses none.
+    checks.register(connection_options_check, "database_logins", deploy=True)
     checks.register(queued_work, QUEUED_WORK_TAG, checks.Tags.database)

@@ -17,7 +17,7 @@ import psycopg
 from django.db import connections
 from psycopg_pool import AsyncConnectionPool
 
-from wqcore.conf import system_alias, tenant_alias
+from wqcore.conf import libpq_params, system_alias, tenant_alias
 from wqcore.jsonb import ADAPTERS
 from wqcore.plans import (
     MUTEX_LOCK,
@@ -38,10 +38,9 @@ from wqcore.statements import GENERIC_PLAN, Statement
 def connection_kwargs(alias: str) -> dict[str, Any]:
     """psycopg's parameters for a connection of the store's own on ``alias``: autocommit,
     preparing statements after a few runs unless ``prepares()`` says not to, and reading
-    jsonb by ``wqcore.jsonb``."""
-    params = connections[alias].get_connection_params()
-    for django_only in ("cursor_factory", "context", "server_side_binding"):
-        params.pop(django_only, None)
+    jsonb by ``wqcore.jsonb``; the keepalives and user timeout in effect unless the alias's
+    OPTIONS set their own."""
+    params = libpq_params(alias)
     params.update(
         autocommit=True,
         prepare_threshold=PREPARE_THRESHOLD if prepares() else None,

@@ -22,6 +22,7 @@ import pydantic
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
+from django.db import connections
 from pydantic import Field
 from pydantic_core import PydanticCustomError
 
@@ -74,6 +75,32 @@ class Settings(pydantic.BaseModel):
         "none",
         description="'transaction' when the aliases reach PostgreSQL through a transaction "
         "pooler (PgBouncer pool_mode = transaction): nothing is prepared on the server",
+    )
+    DB_KEEPALIVES_IDLE_S: int = Field(
+        5,
+        ge=1,
+        le=7200,
+        description="a connection idle this long is probed (libpq's keepalives_idle, on every "
+        "connection the product opens): a database host that vanished without refusing (a cut "
+        "network, a frozen VM) is noticed after this plus DB_KEEPALIVES_INTERVAL_S times "
+        "DB_KEEPALIVES_COUNT (11 s by default), instead of TCP's hours",
+    )
+    DB_KEEPALIVES_INTERVAL_S: int = Field(
+        2, ge=1, le=600, description="then probed this often (libpq's keepalives_interval)"
+    )
+    DB_KEEPALIVES_COUNT: int = Field(
+        3,
+        ge=1,
+        le=100,
+        description="and ended after this many unanswered probes (libpq's keepalives_count)",
+    )
+    DB_TCP_USER_TIMEOUT_MS: int = Field(
+        10_000,
+        ge=0,
+        le=3_600_000,
+        description="a connection whose sent data goes unacknowledged this long is ended "
+        "(libpq's tcp_user_timeout: a statement sent to a host that vanished fails, rather than "
+        "waiting out TCP's retransmissions, about 15 minutes; 0: the system's)",
     )
     TENANT_NAMING: Literal["set_config", "set_local"] = Field(
         "set_config",
@@ -524,20 +551,42 @@ setting_changed.connect(_reload, dispatch_uid="wqcore.conf.reload")
 # none gains), and UTC (what Django's connections use).
 LOGIN_SETTINGS = (("jit", "off"), ("timezone", "UTC"))
 
-# libpq's options on every connection the product opens (``project/database.py`` puts them in
-# each alias's OPTIONS; the URL's own query, ``?keepalives_idle=60``, wins): a database host
-# that vanishes without refusing (a cut network, a frozen VM) leaves TCP waiting for minutes
-# otherwise. Idle 5 s, then a probe every 2 s, 3 unanswered: a silent peer is noticed in about
-# 11 s; tcp_user_timeout (ms) ends a connection whose sent data goes unacknowledged for 10 s.
-# Each is the client's side, sent in no startup packet (a pooler accepts them), and ignored on
-# a Unix-domain socket.
-CONNECTION_OPTIONS: dict[str, int] = {
-    "keepalives": 1,
-    "keepalives_idle": 5,
-    "keepalives_interval": 2,
-    "keepalives_count": 3,
-    "tcp_user_timeout": 10_000,
+# The settings that become libpq's options on every connection the product opens.
+_CONNECTION_SETTINGS = {
+    "keepalives_idle": "DB_KEEPALIVES_IDLE_S",
+    "keepalives_interval": "DB_KEEPALIVES_INTERVAL_S",
+    "keepalives_count": "DB_KEEPALIVES_COUNT",
+    "tcp_user_timeout": "DB_TCP_USER_TIMEOUT_MS",
 }
+
+
+def connection_options(values: dict[str, Any] | None = None) -> dict[str, int]:
+    """libpq's keepalives and user timeout (``DB_KEEPALIVES_*``, ``DB_TCP_USER_TIMEOUT_MS``)
+    for a connection: those in effect, or those of a ``WORKQUEUE`` dict not yet loaded (a
+    site's settings module filling its ``DATABASES``: the rest of it is not read, and a wrong
+    one is one ``ImproperlyConfigured`` line). Each is the client's side, sent in no startup
+    packet (a pooler accepts them), and ignored on a Unix-domain socket."""
+    if values is None:
+        chosen: Settings = wq_settings.get()
+    else:
+        chosen = load({k: values[k] for k in _CONNECTION_SETTINGS.values() if k in values})
+    return {"keepalives": 1} | {
+        option: int(getattr(chosen, name)) for option, name in _CONNECTION_SETTINGS.items()
+    }
+
+
+# The defaults, for a connection made before any settings are read.
+CONNECTION_OPTIONS = connection_options({})
+
+
+def libpq_params(alias: str) -> dict[str, Any]:
+    """psycopg's parameters for a connection the product makes itself on ``alias`` (a pool's,
+    LISTEN, a lock's): the alias's own, Django's keys left out, and the keepalives and user
+    timeout in effect unless the alias's OPTIONS set their own."""
+    params = {**connection_options(), **connections[alias].get_connection_params()}
+    for django_only in ("cursor_factory", "context", "server_side_binding"):
+        params.pop(django_only, None)
+    return params
 
 
 # -- the aliases ----------------------------------------------------------------------------------

@@ -162,6 +162,7 @@ class Run:
     started: float
     ended: float | None = None
     outcome: str = ""
+    told: float | None = None  # when it saw itself cancelled (tests/chaos/cut_kinds.py)
 
 
 def read_journal(path: Path) -> dict[str, list[Run]]:
@@ -172,6 +173,8 @@ def read_journal(path: Path) -> dict[str, list[Run]]:
         run = runs[item].setdefault(token, Run(int(attempt), token, float(at)))
         if event == "end":
             run.ended = float(at)
+        elif event == "told":
+            run.told = float(at)
         elif event != "start":
             run.outcome = event
     return {item: sorted(by.values(), key=lambda r: r.started) for item, by in runs.items()}

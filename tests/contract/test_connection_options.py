@@ -1,7 +1,7 @@
 """Every connection the product opens carries libpq's keepalives and user timeout
-(``wqcore.conf.CONNECTION_OPTIONS``): Django's on each alias (the sweeper's is the system
-alias's), the store's own, the workers' liveness session and LISTEN connection. Read from the
-real connections' own parameters (libpq's, as it connected)."""
+(``wqcore.conf.connection_options``): Django's on each alias (the sweeper's is the system
+alias's), the store's own, the workers' liveness session, LISTEN connection and the sweep's
+mutex. Read from the real connections' own parameters (libpq's, as it connected)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from typing import Any
 import psycopg
 import pytest
 from django.db import connections
+from django.test import override_settings
 
 from workers import listen
 from workers.liveness_lock import session_params
+from workers.sweep.sweeper import SweepLock
 from wqcore.async_face import connection_kwargs
 from wqcore.conf import CONNECTION_OPTIONS
 
@@ -40,3 +42,28 @@ def test_every_connection_the_product_opens_has_keepalives_and_a_user_timeout() 
     listening = listen.connection_kwargs()
     assert listening is not None
     assert _opened(listening) == WANTED  # the workers' LISTEN
+    lock = SweepLock()
+    try:
+        assert lock.acquire(timeout_s=5)
+        assert _carried(lock._connection().info) == WANTED  # the sweep's mutex
+    finally:
+        lock.release()
+        lock.close()
+
+
+def test_the_products_own_connections_follow_the_settings_unless_the_alias_sets_its_own(
+    settings: Any,
+) -> None:
+    """A site whose DATABASES name no keepalives still gets them on the connections the product
+    makes itself; the alias's own OPTIONS win there, but not on the liveness session, whose
+    fence is timed by the settings."""
+    with override_settings(WORKQUEUE={**settings.WORKQUEUE, "DB_TCP_USER_TIMEOUT_MS": 4000}):
+        system = connections["system"].settings_dict
+        saved = dict(system["OPTIONS"])
+        try:
+            system["OPTIONS"] = {"keepalives_idle": 9}
+            params = connection_kwargs("system")
+            assert (params["keepalives_idle"], params["tcp_user_timeout"]) == (9, 4000)
+            assert session_params()["keepalives_idle"] == 5
+        finally:
+            system["OPTIONS"] = saved

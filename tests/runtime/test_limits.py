@@ -242,4 +242,8 @@ def test_a_django_task_past_its_time_limit_fails_as_timeout_error(ctx: OpContext
         assert proc.poll() is None
     finally:
         out = _stop(proc)
-    assert out.count("item_timed_out") == 4 and not crash_tracebacks(out), out[-3000:]
+    # What must hold: each item's timeout was said, with no crash (its attempts are asserted
+    # above), not how many lines the worker wrote.
+    said = [line for line in out.splitlines() if "item_timed_out" in line]
+    assert all(any(str(i) in line for line in said) for i in ids), out[-3000:]
+    assert not crash_tracebacks(out), out[-3000:]

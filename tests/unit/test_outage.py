@@ -181,3 +181,16 @@ def test_the_end_of_an_outage_names_the_server_and_the_one_before_when_it_change
         'database_back after_s=2.5 failures=1 server="10.0.0.2:5432"',
     ]
     assert outage.began == 2
+
+
+def test_a_refusal_the_server_answered_names_its_sqlstate(caplog) -> None:
+    """A full disk or a lock timeout is the server answering: its code says which."""
+    outage = Outage(Clock())
+    refusal = psycopg.errors.DiskFull('could not extend file "base/1/2": No space left on device')
+    wrapped = RuntimeError("the store's")
+    wrapped.__cause__ = refusal
+    with caplog.at_level(logging.WARNING, logger="workers.outage"):
+        assert outage.failed("complete", wrapped) is True
+    [line] = [event_text(r) for r in caplog.records]
+    assert line.startswith('database_unreachable part="complete" error="'), line
+    assert line.endswith(' sqlstate="53100"'), line

@@ -99,6 +99,34 @@ def test_every_connection_has_keepalives_and_a_user_timeout_unless_its_url_sets_
     assert own["OPTIONS"] == {**CONNECTION_OPTIONS, "keepalives_idle": 60}
 
 
+def test_the_keepalives_and_user_timeout_are_settings_read_before_the_rest() -> None:
+    """A site's settings module fills DATABASES from its WORKQUEUE dict before Django reads it:
+    only the four names are read, and a wrong one is one line naming it."""
+    from django.core.exceptions import ImproperlyConfigured
+
+    from wqcore.conf import connection_options
+
+    chosen = connection_options({"DB_TCP_USER_TIMEOUT_MS": "4000", "LANES": ["unread"]})
+    assert chosen == {**CONNECTION_OPTIONS, "tcp_user_timeout": 4000}
+    assert parse("DATABASE_URL", "postgres://app@db1/wq", chosen)["OPTIONS"] == chosen
+    with pytest.raises(ImproperlyConfigured, match=r"WORKQUEUE\['DB_KEEPALIVES_COUNT'\]"):
+        connection_options({"DB_KEEPALIVES_COUNT": 0})
+
+
+def test_an_alias_over_tcp_without_keepalives_is_warned_of() -> None:
+    """A site's own DATABASES: Django's connections carry only what its OPTIONS say."""
+    from workqueue.checks import keepalive_problems
+
+    databases = {
+        "default": {"HOST": "db1", "OPTIONS": {}},
+        "system": {"HOST": "db1", "OPTIONS": dict(CONNECTION_OPTIONS)},
+        "local": {"HOST": "/run/postgresql", "OPTIONS": {}},  # a socket: no TCP to keep alive
+    }
+    [problem] = keepalive_problems(databases, ["default", "system", "local", "default"])
+    assert problem.startswith("DATABASES['default'] sets no keepalives"), problem
+    assert "wqcore.conf.connection_options(WORKQUEUE)" in problem
+
+
 def test_the_other_logins_urls_keep_every_host_and_option_of_database_url(monkeypatch) -> None:
     import environ
 

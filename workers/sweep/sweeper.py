@@ -31,7 +31,7 @@ from workers.sweep import (
 )
 from workers.sweep.config import SweepSettings
 from wqcore.appname import named
-from wqcore.conf import system_alias
+from wqcore.conf import libpq_params, system_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -93,10 +93,8 @@ class SweepLock:
 
     def _connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
-            params = connections[system_alias()].get_connection_params()
-            for django_only in ("cursor_factory", "context", "server_side_binding"):
-                params.pop(django_only, None)
-            self._conn = psycopg.connect(**named(params, "sweep"), autocommit=False)
+            params = named(libpq_params(system_alias()), "sweep")
+            self._conn = psycopg.connect(**params, autocommit=False)
         return self._conn
 
     def acquire(self, timeout_s: float) -> bool:
