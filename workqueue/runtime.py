@@ -78,7 +78,7 @@ from workqueue.minutes import (
     roll_up_minutes,
 )
 from workqueue.models import TenantShare, new_item_id
-from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.pauses import READ_PAUSES, SITE_ORG_ID, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
 from workqueue.rate_limits import (
     READ_RATE_LIMITS,
@@ -109,6 +109,7 @@ __all__ = [
     "READ_RATE_LIMITS",
     "READ_TOP_TENANTS",
     "SCHEDULE_KEY_PREFIX",
+    "SITE_ORG_ID",
     "UNDECLARED",
     "WAIT_BOUNDS_S",
     "Claimed",

@@ -1,5 +1,7 @@
-"""The lists' filters (tenant, kind, lane, when a dead letter failed), and the dead-letter
-list's filters read as the ``DeadFilter`` its grouping, count and triage by filter act on.
+"""The lists' filters (tenant, kind, lane, when a dead letter failed; on the items list, when
+an item was created or finished, its order, and how far a search reads), the items list's saved
+filters, and the dead-letter list's filters read as the ``DeadFilter`` its grouping, count and
+triage by filter act on.
 
 Filters are drawn from the kind registry and the lanes found without a scan (``read_lanes``),
 never from ``DISTINCT`` over the table: a list stays fast on a million rows."""
@@ -174,3 +176,118 @@ def dead_filter_of(request: HttpRequest) -> DeadFilter:
         failed_since=failed_since(query.get("failed"), query.get("failed_since")),
         org_id=org,
     ).checked()
+
+
+# The "created" and "finished" filters' windows ("today": since midnight UTC).
+WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
+
+
+def window_start(window: str) -> datetime:
+    if window == "today":
+        return timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    return timezone.now() - WINDOWS[window]
+
+
+class _WindowFilter(admin.SimpleListFilter):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("today", "today"), *((w, f"in the last {w}") for w in WINDOWS)]
+
+    def since(self) -> datetime | None:
+        value = self.value()
+        if not value:
+            return None
+        if value != "today" and value not in WINDOWS:
+            raise IncorrectLookupParameters(
+                f"{self.parameter_name}: must be today, hour, day or week"
+            )
+        return window_start(value)
+
+
+class CreatedFilter(_WindowFilter):
+    """When an item was created, read as a range of its time-ordered id (the primary key)."""
+
+    title = "created"
+    parameter_name = "created"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        from workqueue.admin.search import ids_from
+
+        since = self.since()
+        if since is None:
+            return queryset
+        return queryset.filter(id__gte=ids_from(since), created_at__gte=since)
+
+
+class FinishedFilter(_WindowFilter):
+    """When an item ended (done, failed, discarded, cancelled), through the indexes of ended
+    items by when they ended."""
+
+    title = "finished"
+    parameter_name = "finished"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        from workqueue.admin.search import finished_since
+
+        since = self.since()
+        return queryset if since is None else finished_since(queryset, since)
+
+
+# The items list's orders: what each shows first, and the rows it reads. Oldest waiting: the
+# pending items due longest ago (the hot table only: history holds done items); most attempts:
+# the items not done with the most attempts spent.
+ORDERS = {
+    "waiting": ("oldest waiting", ("available_at", "id")),
+    "attempts": ("most attempts", ("-attempts", "-id")),
+}
+
+
+class OrderFilter(admin.SimpleListFilter):
+    """The items list's order (the list is otherwise newest first): a filter, so its choice
+    stays in every link of the list; it keeps the rows that order is about."""
+
+    title = "order"
+    parameter_name = "sort"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(name, label) for name, (label, _) in ORDERS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "waiting":
+            return queryset.filter(status=Status.PENDING, available_at__lte=timezone.now())
+        if self.value() == "attempts":
+            return queryset.filter(status__in=[s for s in Status.values if s != Status.DONE])
+        if self.value():
+            raise IncorrectLookupParameters(f"sort: must be one of {', '.join(ORDERS)}")
+        return queryset
+
+
+def order_of(request: HttpRequest) -> tuple[str, ...] | None:
+    """The order the list's ``sort`` names (None: the default, newest first)."""
+    chosen = ORDERS.get(request.GET.get(OrderFilter.parameter_name) or "")
+    return chosen[1] if chosen else None
+
+
+class ScanFilter(admin.SimpleListFilter):
+    """How far a search no index serves reads: the newest ``SCAN_MAX`` items (the default), or
+    every item, which the operator chooses knowingly (a scan of the whole table)."""
+
+    title = "search reads"
+    parameter_name = "scan"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("all", "every item (a full scan)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() not in (None, "all"):
+            raise IncorrectLookupParameters("scan: must be all")
+        return queryset
+
+
+# The items list's saved filters: a name, and the query string it stands for.
+SAVED_FILTERS = (
+    ("oldest waiting", "sort=waiting"),
+    ("most attempts", "sort=attempts"),
+    ("running now", "status__exact=claimed"),
+    ("failed today", "status__exact=failed&finished=today"),
+    ("created in the last hour", "created=hour"),
+)
