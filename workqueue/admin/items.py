@@ -207,7 +207,7 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
         if not newest:
             self.message_user(
                 request,
-                f"{terms}: no index serves this; every item was read (a full scan).",
+                f"The search for {terms}: no index serves this; every item was read (a full scan).",
                 messages.WARNING,
             )
             return
