@@ -133,6 +133,10 @@ def test_the_list_orders_by_oldest_waiting_and_most_attempts(
     assert "1h waiting" in waiting.text
     attempts = operator.client.get(ITEMS, {"sort": "attempts"})
     assert _shown(attempts)[:2] == [str(dead.id), str(first.id)]
+    assert "Most attempts among the newest 100,000 items" in attempts.text
+    every = operator.client.get(ITEMS, {"sort": "attempts", "scan": "all"})
+    assert _shown(every)[:2] == [str(dead.id), str(first.id)]
+    assert "Most attempts among" not in every.text
 
 
 def test_the_list_shows_age_created_finished_worker_and_saved_filters(

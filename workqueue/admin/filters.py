@@ -17,6 +17,7 @@ from django.contrib.admin.options import IncorrectLookupParameters
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html
 
 from tenancy.admin_fence import admin_alias, is_operator
 from workqueue.admin.scope import scope_of, tenants_have_names
@@ -24,7 +25,7 @@ from workqueue.exceptions import InvalidPayload
 from workqueue.kinds import known_kinds
 from workqueue.lanes import declared_lanes
 from workqueue.models import Status
-from workqueue.triage import ERROR_CONTAINS_MAX, DeadFilter, parse_since, read_lanes
+from workqueue.triage import ERROR_CONTAINS_MAX, SCAN_MAX, DeadFilter, parse_since, read_lanes
 
 # How many tenants the tenant filter lists (others are reached by ?org=<id>).
 TENANT_CHOICES = 50
@@ -233,12 +234,15 @@ class FinishedFilter(_WindowFilter):
 
 
 # The items list's orders: what each shows first, and the rows it reads. Oldest waiting: the
-# pending items due longest ago (the hot table only: history holds done items); most attempts:
-# the items not done with the most attempts spent.
+# due pending items as the ready ring holds them (a row per pending item: never the done items
+# the hot table and history hold), longest waiting first; most attempts: the items not done
+# with the most attempts spent, among the newest SCAN_MAX unless the operator reads every item.
 ORDERS = {
     "waiting": ("oldest waiting", ("available_at", "id")),
     "attempts": ("most attempts", ("-attempts", "-id")),
 }
+# The most ring rows the oldest-waiting order reads: the list's pages and its count's cap.
+RING_READ = 10_001
 
 
 class OrderFilter(admin.SimpleListFilter):
@@ -253,12 +257,52 @@ class OrderFilter(admin.SimpleListFilter):
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() == "waiting":
-            return queryset.filter(status=Status.PENDING, available_at__lte=timezone.now())
+            return _longest_waiting(request, queryset)
         if self.value() == "attempts":
-            return queryset.filter(status__in=[s for s in Status.values if s != Status.DONE])
+            return _most_attempts(request, queryset)
         if self.value():
             raise IncorrectLookupParameters(f"sort: must be one of {', '.join(ORDERS)}")
         return queryset
+
+
+def _longest_waiting(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The due pending items the ready ring holds, the ``RING_READ`` longest waiting (in the
+    list's lane, kind and tenant), each still pending (a ring row is where to look, never the
+    truth). An item made pending without a ring row (a release before the ring) is listed once
+    the ring's rotation gives it one, within seconds."""
+    from workqueue.models import Ready
+
+    now = timezone.now()
+    ring = Ready.objects.using(queryset.db).filter(available_at__lte=now)
+    for parameter, column in (("lane", "lane"), ("kind", "kind")):
+        if request.GET.get(parameter):
+            ring = ring.filter(**{column: request.GET[parameter]})
+    longest = ring.order_by("available_at").values("id")[:RING_READ]
+    return queryset.filter(status=Status.PENDING, available_at__lte=now, id__in=longest)
+
+
+def _most_attempts(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The items not done (the hot table's: history holds done items only), among the newest
+    ``SCAN_MAX`` unless the operator chose to read every item, which the page says."""
+    from django.contrib import messages
+
+    from workqueue.admin.search import newest_floor
+
+    found = queryset.filter(status__in=[s for s in Status.values if s != Status.DONE])
+    if request.GET.get(ScanFilter.parameter_name) == "all":
+        return found
+    query = request.GET.copy()
+    query[ScanFilter.parameter_name] = "all"
+    messages.info(
+        request,
+        format_html(
+            'Most attempts among the newest {} items. <a href="?{}" id="scan-all">Order every '
+            "item</a> (a scan of the table: slow on a busy one).",
+            f"{SCAN_MAX:,}",
+            query.urlencode(),
+        ),
+    )
+    return found.filter(id__gte=newest_floor(queryset))
 
 
 def order_of(request: HttpRequest) -> tuple[str, ...] | None:
