@@ -302,7 +302,7 @@ def _most_attempts(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[An
             query.urlencode(),
         ),
     )
-    return found.filter(id__gte=newest_floor(queryset))
+    return found.filter(id__gte=newest_floor())
 
 
 def order_of(request: HttpRequest) -> tuple[str, ...] | None:

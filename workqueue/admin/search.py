@@ -32,14 +32,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db.models import BooleanField, Q, QuerySet, Subquery, Value
+from django.db.models import BooleanField, Q, QuerySet
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
 
 from workqueue import SQL_DIR
 from workqueue.exceptions import InvalidPayload
 from workqueue.models import Status
 from workqueue.triage import ERROR_CONTAINS_MAX, SCAN_MAX, parse_since
+from wqcore.conf import system_alias
 from wqcore.statements import NoParams, Statement
 from wqcore.store import System, execute
 
@@ -205,8 +205,8 @@ class Searched:
 
 
 def search(queryset: QuerySet[Any], terms: Terms, *, scan_all: bool = False) -> Searched:
-    """The items matching every term. The terms no index serves are read among the newest
-    ``SCAN_MAX`` items of the login's tenants (by the primary key), unless ``scan_all``."""
+    """The items matching every term. The terms no index serves are read among the table's
+    newest ``SCAN_MAX`` items (by the primary key: ``newest_floor``), unless ``scan_all``."""
     found = Searched(queryset)
     q = found.queryset
     if terms.ids:
@@ -241,17 +241,22 @@ def search(queryset: QuerySet[Any], terms: Terms, *, scan_all: bool = False) -> 
         bounded = True
         found.scanned.append(f"error:{text}")
     if bounded and not scan_all:
-        q = q.filter(id__gte=newest_floor(queryset))
+        q = q.filter(id__gte=newest_floor())
         found.newest = SCAN_MAX
     found.queryset = q
     return found
 
 
-def newest_floor(queryset: QuerySet[Any]) -> Coalesce:
-    """The id of the ``SCAN_MAX``-th newest item the queryset's login sees (its least id when
-    it sees fewer): ``id >= floor`` is the newest ``SCAN_MAX``, read backwards on the key."""
-    newest = queryset.model.objects.using(queryset.db).order_by("-id").values("id")
-    return Coalesce(Subquery(newest[SCAN_MAX - 1 : SCAN_MAX]), Value(uuid.UUID(int=0)))
+def newest_floor() -> uuid.UUID:
+    """The id of the table's ``SCAN_MAX``-th newest item (the least id when it holds fewer):
+    ``id >= floor`` is the newest ``SCAN_MAX`` items, which a bounded scan reads through the
+    primary key. Read apart, on the system login, as an index-only walk of the key: an id,
+    never shown, that bounds a tenant's staff by the table's newest items too (under row-level
+    security, finding their tenant's ``SCAN_MAX``-th newest would walk every tenant's)."""
+    from workqueue.models import WorkItem
+
+    newest = WorkItem.objects.using(system_alias()).order_by("-id").values_list("id", flat=True)
+    return next(iter(newest[SCAN_MAX - 1 : SCAN_MAX]), uuid.UUID(int=0))
 
 
 def finished_since(q: QuerySet[Any], when: datetime, op: str = ">=") -> QuerySet[Any]:
