@@ -197,7 +197,7 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
             self.message_user(request, f"{exc}; nothing was searched.", messages.ERROR)
             return queryset.none(), False
         scan_all = request.GET.get(ScanFilter.parameter_name) == "all"
-        found = search(queryset, terms, scan_all=scan_all)
+        found = search(queryset, terms, scan_all=scan_all, org_id=scope_of(request))
         if found.scanned:
             self._say_scanned(request, found.scanned, found.newest)
         return found.queryset, False
