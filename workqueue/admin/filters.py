@@ -14,7 +14,8 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.db.models import QuerySet
+from django.db.models import BooleanField, QuerySet
+from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
@@ -267,18 +268,26 @@ class OrderFilter(admin.SimpleListFilter):
 
 def _longest_waiting(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
     """The due pending items the ready ring holds, the ``RING_READ`` longest waiting (in the
-    list's lane, kind and tenant), each still pending (a ring row is where to look, never the
-    truth). An item made pending without a ring row (a release before the ring) is listed once
-    the ring's rotation gives it one, within seconds."""
-    from workqueue.models import Ready
-
+    list's lane and kind), each still pending (a ring row is where to look, never the truth).
+    Their ids are one array (``= ANY``), so each item is read by its key: an ``IN`` over the
+    ring's rows is planned as a hash join over a scan of the whole item table. An item made
+    pending without a ring row (a release before the ring) is listed once the ring's rotation
+    gives it one, within seconds."""
     now = timezone.now()
-    ring = Ready.objects.using(queryset.db).filter(available_at__lte=now)
-    for parameter, column in (("lane", "lane"), ("kind", "kind")):
+    where: list[str] = ["r.available_at <= %s::timestamptz"]
+    params: list[Any] = [now]
+    for parameter in ("lane", "kind"):
         if request.GET.get(parameter):
-            ring = ring.filter(**{column: request.GET[parameter]})
-    longest = ring.order_by("available_at").values("id")[:RING_READ]
-    return queryset.filter(status=Status.PENDING, available_at__lte=now, id__in=longest)
+            where.append(f"r.{parameter} = %s")
+            params.append(request.GET[parameter])
+    longest = RawSQL(
+        '"workqueue_workitem"."id" = ANY((SELECT array_agg(w.id) FROM ('
+        f"SELECT r.id FROM workqueue_ready r WHERE {' AND '.join(where)}"
+        " ORDER BY r.available_at LIMIT %s) AS w)::uuid[])",
+        (*params, RING_READ),
+        output_field=BooleanField(),
+    )
+    return queryset.filter(longest, status=Status.PENDING, available_at__lte=now)
 
 
 def _most_attempts(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
