@@ -89,6 +89,8 @@ def test_the_search_reads_kind_prefixes_errors_workers_and_times(
 
     assert shown("kind:NOTIFY_*") == {str(shipment.id)}
     assert shown("kind:NOTIFY_SHIPMENT") == {str(shipment.id)}
+    assert shown("status:failed") == {str(dead.id)}
+    assert shown("status:claimed kind:NOOP") == {str(held.id)}
     assert shown('error:"connection REFUSED"') == {str(dead.id)}
     assert shown("worker:w-console") == {str(held.id)}
     assert shown("created>=1h") == {str(dead.id), str(shipment.id), str(held.id)}
@@ -105,6 +107,7 @@ def test_a_search_it_cannot_read_says_what_to_change(operator: Person, member) -
         ('error:"open', "no closing quotation"),
         ("payload.a;drop=1", "a payload path is names of letters"),
         ("created>=yesterday-ish", "created: must be a timestamp"),
+        ("status:sideways", "status: must be one of"),
     ):
         page = operator.client.get(ITEMS, {"q": q})
         assert page.status_code == 200, q

@@ -94,10 +94,10 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     )
     search_fields = ("id", "idempotency_key")
     search_help_text = (
-        "An id or idempotency key (exact); kind:NAME or kind:PREFIX*; payload.PATH=VALUE "
-        "(payload.order_id=42); error:TEXT; worker:ID; created>=WHEN, created<WHEN, "
-        "finished>=WHEN, finished<WHEN (2026-12-01T09:30:00+00:00, a date, or 30m, 6h, 2d "
-        "ago). Terms no index serves read the newest items only, and say so."
+        "An id or idempotency key (exact); kind:NAME or kind:PREFIX*; status:NAME; "
+        "payload.PATH=VALUE (payload.order_id=42); error:TEXT; worker:ID; created>=WHEN, "
+        "created<WHEN, finished>=WHEN, finished<WHEN (2026-12-01T09:30:00+00:00, a date, "
+        "or 30m, 6h, 2d ago). Terms no index serves read the newest items only, and say so."
     )
     # Time-ordered ids (UUIDv7): newest first is the primary key read backwards.
     ordering = ("-id",)

@@ -4,7 +4,7 @@ the list can meet without walking the table, or else over a bounded scan that sa
 Terms, separated by spaces (quote one holding spaces: ``error:"connection refused"``):
 
 - an item's id (exact), or any other bare word: an idempotency key (exact);
-- ``kind:NAME`` (exact) or ``kind:PREFIX*`` (every kind beginning so);
+- ``kind:NAME`` (exact) or ``kind:PREFIX*`` (every kind beginning so); ``status:NAME``;
 - ``payload.PATH=VALUE`` (``payload.order_id=42``, ``payload.customer.id=7``): the JSON value at
   that path, as text (``42`` matches the number and the string);
 - ``error:TEXT``: text in the last error, any case;
@@ -112,6 +112,7 @@ class Terms:
     keys: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     kind_prefixes: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
     payload: list[PayloadTerm] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     workers: list[str] = field(default_factory=list)
@@ -151,6 +152,11 @@ def _read_term(word: str, terms: Terms) -> None:
             terms.kind_prefixes.append(name[:-1])
         else:
             terms.kinds.append(name)
+    elif word.startswith("status:"):
+        status = word[len("status:") :].lower()
+        if status not in Status.values:
+            raise InvalidPayload(f"search: status: must be one of {', '.join(Status.values)}")
+        terms.statuses.append(status)
     elif word.startswith("error:") and len(word) > len("error:"):
         terms.errors.append(word[len("error:") :][:ERROR_CONTAINS_MAX])
     elif word.startswith("worker:") and len(word) > len("worker:"):
@@ -225,6 +231,8 @@ def search(
         q = q.filter(idempotency_key=key)
     if terms.kinds:
         q = q.filter(kind__in=terms.kinds)
+    if terms.statuses:
+        q = q.filter(status__in=terms.statuses)
     for prefix in terms.kind_prefixes:
         q = q.filter(kind__startswith=prefix)
     for worker in terms.workers:
