@@ -1,6 +1,7 @@
 """Measure the admin's queue pages on a million work items: queries per page and time.
 
     .venv/bin/python bench/admin_pages.py [--items 1000000] [--runs 5] [--keep]
+                                          [--payload-index] [--explain]
 
 Runs on the embedded PostgreSQL (``bin/test`` or ``bin/run`` starts it) in a database of its
 own (``bench_admin``, dropped afterwards unless ``--keep``), never on the database of a
@@ -9,7 +10,10 @@ ten tenants, time-ordered ids, 90% done, 8% pending, 1.5% failed, 0.5% claimed, 
 ``VACUUM ANALYZE``. Each page is fetched in-process through Django's test client, as the
 operator (a superuser, every tenant on the system login) and as one tenant's staff (under
 row-level security): one warm-up, then the median of ``--runs`` fetches, with the statements
-each fetch sends on each login. Prints a table; measures, asserts nothing.
+each fetch sends on each login. Prints a table; measures, asserts nothing. ``--payload-index``
+first makes an index on ``payload ->> 'n'`` (the console's payload search then reads it);
+``--explain`` prints EXPLAIN (ANALYZE, BUFFERS) of every statement on the item table that the
+operator's fetch of each items page sends.
 """
 
 from __future__ import annotations
@@ -65,6 +69,12 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the bench_admin database")
+    parser.add_argument(
+        "--payload-index", action="store_true", help="index payload ->> 'n' before measuring"
+    )
+    parser.add_argument(
+        "--explain", action="store_true", help="EXPLAIN the item-table statements of each page"
+    )
     args = parser.parse_args()
 
     if os.environ.get("DATABASE_URL"):
@@ -90,8 +100,8 @@ def main() -> None:
     ensure_logins(settings.DATABASES["default"], settings.DATABASES["system"], owner, (DATABASE,))
     try:
         call_command("migrate", database="admin", verbosity=0)
-        staff, operator, first_item = _fill(args.items)
-        rows = _measure(staff, operator, first_item, args.runs)
+        staff, operator, first_item = _fill(args.items, args.payload_index)
+        rows = _measure(staff, operator, first_item, args.runs, args.explain)
     finally:
         connections.close_all()
         if not args.keep:
@@ -104,7 +114,7 @@ def main() -> None:
         print(f"{page:<{width}}  {status:>6}  {f'{default}/{system}':>26}  {ms:>8.1f}")
 
 
-def _fill(n: int) -> tuple[Any, Any, Any]:
+def _fill(n: int, payload_index: bool) -> tuple[Any, Any, Any]:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
@@ -125,7 +135,18 @@ def _fill(n: int) -> tuple[Any, Any, Any]:
     with connections["admin"].cursor() as cursor:
         cursor.execute(FILL, {"orgs": [o.pk for o in orgs], "n": n, "user": staff.pk})
     with connections["admin"].cursor() as cursor:
+        # The ready ring's rows of the pending items, as their enqueue would have written them.
+        cursor.execute(
+            "INSERT INTO workqueue_ready (slot, id, org_id, lane, kind, priority, available_at)"
+            " SELECT 1, id, org_id, lane, kind, priority, available_at FROM workqueue_workitem"
+            " WHERE status = 'pending'"
+        )
+        if payload_index:
+            cursor.execute(
+                "CREATE INDEX bench_payload_n_idx ON workqueue_workitem ((payload ->> 'n'))"
+            )
         cursor.execute("VACUUM ANALYZE workqueue_workitem")
+        cursor.execute("VACUUM ANALYZE workqueue_ready")
         cursor.execute(
             "SELECT id FROM workqueue_workitem WHERE org_id = %s AND status = 'failed' LIMIT 1",
             [orgs[0].pk],
@@ -136,7 +157,7 @@ def _fill(n: int) -> tuple[Any, Any, Any]:
 
 
 def _measure(
-    staff: Any, operator: Any, item_id: Any, runs: int
+    staff: Any, operator: Any, item_id: Any, runs: int, explain: bool = False
 ) -> list[tuple[str, int, int, int, float]]:
     from django.db import connections
     from django.test import Client
@@ -149,6 +170,29 @@ def _measure(
         ("items ?kind=NOTIFY_SHIPMENT", "/admin/workqueue/workitem/?kind=NOTIFY_SHIPMENT"),
         ("items ?q=<id>", f"/admin/workqueue/workitem/?q={item_id}"),
         ("items ?q=<key>", "/admin/workqueue/workitem/?q=key-500"),
+        # The console (docs/howto/console.md): search terms, orders, the workers page.
+        ("items ?q=payload.n=<n>", "/admin/workqueue/workitem/?q=payload.n%3D424242"),
+        (
+            "items ?q=payload.n=<n>&scan=all",
+            "/admin/workqueue/workitem/?q=payload.n%3D424242&scan=all",
+        ),
+        ("items ?q=error:<text>", "/admin/workqueue/workitem/?q=error:gateway"),
+        ("items ?q=kind:<prefix>*", "/admin/workqueue/workitem/?q=kind:NOTIFY_*"),
+        ("items ?created=hour", "/admin/workqueue/workitem/?created=hour"),
+        (
+            "items ?q=created>=20m created<10m",
+            "/admin/workqueue/workitem/?q=created%3E%3D20m+created%3C10m",
+        ),
+        (
+            "items ?status=failed&finished=today",
+            "/admin/workqueue/workitem/?status__exact=failed&finished=today",
+        ),
+        ("items ?q=finished>=5m", "/admin/workqueue/workitem/?q=finished%3E%3D5m"),
+        ("items ?sort=waiting", "/admin/workqueue/workitem/?sort=waiting"),
+        ("items ?sort=attempts", "/admin/workqueue/workitem/?sort=attempts"),
+        ("items ?sort=attempts&scan=all", "/admin/workqueue/workitem/?sort=attempts&scan=all"),
+        ("items ?q=worker:<id>", "/admin/workqueue/workitem/?q=worker:bench:1:w"),
+        ("workers", "/admin/workqueue_workers/queuegauges/workers/"),
         ("dead letters", "/admin/workqueue/deadletter/"),
         ("dead letters ?failed=day", "/admin/workqueue/deadletter/?failed=day"),
         ("dead letters ?q=<error text>", "/admin/workqueue/deadletter/?q=gateway+timeout"),
@@ -185,7 +229,23 @@ def _measure(
             results.append(
                 (f"{who}: {name}", response.status_code, *counts, statistics.median(times))
             )
+            if explain and who == "operator" and url.startswith("/admin/workqueue/workitem/?"):
+                _explain(name, [q["sql"] for q in on_system.captured_queries])
     return results
+
+
+def _explain(name: str, statements: list[str]) -> None:
+    """EXPLAIN (ANALYZE, BUFFERS) of each statement on the item table (as sent, its values in
+    it), on the owner's login."""
+    from django.db import connections
+
+    for sql in statements:
+        if 'FROM "workqueue_workitem"' not in sql:
+            continue
+        with connections["admin"].cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        print(f"\n== {name}\n{sql}\n{plan}", flush=True)
 
 
 if __name__ == "__main__":

@@ -147,3 +147,44 @@ def with_children(tables: dict[str, str]) -> dict[str, str]:
         )
         children = {child: tables[parent] for child, parent in cursor.fetchall()}
     return {**tables, **children}
+
+
+def insert_items(org_id: uuid.UUID, n: int, kind: str = "NOOP", status: str = "done") -> None:
+    """``n`` items of ``org_id`` in one statement, payload ``{"n": i}``, the oldest first with
+    time-ordered ids (a millisecond apart, ending now), as a busy site's table holds them."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            """
+            WITH g AS (
+                SELECT i, (extract(epoch FROM clock_timestamp()) * 1000)::bigint - %(n)s + i AS ms
+                  FROM generate_series(1, %(n)s) AS i
+            )
+            INSERT INTO workqueue_workitem
+                   (id, org_id, kind, lane, status, payload, priority, attempts, max_attempts,
+                    last_error, created_by, updated_by, created_at, updated_at)
+            SELECT (lpad(to_hex(g.ms), 12, '0') || '70008' || lpad(to_hex(g.i), 15, '0'))::uuid,
+                   %(org)s, %(kind)s, 'default', %(status)s, jsonb_build_object('n', g.i), 0, 1, 3,
+                   '', 'system', 'system', to_timestamp(g.ms / 1000.0), to_timestamp(g.ms / 1000.0)
+              FROM g
+            """,
+            {"n": n, "org": org_id, "kind": kind, "status": status},
+        )
+
+
+@contextmanager
+def payload_index(expression: str, using: str = "btree") -> Iterator[None]:
+    """An index on ``expression`` on the item table and each of its history children."""
+    with connections["admin"].cursor() as cursor:
+        cursor.execute(
+            "SELECT 'workqueue_workitem' UNION ALL SELECT inhrelid::regclass::text FROM pg_inherits"
+            " WHERE inhparent = 'workqueue_workitem'::regclass"
+        )
+        tables = [t for (t,) in cursor.fetchall()]
+        names = [f"test_payload_{i}_idx" for i in range(len(tables))]
+        for table, name in zip(tables, names, strict=True):
+            cursor.execute(f"CREATE INDEX {name} ON {table} USING {using} ({expression})")
+        try:
+            yield
+        finally:
+            for name in names:
+                cursor.execute(f"DROP INDEX IF EXISTS {name}")

@@ -8,14 +8,19 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from tenancy.admin_fence import AdminRights, is_operator
 from tenancy.contexts import actor_of
-from workers import dashboard, schedule_state
+from workers import dashboard, fleet, schedule_state
 from workers.models import QueueGauges
 from wqcore.generics import ModelAdmin
+
+# The permission that lets the operator drain a worker (a superuser holds every one).
+DRAIN_PERMISSION = "workqueue_workers.change_worker"
 
 
 @admin.register(QueueGauges)
@@ -34,7 +39,51 @@ class QueueGaugesAdmin(AdminRights, ModelAdmin[QueueGauges]):
             self.admin_site.admin_view(require_POST(self.toggle_schedule)),
             name="workqueue_workers_schedule_toggle",
         )
-        return [toggle, *super().get_urls()]
+        view = self.admin_site.admin_view
+        workers = path("workers/", view(self.workers_view), name="workqueue_workers_workers")
+        drain = path(
+            "workers/<path:worker_id>/drain/",
+            view(require_POST(self.drain_worker)),
+            name="workqueue_workers_worker_drain",
+        )
+        return [toggle, workers, drain, *super().get_urls()]
+
+    def workers_view(self, request: HttpRequest) -> HttpResponse:
+        """Every worker not offline: host, pid, lane, kinds, heartbeat, what it holds (each item
+        linked), and the drain for an operator who may. The operator's page only: workers serve
+        every tenant."""
+        if not is_operator(request):
+            raise PermissionDenied("the workers page is for the site's operator")
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Workers",
+            "workers": fleet.read_fleet(dashboard.SILENT_AFTER_S),
+            "may_drain": request.user.has_perm(DRAIN_PERMISSION),
+            "silent_after_s": dashboard.SILENT_AFTER_S,
+            "held_shown": fleet.HELD_SHOWN,
+            "read_at": timezone.now(),
+        }
+        return TemplateResponse(request, "admin/workqueue_workers/workers.html", context)
+
+    def drain_worker(self, request: HttpRequest, worker_id: str) -> HttpResponse:
+        """Ask one worker to drain (``fleet.drain``), audited with the operator as the actor."""
+        if not (is_operator(request) and request.user.has_perm(DRAIN_PERMISSION)):
+            raise PermissionDenied("draining a worker is for the site's operator")
+        asked = fleet.drain(
+            worker_id,
+            actor=actor_of(request.user),
+            request_id=request.rctx.request_id,  # type: ignore[attr-defined]
+            via="the admin's workers page",
+        )
+        if asked:
+            messages.success(
+                request,
+                f"worker {worker_id} asked to drain: at its next heartbeat it stops claiming, "
+                "finishes what it holds and goes offline",
+            )
+        else:
+            messages.warning(request, f"worker {worker_id} is not running (nothing was asked)")
+        return HttpResponseRedirect(reverse("admin:workqueue_workers_workers"))
 
     def toggle_schedule(self, request: HttpRequest, name: str) -> HttpResponse:
         """Pause or resume one schedule (the operator only), audited in every tenant it

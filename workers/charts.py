@@ -1,7 +1,8 @@
 """The gauges page's charts: attempts per minute (done, failed, dead letters), the wait before a
-claim (p50, p95) and the pending items by lane, over the last hour or day, drawn by the server
-as inline SVG (no script, nothing loaded from elsewhere) from the queue's minutes
-(``workqueue/minutes.py``: the sweep's rollup of the attempts).
+claim (p50, p95), the pending items by lane, the oldest waiting item by lane and kind, and the
+attempts' run time by kind (p50, p95), over the last hour or day, drawn by the server as inline
+SVG (no script, nothing loaded from elsewhere) from the queue's minutes
+(``workqueue/minutes.py``: the sweep's rollup of the attempts and its samples of what waits).
 
 Each chart is geometry computed here and drawn by ``chart.html``: a series is a path and one
 point per span, each point carrying its span and value (``data-at``, ``data-value``), each
@@ -15,6 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from urllib.parse import urlencode
 
 from django.urls import reverse
@@ -171,8 +173,15 @@ class Links:
         chosen = lane if lane is not None else self.lane
         return {} if chosen is None or chosen == runtime.UNDECLARED else {"lane": chosen}
 
-    def items(self, status: str, lane: str | None = None) -> str:
-        query = {"status__exact": status, **self._lane(lane)}
+    def items(self, status: str, lane: str | None = None, **more: str) -> str:
+        query = {"status__exact": status, **self._lane(lane), **more}
+        return f"{reverse('admin:workqueue_workitem_changelist')}?{urlencode(query)}"
+
+    def waiting(self, lane: str, kind: str) -> str:
+        """The pending items of a lane's kind, the longest waiting first."""
+        query = {"sort": "waiting", **self._lane(lane)}
+        if kind != runtime.UNKNOWN_KIND:
+            query["kind"] = kind
         return f"{reverse('admin:workqueue_workitem_changelist')}?{urlencode(query)}"
 
     def dead(self) -> str:
@@ -189,10 +198,11 @@ class Line:
     label: str
     style: int
     href: str
-    spans: list[runtime.Span]
-    value: Callable[[runtime.Span], float | None]
+    # A lane's spans (runtime.Span) or a kind's (runtime.KindSpan).
+    spans: list[Any]
+    value: Callable[[Any], float | None]
 
-    def values(self) -> list[tuple[int, runtime.Span, float]]:
+    def values(self) -> list[tuple[int, Any, float]]:
         found = []
         for i, span in enumerate(self.spans):
             v = self.value(span)
@@ -288,3 +298,91 @@ def charts(minutes: runtime.Minutes, links: Links, lane: str | None = None) -> l
 
 def _pending(span: runtime.Span) -> float:
     return float(span.pending)
+
+
+def _kinds_in(kind_minutes: runtime.KindMinutes, lane: str | None) -> dict[str, list[Any]]:
+    """Each kind's spans, in ``lane`` or summed over every lane (the oldest wait: the most)."""
+    found: dict[str, list[runtime.KindSpan]] = {}
+    for (at, kind), spans in kind_minutes.kinds.items():
+        if lane is not None and at != lane:
+            continue
+        if kind not in found:
+            found[kind] = spans
+            continue
+        found[kind] = [
+            runtime.KindSpan(
+                a.start,
+                max((v for v in (a.oldest_wait_s, b.oldest_wait_s) if v is not None), default=None),
+                tuple(x + y for x, y in zip(a.runs, b.runs, strict=True)),
+            )
+            for a, b in zip(found[kind], spans, strict=True)
+        ]
+    return found
+
+
+def _busiest(lines: list[Line], key: Callable[[Line], float], n: int) -> list[Line]:
+    """At most ``n`` lines, those whose figure is largest first (a legend stays readable)."""
+    return sorted(lines, key=key, reverse=True)[:n]
+
+
+def kind_charts(
+    kind_minutes: runtime.KindMinutes, links: Links, lane: str | None = None
+) -> list[Chart]:
+    """The oldest waiting item by lane and kind, and the run time per kind (p50, p95), over
+    ``kind_minutes`` (every lane, or ``lane``'s)."""
+    oldest = []
+    for i, ((at, kind), spans) in enumerate(kind_minutes.kinds.items()):
+        if lane is not None and at != lane:
+            continue
+        label = kind if lane is not None else f"{kind} ({at})"
+        oldest.append(Line(f"{at}:{kind}", label, i, links.waiting(at, kind), spans, _oldest_wait))
+
+    def worst(line: Line) -> float:
+        return max((v for *_, v in line.values()), default=0.0)
+
+    oldest = [
+        Line(line.key, line.label, i, line.href, line.spans, line.value)
+        for i, line in enumerate(_busiest([o for o in oldest if o.values()], worst, STYLES))
+    ]
+    runs = []
+    per_kind = _kinds_in(kind_minutes, lane)
+    ran = {k: spans for k, spans in per_kind.items() if any(sum(s.runs) for s in spans)}
+    by_count = sorted(ran, key=lambda k: -sum(sum(s.runs) for s in ran[k]))[: STYLES // 2]
+    for i, kind in enumerate(by_count):
+        href = links.items("done", lane, **({"kind": kind} if kind != runtime.UNKNOWN_KIND else {}))
+        runs.append(Line(f"{kind}:p50", f"{kind} p50", i, href, ran[kind], _run_quantile(0.5)))
+        runs.append(
+            Line(
+                f"{kind}:p95", f"{kind} p95", i + STYLES // 2, href, ran[kind], _run_quantile(0.95)
+            )
+        )
+    starts = kind_minutes.starts
+    return [
+        _draw(
+            "chart-oldest",
+            "Oldest waiting, by lane and kind (at each minute's first sweep)",
+            oldest,
+            starts,
+            "log",
+            seconds_text,
+            _worst_wait,
+        ),
+        _draw(
+            "chart-runs", "Run time by kind (p50, p95)", runs, starts, "log", seconds_text, _worst
+        ),
+    ]
+
+
+def _oldest_wait(span: runtime.KindSpan) -> float | None:
+    return span.oldest_wait_s
+
+
+def _worst_wait(values: list[float]) -> str:
+    return f"at most {seconds_text(round(max(values), 1))}" if values else "none due"
+
+
+def _run_quantile(q: float) -> Callable[[runtime.KindSpan], float | None]:
+    def value(span: runtime.KindSpan) -> float | None:
+        return runtime.quantile(span.runs, q)
+
+    return value

@@ -26,7 +26,7 @@ from outbox.api import READ_LAG, Lag
 from tenancy.admin_fence import sees_every_tenant, tenant_staff
 from tenancy.modes import current_tenancy, has_tenants
 from workers import schedule_state
-from workers.charts import WINDOWS, Chart, Links, charts, spans_of
+from workers.charts import WINDOWS, Chart, Links, charts, kind_charts, spans_of
 from workers.liveness import read_live_kind_lanes, read_live_lanes
 from workers.models import Worker, WorkerState
 from workers.schedules import all_schedules, site_tenant
@@ -255,7 +255,11 @@ def read_charts(
     lanes = sorted(set(minutes.lanes) | set(runtime.declared_lanes()))
     lane = lane if lane in lanes else None
     since = minutes.starts[0]
-    drawn = charts(minutes, Links(since, lane), lane)
+    kinds = runtime.read_kind_minutes(bin_s, bins, org_id=org_id)
+    drawn = [
+        *charts(minutes, Links(since, lane), lane),
+        *kind_charts(kinds, Links(since, lane), lane),
+    ]
     done = sum(span.done for span in spans_of(minutes, lane))
     late = rolled_up_at is None or (now - rolled_up_at).total_seconds() > ROLLUP_LATE_S
     return ChartsView(window, lane, lanes, drawn, done, since, rolled_up_at, late)

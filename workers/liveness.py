@@ -23,11 +23,17 @@ from wqcore.statements import Statement
 
 logger = logging.getLogger(__name__)
 
-# publish_liveness: upsert this worker's row, stamped by the database's clock.
+# publish_liveness: upsert this worker's row, stamped by the database's clock; a drain an
+# operator asked for (the row's state set to 'draining': workers/sql/drain_worker.sql) is kept
+# and read back, so the worker learns of it at its next beat without a statement of its own.
 _PUBLISH = """
-INSERT INTO workqueue_workers_worker (id, kind, lane, host, pid, started_at, last_beat_at, state)
+INSERT INTO workqueue_workers_worker AS w
+       (id, kind, lane, host, pid, started_at, last_beat_at, state)
 VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s)
-ON CONFLICT (id) DO UPDATE SET last_beat_at = now(), state = EXCLUDED.state
+ON CONFLICT (id) DO UPDATE SET last_beat_at = now(),
+       state = CASE WHEN w.state = 'draining' AND EXCLUDED.state = 'running' THEN w.state
+                    ELSE EXCLUDED.state END
+RETURNING w.state
 """
 
 
@@ -49,6 +55,8 @@ class Liveness:
         self.last_beat: float | None = None
         self.last_error: Exception | None = None
         self.state = "running"
+        # An operator asked this worker to drain (read back by a publish while it ran).
+        self.drain_requested = False
 
     def beat(self) -> None:
         self.last_beat = self._clock()
@@ -78,6 +86,9 @@ class Liveness:
                         "state": self.state,
                     },
                 )
+                (published,) = cursor.fetchone()
+            if published == "draining" and self.state == "running":
+                self.drain_requested = True
             return True
         except Exception as exc:
             LIVENESS_PUBLISH_FAILED.inc()

@@ -319,6 +319,9 @@ class Worker:
             return
         if published:
             self.outage.ok(started)
+            if self.liveness.drain_requested and self.signals == 0:
+                log_event(logger, logging.INFO, "worker_drain_requested", worker=self.worker_id)
+                self.request_stop()
             return
         error = self.liveness.last_error
         if error is not None and not self.outage.failed("heartbeat", error):

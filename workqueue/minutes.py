@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from workqueue import SQL_DIR
 from workqueue.figures import under_tenant
+from workqueue.kinds import known_kinds
 from workqueue.lanes import declared_lanes
 from wqcore.conf import wq_settings
 from wqcore.statements import NoParams, Statement
@@ -49,6 +50,8 @@ class RollUpParams(NamedTuple):
     # The declared lanes: the attempts of any other lane are counted as one.
     lanes: list[str]
     bounds: list[float]
+    # The registered kinds: the attempts of any other kind are counted as one (UNKNOWN_KIND).
+    kinds: list[str]
     batch: int
     grace_s: float
     # Attempts that ended longer ago are passed over (their rows would be purged at once).
@@ -58,6 +61,7 @@ class RollUpParams(NamedTuple):
 class SamplePendingParams(NamedTuple):
     lanes: list[str]
     bounds: list[float]
+    kinds: list[str]
 
 
 class KeepMinutesParams(NamedTuple):
@@ -83,7 +87,18 @@ def _wait_sums() -> dict[str, str]:
     return {"wait_sums": f"ARRAY[{sums}]"}
 
 
+def _run_sums() -> dict[str, str]:
+    """``ARRAY[sum(runs[1]), ...]``: each bucket of the run-time histograms summed."""
+    sums = ", ".join(f"sum(k.runs[{b}])::bigint" for b in range(1, len(WAIT_BOUNDS_S) + 2))
+    return {"run_sums": f"ARRAY[{sums}]"}
+
+
 READ_MINUTES = Statement("read_minutes", ReadMinutesParams, SQL_DIR, build_parts=_wait_sums)
+READ_KIND_MINUTES = Statement(
+    "read_kind_minutes", ReadMinutesParams, SQL_DIR, build_parts=_run_sums
+)
+# The label a kind no one registers is counted under in the minutes (as UNDECLARED for lanes).
+UNKNOWN_KIND = "(unknown)"
 READ_ROLLUP_PLACE = Statement("read_rollup_place", NoParams, SQL_DIR)
 
 
@@ -114,11 +129,11 @@ def roll_up_minutes(
     Takes no tenant: one statement counts every tenant's attempts of a batch, on the system
     login (the sweep's), and each row it writes is its tenant's, read back under row-level
     security."""
-    lanes, bounds = declared_lanes(), [float(b) for b in WAIT_BOUNDS_S]
+    lanes, bounds, kinds = declared_lanes(), [float(b) for b in WAIT_BOUNDS_S], known_kinds()
     batch = int(batch or wq_settings.ROLLUP_BATCH)
     budget = int(max_batches or wq_settings.SWEEP_MAX_BATCHES)
     kept_s = float(retention_s or wq_settings.ROLLUP_RETENTION_S)
-    params = RollUpParams(lanes, bounds, batch, MARK_GRACE_S, kept_s)
+    params = RollUpParams(lanes, bounds, kinds, batch, MARK_GRACE_S, kept_s)
     attempts, behind, renewed, batches = 0, False, False, 0
     while batches < budget:
         rows: Rows = yield System(ROLL_UP_MINUTES, params)
@@ -139,7 +154,7 @@ def roll_up_minutes(
         if renewed or not more:
             break
         renewed = True
-    sampled: Rows = yield System(SAMPLE_PENDING, SamplePendingParams(lanes, bounds))
+    sampled: Rows = yield System(SAMPLE_PENDING, SamplePendingParams(lanes, bounds, kinds))
     return RolledUp(attempts, bool(sampled.rows[0][0]) if sampled.rows else False, behind)
 
 
@@ -252,6 +267,51 @@ def read_minutes(bin_s: int = 60, bins: int = 60, org_id: uuid.UUID | None = Non
     bin_s = max(60, min(int(bin_s), 86_400))
     bins = max(1, min(int(bins), 1440))
     return (yield from under_tenant(_minutes(bin_s, bins), org_id))
+
+
+@dataclass(frozen=True)
+class KindSpan:
+    """What a span came to for one kind in one lane: the longest its oldest due item was seen
+    waiting (None: none was due at a sampled minute), and its attempts' run times."""
+
+    start: datetime
+    oldest_wait_s: float | None = None
+    runs: tuple[int, ...] = (0,) * (len(WAIT_BOUNDS_S) + 1)
+
+
+@dataclass(frozen=True)
+class KindMinutes:
+    """The kinds' figures: one ``KindSpan`` per span start, oldest first, per (lane, kind)."""
+
+    bin_s: int
+    starts: list[datetime]
+    kinds: dict[tuple[str, str], list[KindSpan]] = field(default_factory=dict)
+
+
+def _kind_minutes(bin_s: int, bins: int) -> Plan[KindMinutes]:
+    rows: Rows = yield System(READ_KIND_MINUTES, ReadMinutesParams(bin_s, bins))
+    first = rows.rows[0][0]
+    starts = [first + timedelta(seconds=bin_s * i) for i in range(bins)]
+    place = {start: i for i, start in enumerate(starts)}
+    kinds: dict[tuple[str, str], list[KindSpan]] = {}
+    for _first, start, lane, kind, oldest, runs in rows.rows:
+        if lane is None or start not in place:
+            continue
+        series = kinds.setdefault((lane, kind), [KindSpan(s) for s in starts])
+        counts = tuple(int(n or 0) for n in runs)
+        series[place[start]] = KindSpan(start, None if oldest is None else float(oldest), counts)
+    return KindMinutes(bin_s, starts, dict(sorted(kinds.items())))
+
+
+@transition
+def read_kind_minutes(
+    bin_s: int = 60, bins: int = 60, org_id: uuid.UUID | None = None
+) -> Plan[KindMinutes]:
+    """``read_minutes`` per lane and kind: the oldest due item's wait and the attempts' run
+    times; every tenant's (system login) or ``org_id``'s only (row-level security)."""
+    bin_s = max(60, min(int(bin_s), 86_400))
+    bins = max(1, min(int(bins), 1440))
+    return (yield from under_tenant(_kind_minutes(bin_s, bins), org_id))
 
 
 @transition

@@ -70,19 +70,23 @@ from workqueue.maintenance import (
     stale_tenants,
 )
 from workqueue.minutes import (
+    UNKNOWN_KIND,
     WAIT_BOUNDS_S,
     KeptMinutes,
+    KindMinutes,
+    KindSpan,
     Minutes,
     RolledUp,
     Span,
     keep_minutes,
     quantile,
+    read_kind_minutes,
     read_minutes,
     read_rollup_place,
     roll_up_minutes,
 )
 from workqueue.models import Attempt, AttemptOutcome, TenantShare, new_item_id
-from workqueue.pauses import READ_PAUSES, Paused, read_pauses
+from workqueue.pauses import READ_PAUSES, SITE_ORG_ID, Paused, read_pauses
 from workqueue.progress import Report, Reported, awrite_progress, check_meta, check_progress
 from workqueue.rate_limits import (
     READ_RATE_LIMITS,
@@ -113,7 +117,9 @@ __all__ = [
     "READ_RATE_LIMITS",
     "READ_TOP_TENANTS",
     "SCHEDULE_KEY_PREFIX",
+    "SITE_ORG_ID",
     "UNDECLARED",
+    "UNKNOWN_KIND",
     "WAIT_BOUNDS_S",
     "Attempt",
     "AttemptOutcome",
@@ -126,6 +132,8 @@ __all__ = [
     "Handler",
     "Holder",
     "KeptMinutes",
+    "KindMinutes",
+    "KindSpan",
     "LimitState",
     "Minutes",
     "Paused",
@@ -188,6 +196,7 @@ __all__ = [
     "read_due_lanes",
     "read_gauges_of",
     "read_holders",
+    "read_kind_minutes",
     "read_minutes",
     "read_pauses",
     "read_rate_limits",

@@ -41,6 +41,10 @@ SCREENSHOTS = (
     "07-gauges.png",
     "10-grouped.png",
     "11-confirm-by-filter.png",
+    "console-items-search-light.png",
+    "console-items-scan-warning-dark.png",
+    "console-workers-dark.png",
+    "console-charts-light.png",
 )
 
 # The distribution's apps, as a site installs them (the orgs tenancy's app too: its commands).

@@ -104,7 +104,14 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
     from outbox.emit import emit
     from workers.demo.models import Shipment, ShipmentNotice
     from workers.django_tasks.models import TaskRecord
-    from workqueue.models import Attempt, Dependency, LaneMinute, TenantShare, WorkflowStep
+    from workqueue.models import (
+        Attempt,
+        Dependency,
+        KindMinute,
+        LaneMinute,
+        TenantShare,
+        WorkflowStep,
+    )
 
     a, b = make_ctx(), make_ctx()
     for ctx in (a, b):
@@ -130,6 +137,9 @@ def two_tenants(make_ctx, worker_rctx):  # type: ignore[no-untyped-def]
             dead=0,
             waits=[1],
             pending=0,
+        )
+        KindMinute.objects.using("admin").create(
+            minute=item.created_at, org_id=ctx.org_id, lane="default", kind="NOOP", runs=[1]
         )
         emit(ctx, "work.NOOP", {})
         TenantShare.objects.using("admin").create(org_id=ctx.org_id, weight=2)

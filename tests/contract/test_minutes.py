@@ -275,7 +275,7 @@ def _minute_rows(days_ago: list[int], org_id: uuid.UUID) -> None:
 
 
 KEEP_A_WEEK = (
-    "SELECT workqueue_minutes_keep_v1(now() - interval '7 days', now() + interval '2 days')"
+    "SELECT workqueue_minutes_keep_v2(now() - interval '7 days', now() + interval '2 days')"
 )
 
 
@@ -321,7 +321,7 @@ def test_the_minutes_are_kept_one_partition_a_day(ctx, worker_rctx, every_day_ke
     try:
         reader.execute(f"SELECT count(*) FROM {oldest}")
         with connections["admin"].cursor() as cursor:
-            cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+            cursor.execute("SELECT * FROM workqueue_minutes_drop_v2(now() + interval '3 days')")
             _dropped, waiting = cursor.fetchone()
         assert waiting >= 1 and oldest in _partitions()
     finally:
@@ -329,7 +329,7 @@ def test_the_minutes_are_kept_one_partition_a_day(ctx, worker_rctx, every_day_ke
         reader.close()
     # Past the retention (every day, as a clock three days on would see them): dropped whole.
     with connections["admin"].cursor() as cursor:
-        cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+        cursor.execute("SELECT * FROM workqueue_minutes_drop_v2(now() + interval '3 days')")
         assert cursor.fetchone()[1] == 0
     assert _partitions() == {}
     assert LaneMinute.objects.using("admin").count() == 0
@@ -344,7 +344,7 @@ def test_the_retention_drops_only_the_days_that_ended_before_it(
 ) -> None:
     with connections["admin"].cursor() as cursor:
         # Days that began a week ago, then the step with a two-day retention.
-        cursor.execute("SELECT * FROM workqueue_minutes_drop_v1(now() + interval '3 days')")
+        cursor.execute("SELECT * FROM workqueue_minutes_drop_v2(now() + interval '3 days')")
         cursor.execute(KEEP_A_WEEK)
     _minute_rows([0, 1, 4, 6], ctx.org_id)
     kept = keep_minutes.run_once(worker_rctx, SweepSettings(rollup_retention_s=2 * 86400.0))

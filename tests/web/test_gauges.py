@@ -97,7 +97,7 @@ def test_the_operator_sees_the_whole_site(operator: Person, site) -> None:
     assert len(done) == 60 and done[-1] == 1 and sum(done) == 2
     assert sum(points(html, "attempts", "dead")) == 1
     assert card(html, "done") == "2"
-    assert html.count('<svg width="640"') == 3  # the charts: inline SVG, drawn by the server
+    assert html.count('<svg width="640"') == 5  # the charts: inline SVG, drawn by the server
     day = operator.client.get(URL, {"window": "day"}).text
     assert len(points(day, "attempts", "done")) == 144 and sum(points(day, "attempts", "done")) == 3
     assert card(day, "done") == "3"

@@ -1,5 +1,7 @@
-"""The lists' filters (tenant, kind, lane, when a dead letter failed), and the dead-letter
-list's filters read as the ``DeadFilter`` its grouping, count and triage by filter act on.
+"""The lists' filters (tenant, kind, lane, when a dead letter failed; on the items list, when
+an item was created or finished, its order, and how far a search reads), the items list's saved
+filters, and the dead-letter list's filters read as the ``DeadFilter`` its grouping, count and
+triage by filter act on.
 
 Filters are drawn from the kind registry and the lanes found without a scan (``read_lanes``),
 never from ``DISTINCT`` over the table: a list stays fast on a million rows."""
@@ -12,9 +14,11 @@ from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.db.models import QuerySet
+from django.db.models import BooleanField, QuerySet
+from django.db.models.expressions import RawSQL
 from django.http import HttpRequest
 from django.utils import timezone
+from django.utils.html import format_html
 
 from tenancy.admin_fence import admin_alias, sees_every_tenant
 from workqueue.admin.scope import scope_of, tenants_have_names
@@ -22,7 +26,7 @@ from workqueue.exceptions import InvalidPayload
 from workqueue.kinds import known_kinds
 from workqueue.lanes import declared_lanes
 from workqueue.models import Status
-from workqueue.triage import ERROR_CONTAINS_MAX, DeadFilter, parse_since, read_lanes
+from workqueue.triage import ERROR_CONTAINS_MAX, SCAN_MAX, DeadFilter, parse_since, read_lanes
 
 # How many tenants the tenant filter lists (others are reached by ?org=<id>).
 TENANT_CHOICES = 50
@@ -174,3 +178,169 @@ def dead_filter_of(request: HttpRequest) -> DeadFilter:
         failed_since=failed_since(query.get("failed"), query.get("failed_since")),
         org_id=org,
     ).checked()
+
+
+# The "created" and "finished" filters' windows ("today": since midnight UTC).
+WINDOWS = {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}
+
+
+def window_start(window: str) -> datetime:
+    if window == "today":
+        return timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    return timezone.now() - WINDOWS[window]
+
+
+class _WindowFilter(admin.SimpleListFilter):
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("today", "today"), *((w, f"in the last {w}") for w in WINDOWS)]
+
+    def since(self) -> datetime | None:
+        value = self.value()
+        if not value:
+            return None
+        if value != "today" and value not in WINDOWS:
+            raise IncorrectLookupParameters(
+                f"{self.parameter_name}: must be today, hour, day or week"
+            )
+        return window_start(value)
+
+
+class CreatedFilter(_WindowFilter):
+    """When an item was created, read as a range of its time-ordered id (the primary key)."""
+
+    title = "created"
+    parameter_name = "created"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        from workqueue.admin.search import ids_from
+
+        since = self.since()
+        if since is None:
+            return queryset
+        return queryset.filter(id__gte=ids_from(since), created_at__gte=since)
+
+
+class FinishedFilter(_WindowFilter):
+    """When an item ended (done, failed, discarded, cancelled), through the indexes of ended
+    items by when they ended."""
+
+    title = "finished"
+    parameter_name = "finished"
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        from workqueue.admin.search import finished_since
+
+        since = self.since()
+        return queryset if since is None else finished_since(queryset, since)
+
+
+# The items list's orders: what each shows first, and the rows it reads. Oldest waiting: the
+# due pending items as the ready ring holds them (a row per pending item: never the done items
+# the hot table and history hold), longest waiting first; most attempts: the items not done
+# with the most attempts spent, among the newest SCAN_MAX unless the operator reads every item.
+ORDERS = {
+    "waiting": ("oldest waiting", ("available_at", "id")),
+    "attempts": ("most attempts", ("-attempts", "-id")),
+}
+# The most ring rows the oldest-waiting order reads: the list's pages and its count's cap.
+RING_READ = 10_001
+
+
+class OrderFilter(admin.SimpleListFilter):
+    """The items list's order (the list is otherwise newest first): a filter, so its choice
+    stays in every link of the list; it keeps the rows that order is about."""
+
+    title = "order"
+    parameter_name = "sort"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [(name, label) for name, (label, _) in ORDERS.items()]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() == "waiting":
+            return _longest_waiting(request, queryset)
+        if self.value() == "attempts":
+            return _most_attempts(request, queryset)
+        if self.value():
+            raise IncorrectLookupParameters(f"sort: must be one of {', '.join(ORDERS)}")
+        return queryset
+
+
+def _longest_waiting(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The due pending items the ready ring holds, the ``RING_READ`` longest waiting (in the
+    list's lane and kind), each still pending (a ring row is where to look, never the truth).
+    Their ids are one array (``= ANY``), so each item is read by its key: an ``IN`` over the
+    ring's rows is planned as a hash join over a scan of the whole item table. An item made
+    pending without a ring row (a release before the ring) is listed once the ring's rotation
+    gives it one, within seconds."""
+    now = timezone.now()
+    where: list[str] = ["r.available_at <= %s::timestamptz"]
+    params: list[Any] = [now]
+    for parameter in ("lane", "kind"):
+        if request.GET.get(parameter):
+            where.append(f"r.{parameter} = %s")
+            params.append(request.GET[parameter])
+    longest = RawSQL(
+        '"workqueue_workitem"."id" = ANY((SELECT array_agg(w.id) FROM ('
+        f"SELECT r.id FROM workqueue_ready r WHERE {' AND '.join(where)}"
+        " ORDER BY r.available_at LIMIT %s) AS w)::uuid[])",
+        (*params, RING_READ),
+        output_field=BooleanField(),
+    )
+    return queryset.filter(longest, status=Status.PENDING, available_at__lte=now)
+
+
+def _most_attempts(request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """The items not done (the hot table's: history holds done items only), among the newest
+    ``SCAN_MAX`` unless the operator chose to read every item, which the page says."""
+    from django.contrib import messages
+
+    from workqueue.admin.search import newest_floor
+
+    found = queryset.filter(status__in=[s for s in Status.values if s != Status.DONE])
+    if request.GET.get(ScanFilter.parameter_name) == "all":
+        return found
+    query = request.GET.copy()
+    query[ScanFilter.parameter_name] = "all"
+    messages.info(
+        request,
+        format_html(
+            'Most attempts among the newest {} items. <a href="?{}" id="scan-all">Order every '
+            "item</a> (a scan of the table: slow on a busy one).",
+            f"{SCAN_MAX:,}",
+            query.urlencode(),
+        ),
+    )
+    return found.filter(id__gte=newest_floor())
+
+
+def order_of(request: HttpRequest) -> tuple[str, ...] | None:
+    """The order the list's ``sort`` names (None: the default, newest first)."""
+    chosen = ORDERS.get(request.GET.get(OrderFilter.parameter_name) or "")
+    return chosen[1] if chosen else None
+
+
+class ScanFilter(admin.SimpleListFilter):
+    """How far a search no index serves reads: the newest ``SCAN_MAX`` items (the default), or
+    every item, which the operator chooses knowingly (a scan of the whole table)."""
+
+    title = "search reads"
+    parameter_name = "scan"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("all", "every item (a full scan)")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() not in (None, "all"):
+            raise IncorrectLookupParameters("scan: must be all")
+        return queryset
+
+
+# The items list's saved filters: a name, and the query string it stands for.
+SAVED_FILTERS = (
+    ("oldest waiting", "sort=waiting"),
+    ("most attempts", "sort=attempts"),
+    ("running now", "status__exact=claimed"),
+    ("failed today", "status__exact=failed&finished=today"),
+    ("created in the last hour", "created=hour"),
+)

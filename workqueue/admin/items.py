@@ -5,20 +5,22 @@ reads every tenant on the system login; a tenant's staff read theirs under row-l
 
 The list stays fast on a million rows: no full count (``BoundedPaginator``), no facets, no
 sortable columns (each would sort the whole table), filters drawn from the kind registry rather
-than from ``DISTINCT`` over the table, search by exact id or key, newest first by the
-time-ordered id (the primary key).
+than from ``DISTINCT`` over the table, newest first by the time-ordered id (the primary key).
+Its search (``search.py``) reads what an index serves, and the rest among the newest items
+only, saying so; its two other orders (oldest waiting, most attempts) read the hot table's
+pending or unfinished items, never history; its saved filters are links (``SAVED_FILTERS``).
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.api import AuditEntry, actor_names
@@ -26,9 +28,21 @@ from tenancy.admin_fence import admin_alias, shows_tenants
 from workqueue.admin.actions import TriageAction
 from workqueue.admin.confirmation import TriageAdmin
 from workqueue.admin.display import age, first_line, progress_text, share, trace_link
-from workqueue.admin.filters import KindFilter, LaneFilter, TenantFilter
+from workqueue.admin.filters import (
+    SAVED_FILTERS,
+    CreatedFilter,
+    FinishedFilter,
+    KindFilter,
+    LaneFilter,
+    OrderFilter,
+    ScanFilter,
+    TenantFilter,
+    order_of,
+)
 from workqueue.admin.scope import scope_of, tenants_have_names
+from workqueue.admin.search import read_terms, search
 from workqueue.admin.workflows import WorkflowPages, counted, workflow_link
+from workqueue.exceptions import InvalidPayload
 from workqueue.models import Attempt, Status, WorkItem
 from workqueue.progress import NOTE_MAX
 from workqueue.workflows.overview import read_holding
@@ -38,6 +52,8 @@ from workqueue.workflows.overview import read_holding
 ATTEMPTS_SHOWN = 200
 # The most audit entries an item's page lists, oldest first.
 HISTORY_SHOWN = 200
+# The statuses an item ends in: its "finished" column shows when (its updated_at).
+ENDED = frozenset({Status.DONE, Status.FAILED, Status.DISCARDED, Status.CANCELLED})
 
 
 def _pretty(value: Any) -> str | None:
@@ -58,10 +74,12 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
         "status",
         "progress_shown",
         "tries",
+        "worker",
         "error",
         "workflow",
+        "age_shown",
         "created",
-        "updated",
+        "finished",
     )
     list_display_links = ("short_id",)
     list_filter: ClassVar[tuple[type[admin.ListFilter] | str, ...]] = (
@@ -69,9 +87,18 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
         KindFilter,
         LaneFilter,
         "status",
+        CreatedFilter,
+        FinishedFilter,
+        OrderFilter,
+        ScanFilter,
     )
     search_fields = ("id", "idempotency_key")
-    search_help_text = "An item's id, or its idempotency key (exact)."
+    search_help_text = (
+        "An id or idempotency key (exact); kind:NAME or kind:PREFIX*; status:NAME; "
+        "payload.PATH=VALUE (payload.order_id=42); error:TEXT; worker:ID; created>=WHEN, "
+        "created<WHEN, finished>=WHEN, finished<WHEN (2026-12-01T09:30:00+00:00, a date, "
+        "or 30m, 6h, 2d ago). Terms no index serves read the newest items only, and say so."
+    )
     # Time-ordered ids (UUIDv7): newest first is the primary key read backwards.
     ordering = ("-id",)
     sortable_by = ()
@@ -145,16 +172,60 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
 
     # -- the list --
 
+    def get_ordering(self, request: HttpRequest) -> tuple[str, ...]:
+        chosen = order_of(request) if OrderFilter in self.get_list_filter(request) else None
+        return chosen or tuple(self.ordering)
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        extra = {"saved_filters": SAVED_FILTERS, **(extra_context or {})}
+        return super().changelist_view(request, extra)
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
     ) -> tuple[QuerySet[Any], bool]:
-        term = search_term.strip()
-        if not term:
+        """The items every term of the search matches (``search.py``); a term no index serves
+        reads the newest ``SCAN_MAX`` items only, unless the operator chose to read every item
+        (``?scan=all``), and the page says which it did."""
+        text = search_term.strip()
+        if not text:
             return queryset, False
         try:
-            return queryset.filter(pk=uuid.UUID(term)), False
-        except ValueError:
-            return queryset.filter(idempotency_key=term[:200]), False
+            terms = read_terms(text)
+        except InvalidPayload as exc:
+            self.message_user(request, f"{exc}; nothing was searched.", messages.ERROR)
+            return queryset.none(), False
+        scan_all = request.GET.get(ScanFilter.parameter_name) == "all"
+        found = search(queryset, terms, scan_all=scan_all, org_id=scope_of(request))
+        if found.scanned:
+            self._say_scanned(request, found.scanned, found.newest)
+        return found.queryset, False
+
+    def _say_scanned(self, request: HttpRequest, scanned: list[str], newest: int) -> None:
+        terms = ", ".join(scanned)
+        if not newest:
+            self.message_user(
+                request,
+                f"The search for {terms}: no index serves this; every item was read (a full scan).",
+                messages.WARNING,
+            )
+            return
+        query = request.GET.copy()
+        query[ScanFilter.parameter_name] = "all"
+        self.message_user(
+            request,
+            format_html(
+                "{}: no index serves this, so only the newest {} items were searched. "
+                '<a href="?{}" id="scan-all">Search every item</a> (a full scan of the table: '
+                "slow on a busy one), or add an index on the expression "
+                "(docs/howto/console.md).",
+                terms,
+                f"{newest:,}",
+                query.urlencode(),
+            ),
+            messages.WARNING,
+        )
 
     @admin.display(description="id")
     def short_id(self, item: WorkItem) -> str:
@@ -173,6 +244,19 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     def tries(self, item: WorkItem) -> str:
         return f"{item.attempts}/{item.max_attempts}"
 
+    @admin.display(description="worker")
+    def worker(self, item: WorkItem) -> str:
+        """Who holds it now, or who ran its last attempt."""
+        if not item.claimed_by:
+            return "-"
+        held = item.status == Status.CLAIMED
+        return format_html(
+            '<span title="{}">{}{}</span>',
+            item.claimed_by,
+            item.claimed_by[-24:],
+            "" if held else " (last)",
+        )
+
     @admin.display(description="last error")
     def error(self, item: WorkItem) -> str:
         return first_line(item.last_error, 80)
@@ -181,13 +265,26 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     def workflow(self, item: WorkItem) -> str:
         return workflow_link(item.workflow_id)
 
-    @admin.display(description="created")
-    def created(self, item: WorkItem) -> str:
+    @admin.display(description="age")
+    def age_shown(self, item: WorkItem) -> str:
+        """A pending item's wait since it came due; any other's since it was created."""
+        if item.status == Status.PENDING and item.available_at <= timezone.now():
+            return format_html(
+                '<span title="waiting since {}">{} waiting</span>',
+                item.available_at,
+                age(item.available_at),
+            )
         return age(item.created_at)
 
-    @admin.display(description="changed")
-    def updated(self, item: WorkItem) -> str:
-        return age(item.updated_at)
+    @admin.display(description="created")
+    def created(self, item: WorkItem) -> str:
+        return format_html('<span title="{}">{} ago</span>', item.created_at, age(item.created_at))
+
+    @admin.display(description="finished")
+    def finished(self, item: WorkItem) -> str:
+        if item.status not in ENDED:
+            return "-"
+        return format_html('<span title="{}">{} ago</span>', item.updated_at, age(item.updated_at))
 
     @admin.display(description="created by")
     def author(self, item: WorkItem) -> str:

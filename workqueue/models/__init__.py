@@ -326,7 +326,7 @@ class Mutex(models.Model):
 # (``minutes.py``), and the pending items as the claim finds them (``ready.py``); their models
 # are the app's like these.
 from workqueue.models.controls import Pause, RateBucket, RateLimit, TenantShare  # noqa: E402
-from workqueue.models.minutes import LaneMinute, RollupState  # noqa: E402
+from workqueue.models.minutes import KindMinute, LaneMinute, RollupState  # noqa: E402
 from workqueue.models.ready import Ready  # noqa: E402
 from workqueue.models.workflows import Callback, WorkflowStep  # noqa: E402
 
@@ -337,6 +337,7 @@ __all__ = [
     "Callback",
     "DeadLetter",
     "Dependency",
+    "KindMinute",
     "LaneMinute",
     "Mutex",
     "Needs",

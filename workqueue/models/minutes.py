@@ -75,3 +75,26 @@ class RollupState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name}: through {self.through_id}, mark {self.mark_id}"
+
+
+class KindMinute(models.Model):
+    """One minute of one tenant's kind in a lane: how long its oldest due pending item had
+    waited at the minute's first sweep pass (``sample_pending``), and how long its attempts ran
+    (``roll_up_minutes``: each attempt a handler ran, from its claim to its end, counted in the
+    buckets of ``workqueue.minutes.WAIT_BOUNDS_S``). Written by the sweep on the system login,
+    read under row-level security like ``LaneMinute``, purged with it."""
+
+    pk = models.CompositePrimaryKey("minute", "org_id", "lane", "kind")
+    minute = models.DateTimeField()
+    org_id = models.UUIDField()
+    # Lanes no one declares count as ``UNDECLARED``, kinds no one registers as ``UNKNOWN_KIND``:
+    # the rows stay bounded whatever callers made up.
+    lane = models.CharField(max_length=50)
+    kind = models.CharField(max_length=100)
+    # Seconds the oldest due pending item had waited (NULL: none was due then, or not sampled).
+    oldest_wait_s = models.FloatField(null=True)
+    # How many attempts ran how long (every bucket present; zeros where none ended).
+    runs = IntegerArrayField()
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.lane} {self.kind}"

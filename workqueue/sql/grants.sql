@@ -38,6 +38,14 @@ GRANT SELECT, INSERT ON workqueue_workflowstep TO {app};
 -- The gauges page's minutes: a tenant's staff read their tenant's (row-level security); the sweep
 -- writes and purges them on the system login. The rollup's place is the system login's only.
 GRANT SELECT ON workqueue_laneminute TO {app};
+-- The same per kind (oldest waiting, run times): read by a tenant's staff, written by the sweep.
+DO $$
+BEGIN
+    IF to_regclass('workqueue_kindminute') IS NOT NULL THEN
+        GRANT SELECT ON workqueue_kindminute TO {app};
+    END IF;
+END
+$$;
 -- History (sql/schema/history_v1.sql): the sweep makes its children, moves done items into them
 -- and drops them, on the system login, through the functions that own the work. A child takes
 -- the item table's rights when made; taken again here, after the item table's changed above.
@@ -71,6 +79,11 @@ BEGIN
     IF to_regclass('workqueue_minutes_part') IS NOT NULL THEN
         GRANT EXECUTE ON FUNCTION workqueue_minutes_keep_v1(timestamptz, timestamptz),
                                   workqueue_minutes_drop_v1(timestamptz)
+           TO {system};
+    END IF;
+    IF to_regclass('workqueue_kindminute') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION workqueue_minutes_keep_v2(timestamptz, timestamptz),
+                                  workqueue_minutes_drop_v2(timestamptz)
            TO {system};
     END IF;
 END

@@ -1,4 +1,4 @@
--- roll_up_minutes: count the next `batch` attempts past the rollup's place (up to its mark, once every transaction in progress when the mark was taken has ended, or the mark is `grace_s` old) into their minute's row per tenant and lane: done, failed, dead letters, and the wait of each claim that ended its item (a histogram over `bounds`); move the place on, and on reaching the mark take a new one (the newest attempt id visible now, this snapshot); returns whether the place was found, how many attempts were counted, whether the mark was settled and reached, and whether attempts wait past the new place
+-- roll_up_minutes: count the next `batch` attempts past the rollup's place (up to its mark, once every transaction in progress when the mark was taken has ended, or the mark is `grace_s` old) into their minute's row per tenant and lane: done, failed, dead letters, and the wait of each claim that ended its item (a histogram over `bounds`); and per tenant, lane and kind (a kind not among `kinds` as one), how long each attempt a handler ran took, from its claim to its end (a histogram over `bounds`); move the place on, and on reaching the mark take a new one (the newest attempt id visible now, this snapshot); returns whether the place was found, how many attempts were counted, whether the mark was settled and reached, and whether attempts wait past the new place
 -- A lease that ran out (or a holder gone) on an item whose attempts were spent made a dead letter: requeue_stale.sql
 -- ends its error with '; attempts spent' (tests/contract/test_minutes.py holds the two together). The wait is read from
 -- the item, whose available_at is the claim's due time as long as the claim is its latest: a claim that failed and was
@@ -27,7 +27,11 @@ WITH place AS (
            CASE WHEN a.outcome IN ('done', 'dead_lettered') AND i.claimed_at = a.started_at
                      AND i.available_at <= a.started_at
                 THEN width_bucket(EXTRACT(EPOCH FROM a.started_at - i.available_at)::float8,
-                                  %(bounds)s::float8[]) END AS bucket
+                                  %(bounds)s::float8[]) END AS bucket,
+           CASE WHEN i.kind = ANY(%(kinds)s::text[]) THEN i.kind ELSE '(unknown)' END AS kind,
+           CASE WHEN a.outcome IN ('done', 'retried', 'dead_lettered')
+                THEN width_bucket(GREATEST(EXTRACT(EPOCH FROM a.ended_at - a.started_at), 0)::float8,
+                                  %(bounds)s::float8[]) END AS run_bucket
       FROM settled s
       JOIN workqueue_attempt a ON a.id > s.low AND a.id <= s.high
       JOIN workqueue_workitem i ON i.id = a.item_id
@@ -55,6 +59,24 @@ WITH place AS (
            waits = ARRAY(SELECT COALESCE(t.was, 0) + COALESCE(t.more, 0)
                            FROM unnest(m.waits, excluded.waits) WITH ORDINALITY AS t(was, more, k)
                           ORDER BY t.k)
+    RETURNING 1
+), ran AS (
+    SELECT e.minute, e.org_id, e.lane, e.kind, array_agg(e.run_bucket) AS buckets
+      FROM ended e
+     WHERE e.run_bucket IS NOT NULL
+     GROUP BY e.minute, e.org_id, e.lane, e.kind
+), ran_added AS (
+    INSERT INTO workqueue_kindminute AS m (minute, org_id, lane, kind, oldest_wait_s, runs)
+    SELECT r.minute, r.org_id, r.lane, r.kind, NULL,
+           ARRAY(SELECT count(b.k)::integer
+                   FROM generate_series(0, cardinality(%(bounds)s::float8[])) AS k(k)
+                   LEFT JOIN unnest(r.buckets) AS b(k) ON b.k = k.k
+                  GROUP BY k.k ORDER BY k.k)
+      FROM ran r
+    ON CONFLICT (minute, org_id, lane, kind) DO UPDATE
+       SET runs = ARRAY(SELECT COALESCE(t.was, 0) + COALESCE(t.more, 0)
+                          FROM unnest(m.runs, excluded.runs) WITH ORDINALITY AS t(was, more, k)
+                         ORDER BY t.k)
     RETURNING 1
 ), moved AS (
     UPDATE workqueue_rollupstate AS r
