@@ -225,6 +225,7 @@ for _table, _key in (
     ("workqueue_ready", ("id", "slot")),
     ("workqueue_storedresponse", ("id",)),
     ("workqueue_laneminute", ("minute", "org_id", "lane")),
+    ("workqueue_kindminute", ("minute", "org_id", "lane", "kind")),
     ("workqueue_tenantshare", ("org_id",)),
 ):
     register_tenant_table(_table, _key)
