@@ -102,3 +102,39 @@ def test_a_running_items_progress_moves_on_its_page_without_a_reload(
         answer = page.request.get(f"{web}/admin/workqueue/workitem/{theirs.id}/live/")
         assert answer.status == 404
         browser.close()
+
+
+def test_a_workflows_counts_move_on_its_page_without_a_reload(
+    web: str, worker_rctx, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from workqueue.workflows import Workflow
+
+    staff = UserFactory(is_staff=True)
+    staff.set_password(PASSWORD)
+    staff.save(using="admin")
+    membership = MembershipFactory(user=staff, role=Role.ADMIN)
+    ctx = OpContext(membership.org_id, staff.pk, Role.ADMIN, new_request_context(AppType.WEB))
+    wf = Workflow()
+    wf.group([api.NewItem("NOOP", {"n": n}, lane=LANE) for n in (1, 2)])
+    declared = api.enqueue_workflow(ctx, wf)
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(20_000)
+        page.goto(f"{web}/admin/login/")
+        page.fill("#id_username", staff.username)
+        page.fill("#id_password", PASSWORD)
+        page.click("input[type=submit]")
+        page.goto(f"{web}/admin/workqueue/workitem/workflow/{declared.workflow_id}/")
+        expect(page.locator("#counts .count-pending .n")).to_have_text("2")
+        page.evaluate("window.wqMark = 'same page'")
+        for _ in range(2):
+            [(_, held)] = claim(worker_rctx, LANE, None, "live-test", 300, 1)
+            complete_many([Fence.of(held)], ['{"ok": true}'])
+        expect(page.locator("#counts .count-done .n")).to_have_text("2")
+        expect(page.locator("#counts")).to_have_attribute("data-live", "0")
+        assert page.evaluate("window.wqMark") == "same page"
+        browser.close()
