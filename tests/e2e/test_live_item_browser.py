@@ -72,7 +72,7 @@ def test_a_running_items_progress_moves_on_its_page_without_a_reload(
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(15_000)
+        page.set_default_timeout(60_000)
         page.goto(f"{web}/admin/login/")
         page.fill("#id_username", staff.username)
         page.fill("#id_password", PASSWORD)
@@ -123,7 +123,7 @@ def test_a_workflows_counts_move_on_its_page_without_a_reload(
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(20_000)
+        page.set_default_timeout(60_000)
         page.goto(f"{web}/admin/login/")
         page.fill("#id_username", staff.username)
         page.fill("#id_password", PASSWORD)
