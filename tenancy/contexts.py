@@ -116,12 +116,15 @@ def contexts_from_rows(
     return found
 
 
-def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:
-    """A fresh ``RequestContext`` for this process kind, stamped with the release
-    (``settings.RELEASE``, when the site names one)."""
+def release() -> str:
+    """The release this process runs: ``settings.RELEASE``, or "dev" when the site names none."""
     from django.conf import settings
 
-    release = getattr(settings, "RELEASE", None) or "dev"
+    return str(getattr(settings, "RELEASE", None) or "dev")
+
+
+def new_request_context(app_type: AppType, traceparent: str | None = None) -> RequestContext:
+    """A fresh ``RequestContext`` for this process kind, stamped with the release."""
     return RequestContext(
-        app=AppContext(app_type, f"{app_type.value}@{release}"), traceparent=traceparent
+        app=AppContext(app_type, f"{app_type.value}@{release()}"), traceparent=traceparent
     )

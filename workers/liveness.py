@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from django.db import connections
 
+from tenancy.contexts import release
 from workers.metrics import LIVENESS_PUBLISH_FAILED
 from wqcore.conf import system_alias
 from wqcore.statements import Statement
@@ -28,9 +29,9 @@ logger = logging.getLogger(__name__)
 # and read back, so the worker learns of it at its next beat without a statement of its own.
 _PUBLISH = """
 INSERT INTO workqueue_workers_worker AS w
-       (id, kind, lane, host, pid, started_at, last_beat_at, state)
-VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s)
-ON CONFLICT (id) DO UPDATE SET last_beat_at = now(),
+       (id, kind, lane, host, pid, started_at, last_beat_at, state, version)
+VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s, %(version)s)
+ON CONFLICT (id) DO UPDATE SET last_beat_at = now(), version = EXCLUDED.version,
        state = CASE WHEN w.state = 'draining' AND EXCLUDED.state = 'running' THEN w.state
                     ELSE EXCLUDED.state END
 RETURNING w.state
@@ -84,6 +85,7 @@ class Liveness:
                         "host": socket.gethostname(),
                         "pid": os.getpid(),
                         "state": self.state,
+                        "version": release(),
                     },
                 )
                 (published,) = cursor.fetchone()

@@ -27,6 +27,9 @@ class Worker(models.Model):
     started_at = models.DateTimeField(db_default=Now())
     last_beat_at = models.DateTimeField(db_default=Now())
     state = models.CharField(max_length=10, choices=WorkerState.choices)
+    # The release it runs (``settings.RELEASE``, "dev" when the site names none), written by
+    # each heartbeat; empty for a worker of a release from before the column.
+    version = models.CharField(max_length=100, blank=True, db_default="")
     # The key of the liveness lock the worker holds (a session-level advisory lock on a
     # connection of its own, a new key for each connection), written before it claims under
     # it. NULL: it holds none (an older release, or WORKER_LIVENESS_LOCK off), and its items

@@ -202,6 +202,8 @@ def test_the_workers_page_lists_live_workers_and_what_they_hold(
     assert f'href="{ITEMS}{held.id}/change/"' in page.text
     assert "host-1" in page.text and "4242" in page.text and "NOOP, NOTIFY_SHIPMENT" in page.text
     assert "(silent)" in page.text
+    # A row written by a release before the column: no release to show.
+    assert "<td>-</td>" in page.text
     assert "q=worker:w-busy" in page.text
 
 
@@ -226,6 +228,8 @@ def test_the_operator_drains_a_worker_audited_and_the_worker_reads_it_back(
 def test_a_worker_not_asked_publishes_as_before(committed) -> None:
     liveness = Liveness("w-plain", "NOOP", "default", stale_after_s=30)
     assert liveness.publish() and not liveness.drain_requested
+    # Its row says which release it runs ("dev": the site names none), as the page shows.
+    assert Worker.objects.using("system").get(pk="w-plain").version == "dev"
     liveness.state = "draining"
     assert liveness.publish() and not liveness.drain_requested
 

@@ -39,6 +39,7 @@ from workqueue.admin.filters import (
     TenantFilter,
     order_of,
 )
+from workqueue.admin.live import POLL_S, LivePages, live_state
 from workqueue.admin.scope import scope_of, tenants_have_names
 from workqueue.admin.search import read_terms, search
 from workqueue.admin.workflows import WorkflowPages, counted, workflow_link
@@ -63,7 +64,7 @@ def _pretty(value: Any) -> str | None:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-class WorkItemAdmin(WorkflowPages, TriageAdmin):
+class WorkItemAdmin(WorkflowPages, LivePages, TriageAdmin):
     statuses = frozenset(Status.values)
     # Typed as any tuple: the dead-letter list shows other columns and filters.
     list_display: tuple[str, ...] = (
@@ -151,7 +152,7 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
     )
 
     def get_urls(self) -> list[Any]:
-        return [*self.workflow_urls(), *super().get_urls()]
+        return [*self.workflow_urls(), *self.live_urls(), *super().get_urls()]
 
     # -- who --
 
@@ -321,6 +322,9 @@ class WorkItemAdmin(WorkflowPages, TriageAdmin):
                 item=obj,
                 attempts=list(attempts),
                 payload_json=json.dumps(obj.payload, indent=2, sort_keys=True),
+                live=live_state(obj),
+                live_url=self.live_url(obj),
+                live_poll_s=POLL_S,
                 progress_line=progress_text(obj.progress, NOTE_MAX),
                 progress_share=share(obj.progress),
                 progress_at=(obj.progress or {}).get("at"),
