@@ -162,9 +162,7 @@ def insert_items(org_id: uuid.UUID, n: int, kind: str = "NOOP", status: str = "d
             INSERT INTO workqueue_workitem
                    (id, org_id, kind, lane, status, payload, priority, attempts, max_attempts,
                     last_error, created_by, updated_by, created_at, updated_at)
-            -- Random below the millisecond (two calls in one millisecond must not meet).
-            SELECT (lpad(to_hex(g.ms), 12, '0') || '7' || substr(md5(random()::text), 1, 3) || '8'
-                    || substr(md5(random()::text), 1, 15))::uuid,
+            SELECT (lpad(to_hex(g.ms), 12, '0') || '70008' || lpad(to_hex(g.i), 15, '0'))::uuid,
                    %(org)s, %(kind)s, 'default', %(status)s, jsonb_build_object('n', g.i), 0, 1, 3,
                    '', 'system', 'system', to_timestamp(g.ms / 1000.0), to_timestamp(g.ms / 1000.0)
               FROM g

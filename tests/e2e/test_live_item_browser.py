@@ -24,6 +24,8 @@ from workqueue.settle import complete_many
 pytestmark = MARKS
 
 LANE = "live-page"
+# A poll lands within seconds; a loaded machine may take longer (a bound, not a timing).
+WAIT_MS = 60_000
 
 
 @pytest.fixture
@@ -78,17 +80,21 @@ def test_a_running_items_progress_moves_on_its_page_without_a_reload(
         page.fill("#id_password", PASSWORD)
         page.click("input[type=submit]")
         page.goto(f"{web}/admin/workqueue/workitem/{item.id}/change/")
-        expect(page.locator("#live-status")).to_contain_text("Claimed, attempt 1")
-        expect(page.locator("#progress-now .progress-line")).to_contain_text("10 / 100 (10%)")
+        expect(page.locator("#live-status")).to_contain_text("Claimed, attempt 1", timeout=WAIT_MS)
+        expect(page.locator("#progress-now .progress-line")).to_contain_text(
+            "10 / 100 (10%)", timeout=WAIT_MS
+        )
         # A mark that a reload would wipe out.
         page.evaluate("window.wqMark = 'same page'")
         _report(fence, 60, 100, "rows")
-        expect(page.locator("#progress-now .progress-line")).to_contain_text("60 / 100 (60%)")
+        expect(page.locator("#progress-now .progress-line")).to_contain_text(
+            "60 / 100 (60%)", timeout=WAIT_MS
+        )
         assert page.evaluate("document.querySelector('#progress-now progress').value") == 0.6
         assert page.evaluate("window.wqMark") == "same page"
         # Finished: the page reloads once, to show it done (and asks no more).
         complete_many([fence], ['{"rows": 100}'])
-        expect(page.locator("#live-status")).to_contain_text("Done, attempt 1")
+        expect(page.locator("#live-status")).to_contain_text("Done, attempt 1", timeout=WAIT_MS)
         assert page.evaluate("window.wqMark === undefined")
         assert page.locator("#live-note").count() == 0
         # Another tenant's item is a 404 for this staff member's page and its live endpoint.
@@ -129,12 +135,12 @@ def test_a_workflows_counts_move_on_its_page_without_a_reload(
         page.fill("#id_password", PASSWORD)
         page.click("input[type=submit]")
         page.goto(f"{web}/admin/workqueue/workitem/workflow/{declared.workflow_id}/")
-        expect(page.locator("#counts .count-pending .n")).to_have_text("2")
+        expect(page.locator("#counts .count-pending .n")).to_have_text("2", timeout=WAIT_MS)
         page.evaluate("window.wqMark = 'same page'")
         for _ in range(2):
             [(_, held)] = claim(worker_rctx, LANE, None, "live-test", 300, 1)
             complete_many([Fence.of(held)], ['{"ok": true}'])
-        expect(page.locator("#counts .count-done .n")).to_have_text("2")
-        expect(page.locator("#counts")).to_have_attribute("data-live", "0")
+        expect(page.locator("#counts .count-done .n")).to_have_text("2", timeout=WAIT_MS)
+        expect(page.locator("#counts")).to_have_attribute("data-live", "0", timeout=WAIT_MS)
         assert page.evaluate("window.wqMark") == "same page"
         browser.close()
