@@ -73,6 +73,10 @@ def console() -> Iterator[tuple[str, Any, OpContext, subprocess.Popen[str]]]:
     env = subprocess_env(
         DEBUG="true",
         SWEEP_INTERVAL_S="1",
+        # Done items stay in the hot table while the page is searched: with a pass a second, the
+        # sweep would move the inserted ones into history midway (history's searches have tests
+        # of their own).
+        HISTORY_AFTER_S="3600",
         WORKER_HEARTBEAT_INTERVAL_S="0.5",
         # The drain lets the sleeping item run this long, then cancels and releases it.
         WORKER_SHUTDOWN_GRACE_S="1",
