@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from audit.api import actor_names
 from outbox.api import READ_LAG, Lag
-from tenancy.admin_fence import sees_every_tenant, tenant_staff
+from tenancy.admin_fence import may_act, sees_every_tenant, tenant_staff
 from tenancy.modes import current_tenancy, has_tenants
 from workers import schedule_state
 from workers.charts import WINDOWS, Chart, Links, charts, kind_charts, spans_of
@@ -326,6 +326,8 @@ def gauges(request: HttpRequest) -> TemplateResponse:
         "title": "Queue gauges",
         "panel": panel,
         "operator": org_id is None,
+        # A viewer reads the operator's page whole and is offered nothing to do on it.
+        "may_act": org_id is None and may_act(request),
         # A single-tenant site's page names no tenant (no tenant column, no deepest tenants).
         "has_tenants": has_tenants(),
         "read_at": timezone.now(),

@@ -8,10 +8,13 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import Group
 
 from audit.models import AuditEntry
 from tenancy.contexts import AppType, new_request_context
-from tests.web.conftest import Person
+from tenancy.roles import ensure_viewer_group, viewer_group
+from tests.factories import UserFactory
+from tests.web.conftest import Person, signed_in
 from workers.models import ScheduleState
 from workers.schedules import Schedule, register_schedule, unregister_schedule
 from workers.sweep import enqueue_schedules
@@ -78,3 +81,21 @@ def test_tenant_staff_see_their_schedules_and_cannot_pause_them(schedules) -> No
     toggle = "/admin/workqueue_workers/queuegauges/schedules/each-poll/toggle/"
     assert a.client.post(toggle, {"action": "pause"}).status_code == 403
     assert not ScheduleState.objects.using("admin").get(pk="each-poll").paused
+
+
+def test_a_viewer_sees_every_schedule_and_is_offered_nothing_to_change(
+    operator: Person, schedules
+) -> None:
+    """The viewer reads the operator's page whole (every schedule, who paused a lane) and the
+    page offers it no form or link to change anything."""
+    ensure_viewer_group("admin")
+    user = UserFactory(is_staff=True)
+    user.groups.add(Group.objects.using("admin").get(name=viewer_group()))
+    page = signed_in(user).get(URL).text
+    rows = table(page)
+    assert "site-report" in rows and "each-poll" in rows
+    assert "<form" not in rows and "/toggle/" not in page
+    assert "Pause or resume a lane" not in page and "Set or clear a rate limit" not in page
+    # The operator's page still offers both.
+    theirs = operator.client.get(URL).text
+    assert table(theirs).count('value="Pause"') == 2 and "Set or clear a rate limit" in theirs
