@@ -42,6 +42,7 @@ TENANT_TABLES = (
     "workqueue_outbox_outboxrow",
     "workqueue_audit_auditentry",
     "workqueue_laneminute",
+    "workqueue_kindminute",
     "workqueue_tasks_taskrecord",
 )
 # Read by every tenant's statements, written rarely: a copy on every node.
@@ -62,6 +63,8 @@ COORDINATOR_TABLES = (
     "workqueue_ratebucket",
     "workqueue_history_span",
     "workqueue_history_follower",
+    "workqueue_history_timed",
+    "workqueue_minutes_part",
 )
 
 

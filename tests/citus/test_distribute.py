@@ -8,7 +8,7 @@ import psycopg
 import pytest
 from django.core.management import CommandError, call_command
 
-from workqueue.citus import REFERENCE_TABLES, TENANT_TABLES, shard_fences
+from workqueue.citus import COORDINATOR_TABLES, REFERENCE_TABLES, TENANT_TABLES, shard_fences
 
 
 def test_every_tenant_table_is_distributed_and_colocated(
@@ -50,3 +50,24 @@ def test_a_database_without_citus_is_refused(db: None) -> None:
         call_command("citus_distribute", "--dry-run", database="default")
     with pytest.raises(CommandError, match="no citus extension"):
         call_command("citus_distribute", database="default")
+
+
+def test_every_table_of_the_queues_is_laid_out_somewhere(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """A table a later migration adds is named in one of the three lists, or the layout would
+    leave it on the coordinator by accident (as the kinds' minutes were, at first). The site's
+    own tables (the reference site's demo) and Django's are the site's to place."""
+    tables = {
+        name
+        for (name,) in coordinator.execute(
+            "SELECT c.relname FROM pg_class c"
+            " WHERE c.relnamespace = current_schema()::regnamespace"
+            "   AND c.relkind IN ('r', 'p') AND NOT c.relispartition"
+            "   AND NOT EXISTS (SELECT FROM pg_inherits i WHERE i.inhrelid = c.oid)"
+            "   AND c.relname LIKE 'workqueue%' AND c.relname NOT LIKE 'workqueue_demo%'"
+        ).fetchall()
+    }
+    named = set(TENANT_TABLES + REFERENCE_TABLES + COORDINATOR_TABLES)
+    assert sorted(tables - named) == []
+    assert sorted(named - tables) == []
