@@ -50,7 +50,7 @@ from workers.jobs import LIVENESS_LOST
 from workers.outage import Outage, server_of
 from workers.periodic import PeriodicTask
 from workqueue.runtime import Fence
-from wqcore.conf import connection_options, libpq_params, system_alias
+from wqcore.conf import connection_options, libpq_params, server_socket_settings, system_alias
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 
@@ -76,6 +76,9 @@ class TakeParams(NamedTuple):
     lane: str
     host: str
     pid: int
+    # The server's bounds for its end of this session (``server_socket_settings``).
+    socket_names: list[str]
+    socket_values: list[str]
 
 
 class KeepParams(NamedTuple):
@@ -331,7 +334,13 @@ class LivenessLock:
         conn = await psycopg.AsyncConnection.connect(**self._params, autocommit=True)
         try:
             params = TakeParams(
-                key, self.worker_id, self.kind, self.lane, socket.gethostname(), os.getpid()
+                key,
+                self.worker_id,
+                self.kind,
+                self.lane,
+                socket.gethostname(),
+                os.getpid(),
+                *server_socket_settings(),
             )
             cursor = await conn.execute(TAKE_LIVENESS_LOCK.sql, params._asdict())
             taken = await cursor.fetchall()

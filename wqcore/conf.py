@@ -578,6 +578,27 @@ def connection_options(values: dict[str, Any] | None = None) -> dict[str, int]:
 # The defaults, for a connection made before any settings are read.
 CONNECTION_OPTIONS = connection_options({})
 
+# The server's settings for its own end of a session's socket, by libpq's name for the same
+# bound on the client's end.
+_SERVER_SOCKET_SETTINGS = {
+    "keepalives_idle": "tcp_keepalives_idle",
+    "keepalives_interval": "tcp_keepalives_interval",
+    "keepalives_count": "tcp_keepalives_count",
+    "tcp_user_timeout": "tcp_user_timeout",
+}
+
+
+def server_socket_settings() -> tuple[list[str], list[str]]:
+    """The server's keepalives and user timeout for its end of a session, the same bounds as
+    the client's (``connection_options``), as names and values for ``set_config``. A session
+    that holds a lock for the fleet (a worker's liveness lock, the sweep's mutex) sets them so
+    that when its client's host vanishes the server ends it within those bounds and the lock
+    is free, instead of after the server's defaults (hours, where the kernel's keepalives are
+    left as they are). Ignored on a Unix-domain socket."""
+    options = connection_options()
+    names = list(_SERVER_SOCKET_SETTINGS.values())
+    return names, [str(options[option]) for option in _SERVER_SOCKET_SETTINGS]
+
 
 def libpq_params(alias: str) -> dict[str, Any]:
     """psycopg's parameters for a connection the product makes itself on ``alias`` (a pool's,

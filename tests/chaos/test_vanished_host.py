@@ -8,9 +8,11 @@ over the pair, another (when there is one) runs here. A cut drops every packet o
 the worker's own connections outlive the cut from the namespace's sockets (``ss``).
 
 - The worker's host cut off (both ends dropped) with its items mid-handler: it fences itself
-  (``liveness_lost``), the other worker's sweep hands the items back once their lease runs out
-  and runs them, and when the network returns the cut-off handlers' writes are refused by the
-  record's compare-and-set; the cut-off worker then claims and completes again.
+  (``liveness_lost``), the server ends its liveness session within the keepalive bounds that
+  session set for the server's end, so the other worker's sweep hands the items back then (the
+  rescue, long before their lease) and runs them, and when the network returns the cut-off
+  handlers' writes are refused by the record's compare-and-set; the cut-off worker then claims
+  and completes again.
 - The database host dropping what it sends the workers (one end): the worker's connections end
   within the TCP bound, and it completes what was enqueued meanwhile once the packets flow.
 
@@ -56,6 +58,8 @@ TCP_BOUND_S = max(
     + KEEPALIVE["DB_KEEPALIVES_INTERVAL_S"] * KEEPALIVE["DB_KEEPALIVES_COUNT"],
     USER_TIMEOUT_MS / 1000,
 )
+# The cut-off worker's lease: long, so that its items go back by the rescue or not in time.
+LONG_LEASE_S = 60.0
 # What a machine shared with other work adds to any bound here.
 SLACK_S = 10.0
 WORKER_ENV = {
@@ -127,14 +131,13 @@ class Worker:
         self.log = site.folder / f"{name}.log"
         line = [PYTHON, "manage.py", "runworker", CUT.name]
         environment = subprocess_env(
-            **WORKER_ENV,
+            **{**WORKER_ENV, **env},
             **{variable: site.url(user) for variable, user in (
                 ("DATABASE_URL", "workqueue_app"),
                 ("SYSTEM_DATABASE_URL", "workqueue_system"),
                 ("ADMIN_DATABASE_URL", replication.SUPERUSER),
             )},
             **{JOURNAL_ENV: str(site.folder / "journal.txt"), GATE_ENV: str(site.folder / "gate")},
-            **env,
         )  # fmt: skip
         with self.log.open("wb") as out:
             self.popen = subprocess.Popen(
@@ -204,9 +207,13 @@ def _no_crash(*workers: Worker) -> None:
 
 
 def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: Site) -> None:
-    # No sweep inside: a cut mid-pass would hold the sweep's mutex for SWEEP_TIMEOUT_S + 30 s
-    # (the faults page), and the rescue measured would be that.
-    cut_off = Worker(site, "cut-off", inside=True, WORKER_SWEEP="false")
+    """The cut-off worker's items are claimed under a long lease: the server ends its liveness
+    session within the keepalive bounds the session gave it (``server_socket_settings``), the
+    lock is free, and the rescue hands the items back long before the lease would."""
+    # No sweep inside: which of its passes a cut lands in is chance; the rescue needs none.
+    cut_off = Worker(
+        site, "cut-off", inside=True, WORKER_SWEEP="false", WORKER_LEASE_S=str(LONG_LEASE_S)
+    )
     outside: Worker | None = None
     try:
         _enqueue(HELD, 0)
@@ -219,8 +226,9 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
         cut_at = time.time()
         site.ns.cut(netns.HOST_TO_NS, netns.NS_TO_HOST)
         tcp_s = _gone_after(site, before, cut_at)
-        # Another worker runs them once their lease runs out, the cut-off one still mid-handler.
-        wait_until(lambda: _pending_or_claimed() == 0, LEASE_S + 1 + SLACK_S * 3)
+        # Another worker runs them once the server let the lock go, the cut-off one still
+        # mid-handler.
+        wait_until(lambda: _pending_or_claimed() == 0, LONG_LEASE_S + SLACK_S * 3)
         runs = read_journal(site.folder / "journal.txt")
         rescued = [r.started for item in runs.values() for r in item if r.attempt == 2]
         assert len(rescued) == HELD, runs
@@ -251,15 +259,23 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
     runs = read_journal(site.folder / "journal.txt")
     lost, doubled = _lost_and_doubled(runs)
     refused = sum(r.outcome in ("refused", "already") for r in stale)
+    outcomes = {
+        outcome
+        for (outcome,) in query(
+            "SELECT a.outcome FROM workqueue_attempt a WHERE a.attempt = 1 AND EXISTS"
+            " (SELECT FROM workqueue_attempt b WHERE b.item_id = a.item_id AND b.attempt = 2)"
+        )
+    }
+    how = "its lock freed by the server" if outcomes == {"holder_gone"} else str(outcomes)
     fenced = f"{fenced_s:.1f} s" if fenced_s is not None else "never"
     said = f"{said_at - cut_at:.1f} s" if said_at else "never"
     _state(
         "worker",
         f"worker host cut off with {HELD} items mid-handler: its handlers told to stop {fenced}"
         f" after the cut (liveness_lost said {said} after), its connections ended {tcp_s:.1f} s"
-        f" after (configured {TCP_BOUND_S:g} s), items rescued within {rescue_s:.1f} s (lease"
-        f" {LEASE_S:g} s), stale writes refused {refused} of {len(stale)}, back {resume_s:.1f} s"
-        f" after the network, lost {lost}, doubled {doubled}",
+        f" after (configured {TCP_BOUND_S:g} s), items rescued within {rescue_s:.1f} s ({how},"
+        f" lease {LONG_LEASE_S:g} s), stale writes refused {refused} of {len(stale)}, back"
+        f" {resume_s:.1f} s after the network, lost {lost}, doubled {doubled}",
     )
     _no_crash(cut_off, *([outside] if outside else []))
     assert codes[0] == 0, cut_off.output()[-4000:]
@@ -267,7 +283,9 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
     # Fenced before the lease ran out (the worker's clock against the database's: a bound).
     assert fenced_s is not None and fenced_s <= LEASE_S + SLACK_S, runs
     assert tcp_s <= 2 * TCP_BOUND_S + SLACK_S
-    assert rescue_s <= LEASE_S + 1 + SLACK_S
+    # Handed back by the rescue (the server ended the session), not by the lease.
+    assert outcomes == {"holder_gone"}, outcomes
+    assert rescue_s <= 2 * TCP_BOUND_S + 1 + SLACK_S
     assert (lost, doubled) == (0, 0)
     assert refused == HELD, stale
     # Each rescued item's record carries the rescuing run's write, the cut-off run's refused.

@@ -13,10 +13,10 @@ from django.db import connections
 from django.test import override_settings
 
 from workers import listen
-from workers.liveness_lock import session_params
+from workers.liveness_lock import TAKE_LIVENESS_LOCK, TakeParams, new_key, session_params
 from workers.sweep.sweeper import SweepLock
 from wqcore.async_face import connection_kwargs
-from wqcore.conf import CONNECTION_OPTIONS
+from wqcore.conf import CONNECTION_OPTIONS, server_socket_settings
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -67,3 +67,45 @@ def test_the_products_own_connections_follow_the_settings_unless_the_alias_sets_
             assert session_params()["keepalives_idle"] == 5
         finally:
             system["OPTIONS"] = saved
+
+
+def _server_end(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    """The server's keepalives and user timeout for this session's socket, as it applies them:
+    0 on a Unix-domain socket (no TCP: nothing to bound)."""
+    rows = conn.execute(
+        "SELECT name, setting FROM pg_settings WHERE name = ANY(%s)",
+        [server_socket_settings()[0]],
+    ).fetchall()
+    return dict(rows)
+
+
+def test_the_sessions_that_hold_the_fleets_locks_bound_the_servers_end_too() -> None:
+    """The liveness session and the sweep's mutex give the server the same bounds for its end
+    of their socket (so a vanished host's lock is let go within them: the vanished-host chaos
+    test); the mutex's only for its transaction. Other sessions keep the server's own."""
+    names, values = server_socket_settings()
+    conn = psycopg.connect(**session_params(), autocommit=True)
+    try:
+        tcp = bool(conn.info.hostaddr)
+        wanted = dict(zip(names, values, strict=True)) if tcp else dict.fromkeys(names, "0")
+        plain = _server_end(conn)
+        taken = conn.execute(
+            TAKE_LIVENESS_LOCK.sql,
+            TakeParams(
+                new_key(), "socket-test", "NOOP", "default", "h", 1, names, values
+            )._asdict(),
+        ).fetchall()
+        assert taken
+        assert _server_end(conn) == wanted
+    finally:
+        conn.close()
+    lock = SweepLock()
+    try:
+        assert lock.acquire(timeout_s=5)
+        assert _server_end(lock._connection()) == wanted
+    finally:
+        lock.release()
+    try:
+        assert _server_end(lock._connection()) == plain  # the transaction ended: back as it was
+    finally:
+        lock.close()

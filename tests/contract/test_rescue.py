@@ -24,6 +24,7 @@ from workers.sweep.config import SweepSettings
 from workqueue import api, runtime
 from workqueue.claim import claim
 from workqueue.models import Attempt, Status, WorkItem
+from wqcore.conf import server_socket_settings
 
 pytestmark = pytest.mark.usefixtures("committed")
 
@@ -35,7 +36,9 @@ def _take(worker_id: str) -> psycopg.Connection[Any]:
     conn = psycopg.connect(**session_params(), autocommit=True)
     taken = conn.execute(
         TAKE_LIVENESS_LOCK.sql,
-        TakeParams(new_key(), worker_id, "NOOP", "default", "host", 1)._asdict(),
+        TakeParams(
+            new_key(), worker_id, "NOOP", "default", "host", 1, *server_socket_settings()
+        )._asdict(),
     ).fetchall()
     assert taken
     return conn

@@ -31,7 +31,7 @@ from workers.sweep import (
 )
 from workers.sweep.config import SweepSettings
 from wqcore.appname import named
-from wqcore.conf import libpq_params, system_alias
+from wqcore.conf import libpq_params, server_socket_settings, system_alias
 from wqcore.logs import log_event
 
 logger = logging.getLogger(__name__)
@@ -121,11 +121,16 @@ class SweepLock:
     @staticmethod
     def _try_lock(conn: psycopg.Connection[Any], idle_ms: int) -> bool:
         """Lock the mutex's row if it is free, and then (the same statement) bound how long
-        this transaction may sit idle."""
+        this transaction may sit idle, and how long the server keeps it once this host is
+        cut off (its keepalives and user timeout on this socket: ``server_socket_settings``);
+        both for this transaction only."""
+        names, values = server_socket_settings()
         rows = conn.execute(
-            "SELECT set_config('idle_in_transaction_session_timeout', %s, true)"
+            "SELECT set_config('idle_in_transaction_session_timeout', %s, true),"
+            " (SELECT count(set_config(s.name, s.value, true))"
+            "    FROM unnest(%s::text[], %s::text[]) AS s(name, value))"
             " FROM workqueue_mutex WHERE name = %s FOR UPDATE SKIP LOCKED",
-            [str(idle_ms), MUTEX],
+            [str(idle_ms), names, values, MUTEX],
         ).fetchall()
         return bool(rows)
 
