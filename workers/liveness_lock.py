@@ -171,14 +171,7 @@ class LivenessLock:
         a new one at once. True while a lock is held."""
         conn = self._conn
         if conn is None:
-            held = await self._take()
-            if held and self._lost_at is not None:
-                after_s = round(self._clock() - self._lost_at, 2)
-                log_event(
-                    logger, logging.INFO, "liveness_back", worker=self.worker_id, after_s=after_s
-                )
-                self._lost_at = None
-            return held
+            return await self._take_again()
         sent = self._clock()
         check = asyncio.ensure_future(conn.execute(CHECK_LIVENESS.sql))
         if await self._answered(check):
@@ -190,8 +183,9 @@ class LivenessLock:
         held, fenced, kept = await self._keep_or_fence()
         if held:
             self._lost_at = None  # back at once: this line says so
-        # Said once: by the outage's line when the database does not answer (the fence is part
-        # of it), else by this one.
+        # Said as soon as it is decided, before a new session is tried for (which may take up to
+        # connect_timeout); by the outage's line when the database does not answer (the fence
+        # is part of it), else by this one.
         log_event(
             logger,
             logging.INFO if not held and self._outage.active else logging.WARNING,
@@ -202,6 +196,15 @@ class LivenessLock:
             error=_first_line(failure or TimeoutError(f"no answer in {self.check_timeout_s:g} s")),
             held_again=held,
         )
+        return held or await self._take_again()
+
+    async def _take_again(self) -> bool:
+        """Take a lock; once one was lost, say how long after the loss it is held again."""
+        held = await self._take()
+        if held and self._lost_at is not None:
+            after_s = round(self._clock() - self._lost_at, 2)
+            log_event(logger, logging.INFO, "liveness_back", worker=self.worker_id, after_s=after_s)
+            self._lost_at = None
         return held
 
     async def _answered(self, check: asyncio.Future[Any]) -> bool:
@@ -251,8 +254,7 @@ class LivenessLock:
         proved_at = self._clock() if self._proved_at is None else self._proved_at
         deadline = proved_at + self.grace_s - CHECK_STEP_S
         if self._holding is None or self._on_kept is None or deadline <= self._clock():
-            fenced = self._on_lost()
-            return await self._take(), fenced, 0
+            return False, self._on_lost(), 0  # the caller says so, then takes a new lock
         held_claims = self._holding()
         kept = await self._take_keeping(held_claims, deadline)
         if kept is None:

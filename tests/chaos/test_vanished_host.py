@@ -253,8 +253,8 @@ def test_a_worker_host_cut_off_is_fenced_rescued_and_writes_nothing_stale(site: 
         resume_s = time.time() - mended_at
     finally:
         codes = [w.stop() for w in (cut_off, outside) if w is not None]
-    # Read from its whole output once it stopped: on a busy machine the line may come after
-    # the rescue (it follows the worker's first try at a new lock).
+    # Read from its whole output once it stopped: on a busy machine the line may be written
+    # after the rescue.
     said_at = cut_off.first(("liveness_lost",), cut_at)
     runs = read_journal(site.folder / "journal.txt")
     lost, doubled = _lost_and_doubled(runs)
