@@ -4,7 +4,8 @@ asked to, cancel: ``workqueue/cancel.py``).
 Each is one statement conditioned on the item's ``claim_token`` (and status ``claimed``),
 never on ``claimed_by``: one worker can hold one item twice across a requeue. No row changed
 means the caller no longer holds the claim: ``Conflict``, and nothing changes. Refused writes
-are counted here, and only here (``workqueue_stale_writes_refused_total``).
+are counted here, and only here (``workqueue_stale_writes_refused_total``). On Citus
+(``WORKQUEUE["CITUS"]``) complete and fail take their forms in ``settle_citus``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import NamedTuple
 
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext
-from workqueue import SQL_DIR
+from workqueue import SQL_DIR, settle_citus
 from workqueue.dependents import RELEASE_DONE, RELEASE_ENDED
 from workqueue.exceptions import Conflict
 from workqueue.fence import Fence, Fences
@@ -29,6 +30,7 @@ from workqueue.results import result_json
 from workqueue.rows import items_of
 from workqueue.rules import is_exhausted, retry_delay
 from wqcore.arrays import TextArray
+from wqcore.conf import wq_settings
 from wqcore.statements import NoParams, Statement
 from wqcore.store import Plan, Rows, System, Tenant, transition
 
@@ -144,6 +146,9 @@ def complete(ctx: OpContext, item: WorkItem, result: object = None) -> Plan[Work
     """Mark the item done with its ``result`` (what its handler returned; None: none), if
     ``item.claim_token`` still holds it, recording its attempt. A result that cannot be stored
     is ``UnstorableResult`` (``results.result_json``), before anything is written."""
+    if wq_settings.CITUS:
+        rows = yield settle_citus.complete(ctx, item, result_json(result))
+        return _held("complete", item, rows)
     params = CompleteParams(*_fence(item), result_json(result))
     rows = yield Tenant(ctx.org_id, COMPLETE, params)
     return _held("complete", item, rows)
@@ -175,10 +180,17 @@ def fail(
             delay = retry_delay(item.attempts, get_kind(item.kind).retry)
         else:
             delay = _check_delay(delay_s)
-        rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error, trace))
+        if wq_settings.CITUS:
+            rows = yield settle_citus.retry(ctx, item, delay, error, trace)
+        else:
+            rows = yield Tenant(ctx.org_id, RETRY, RetryParams(*fence, delay, error, trace))
         return _held("fail", item, rows)
-    params = DeadLetterParams(*fence, error, trace, permanent, ctx.user_id, ctx.request_id)
-    failed = _held("fail", item, (yield Tenant(ctx.org_id, DEAD_LETTER, params)))
+    if wq_settings.CITUS:
+        rows = yield settle_citus.dead_letter(ctx, item, error, trace, permanent)
+    else:
+        params = DeadLetterParams(*fence, error, trace, permanent, ctx.user_id, ctx.request_id)
+        rows = yield Tenant(ctx.org_id, DEAD_LETTER, params)
+    failed = _held("fail", item, rows)
     DEAD_LETTERED.labels(failed.kind).inc()
     return failed
 

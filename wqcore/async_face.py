@@ -29,6 +29,7 @@ from wqcore.plans import (
     System,
     Tenant,
     TenantBatches,
+    TenantChain,
     prepares,
 )
 from wqcore.scope import SET_ALL_TENANTS, bypasses_rls, naming_locally, tenant_naming
@@ -190,6 +191,17 @@ class AsyncStore:
                 return Rows([], [])
             return Rows(names, [row for cursor in cursors for row in await cursor.fetchall()])
 
+    async def _execute_chain(self, step: TenantChain) -> Rows:
+        pool = await self._pool(TENANT)
+        async with pool.connection() as conn, conn.transaction():
+            await conn.execute(*tenant_naming(step.org_id))
+            first = await _run(conn, step.statement, step.params)
+            for statement, params in step.then(first):
+                if "native_sql" not in statement.__dict__:
+                    await asyncio.to_thread(_compile, statement)
+                await _run(conn, statement, params)
+        return first
+
     def _role(self, step: Step) -> tuple[str, bool]:
         """The pool ``step`` runs on, and whether ``GENERIC_PLAN`` goes before it. A claim's
         generic plan comes from its connection's session (``_configure_generic``) where
@@ -209,6 +221,8 @@ class AsyncStore:
             await asyncio.to_thread(_compile, statement)
         if isinstance(step, TenantBatches):
             return await self._execute_batches(step)
+        if isinstance(step, TenantChain):
+            return await self._execute_chain(step)
         role, plan_setting = self._role(step)
         pool = await self._pool(role)
         async with pool.connection() as conn:
@@ -236,6 +250,14 @@ class AsyncStore:
         pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             await pool.close()
+
+
+async def _run(conn: psycopg.AsyncConnection[Any], statement: Statement, params: Any) -> Rows:
+    """One statement on ``conn``, in the caller's transaction; its rows."""
+    cursor = psycopg.AsyncRawCursor(conn)
+    await cursor.execute(statement.native_sql, statement.bind_native(params), binary=True)
+    names = _column_names(cursor)
+    return Rows(names, await cursor.fetchall() if names else [])
 
 
 def _explicit(

@@ -3,7 +3,8 @@
 A plan is a generator that yields steps and receives each step's rows: ``Tenant(org_id,
 statement, params)`` runs on the everyday login under that tenant (row-level security
 applies), ``System(statement, params)`` on the system login (BYPASSRLS, for the named
-tenant-less operations), ``TenantBatches`` many runs of one statement in one transaction. A
+tenant-less operations), ``TenantBatches`` many runs of one statement in one transaction,
+``TenantChain`` a statement and those its rows call for after it, in one transaction. A
 step's error is raised in the plan where it yielded the step, so a plan may handle it; what the
 plan returns is what the transition returns.
 """
@@ -11,7 +12,7 @@ plan returns is what the transition returns.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -62,7 +63,21 @@ class TenantBatches:
     params: Iterable[NamedTuple]
 
 
-Step = Tenant | System | TenantBatches
+@dataclass(frozen=True)
+class TenantChain:
+    """Run ``statement`` on the everyday login, scoped to ``org_id``, then, in the same
+    transaction, the statements ``then`` makes of its rows (none: the transaction ends with
+    it); the step's rows are the first statement's. For a write one statement cannot make
+    where the tables are distributed (Citus inserts the rows a CTE returned into another table
+    by ``COPY``, which row-level security refuses): the settles' Citus forms."""
+
+    org_id: uuid.UUID
+    statement: Statement
+    params: NamedTuple
+    then: Callable[[Rows], Sequence[tuple[Statement, NamedTuple]]]
+
+
+Step = Tenant | System | TenantBatches | TenantChain
 # A plan that returns T: it yields steps, receives each one's rows, and returns its result.
 type Plan[T] = Generator[Step, Rows, T]
 

@@ -47,6 +47,7 @@ from wqcore.plans import (
     System,
     Tenant,
     TenantBatches,
+    TenantChain,
     begin,
     prepares,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "System",
     "Tenant",
     "TenantBatches",
+    "TenantChain",
     "Transition",
     "aclose_async_store",
     "arun",

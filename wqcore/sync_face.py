@@ -26,6 +26,7 @@ from wqcore.plans import (
     System,
     Tenant,
     TenantBatches,
+    TenantChain,
     drive,
     prepares,
 )
@@ -193,6 +194,15 @@ def _execute_batches_sync(step: TenantBatches) -> Rows:
                 cursor.close()
 
 
+def _execute_chain_sync(step: TenantChain) -> Rows:
+    alias = tenant_alias()
+    with tenant_scope(step.org_id, using=alias):
+        first = _execute_sync(alias, step.statement, step.params)
+        for statement, params in step.then(first):
+            _execute_sync(alias, statement, params)
+    return first
+
+
 def _execute_system_sync(step: System) -> Rows:
     alias = system_alias()
     if not bypasses_rls(alias):
@@ -219,6 +229,8 @@ def execute(step: Step) -> Rows:
     """Run one step on the sync face (Django's connections)."""
     if isinstance(step, TenantBatches):
         return _execute_batches_sync(step)
+    if isinstance(step, TenantChain):
+        return _execute_chain_sync(step)
     if isinstance(step, System):
         return _execute_system_sync(step)
     alias = tenant_alias()

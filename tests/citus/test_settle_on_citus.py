@@ -1,0 +1,146 @@
+"""Settling on Citus under the item's tenant (the tenant's login, row-level security on): a
+handler that returns, one that raises with attempts left, and one that fails for good, each
+settled in one transaction Citus sends only to the node holding the tenant, its attempt (and
+the retry's ready row, the dead letter's audit entry) recorded there; a stale token settles and
+records nothing; the worker's async face settles the same way."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+import uuid
+
+import psycopg
+import pytest
+from django.db import connections
+
+from tenancy.contexts import AppType, new_request_context
+from tests.citus.conftest import Tenant, new_tenant, remote_commands
+from workqueue import api
+from workqueue.claim import claim
+from workqueue.exceptions import Conflict
+from workqueue.models import WorkItem
+from workqueue.settle import afail, complete, fail
+
+
+def _lane() -> str:
+    """A lane of the test's own: the claim reads every tenant's due items of its lane."""
+    return f"citus-settle-{uuid.uuid4().hex[:8]}"
+
+
+def _claimed(t: Tenant, n: int, lane: str) -> list[WorkItem]:
+    for _ in range(n):
+        api.enqueue(t.ctx, "NOOP", {}, lane=lane)
+    got = claim(new_request_context(AppType.WORKER), lane, ["NOOP"], "host:1:w", 30.0, n)
+    assert len(got) == n
+    return [item for _, item in got]
+
+
+def _rows(coordinator: psycopg.Connection, item_id: uuid.UUID) -> tuple[object, ...]:
+    """The item's status and attempts, its attempts' outcomes and workers, its ready rows and
+    its dead letter's audit entries."""
+    found = coordinator.execute(
+        "SELECT w.status, w.attempts, "
+        " (SELECT array_agg(a.outcome || '@' || a.worker ORDER BY a.attempt)"
+        "    FROM workqueue_attempt a WHERE a.org_id = w.org_id AND a.item_id = w.id),"
+        " (SELECT count(*) FROM workqueue_ready r WHERE r.org_id = w.org_id AND r.id = w.id),"
+        " (SELECT count(*) FROM workqueue_audit_auditentry e"
+        "   WHERE e.org_id = w.org_id AND e.subject_id = w.id::text"
+        "     AND e.action = 'work.dead_lettered')"
+        " FROM workqueue_workitem w WHERE w.id = %s",
+        [item_id],
+    ).fetchone()
+    assert found is not None
+    return tuple(found)
+
+
+class Remote:
+    """The commands Citus sends to the workers from the tenant login's connection."""
+
+    def __init__(self) -> None:
+        self.seen = remote_commands("citus_app")
+        with connections["citus_app"].cursor() as cursor:
+            cursor.execute("SET citus.log_remote_commands = on")
+            cursor.execute("SET client_min_messages = log")
+
+    def ports(self) -> set[int]:
+        return {int(p) for line in self.seen for p in re.findall(r":(\d+) connectionId", line)}
+
+    def close(self) -> None:
+        with connections["citus_app"].cursor() as cursor:
+            cursor.execute("RESET client_min_messages")
+            cursor.execute("RESET citus.log_remote_commands")
+
+
+def test_each_settle_runs_on_the_tenants_login_routed_to_its_node(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    t, lane = new_tenant(coordinator), _lane()
+    done, retried, dead = _claimed(t, 3, lane)
+    remote = Remote()
+    try:
+        complete(t.ctx, done, {"ok": 1})
+        fail(t.ctx, retried, "boom", traceback="Traceback: boom", delay_s=0)
+        fail(t.ctx, dead, "bad input", permanent=True)
+    finally:
+        remote.close()
+    assert _rows(coordinator, done.id) == ("done", 1, ["done@host:1:w"], 0, 0)
+    assert _rows(coordinator, retried.id) == ("pending", 1, ["retried@host:1:w"], 1, 0)
+    assert _rows(coordinator, dead.id) == ("failed", 1, ["dead_lettered@host:1:w"], 0, 1)
+    assert remote.ports() == {t.port}, remote.seen
+    assert not any("COPY" in line for line in remote.seen), remote.seen
+    stored = coordinator.execute(
+        "SELECT w.result, a.traceback FROM workqueue_workitem w JOIN workqueue_attempt a"
+        " ON a.org_id = w.org_id AND a.item_id = w.id WHERE w.id = ANY(%s) ORDER BY w.status",
+        [[done.id, retried.id]],
+    ).fetchall()
+    assert stored == [({"ok": 1}, ""), (None, "Traceback: boom")]
+    # The retried item is claimed again, and its second failure, attempts spent, is a dead letter.
+    [(_, again)] = claim(new_request_context(AppType.WORKER), lane, ["NOOP"], "host:2:w", 30, 1)
+    assert (again.id, again.attempts) == (retried.id, 2)
+    fail(t.ctx, again, "boom again", permanent=True)
+    assert _rows(coordinator, retried.id) == (
+        "failed",
+        2,
+        ["retried@host:1:w", "dead_lettered@host:2:w"],
+        0,
+        1,
+    )
+
+
+def test_a_stale_token_settles_and_records_nothing(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    t = new_tenant(coordinator)
+    [item] = _claimed(t, 1, _lane())
+    stale = copy.copy(item)
+    stale.claim_token = uuid.uuid4()
+    for settle in (
+        lambda: complete(t.ctx, stale, None),
+        lambda: fail(t.ctx, stale, "late"),
+        lambda: fail(t.ctx, stale, "late", permanent=True),
+    ):
+        with pytest.raises(Conflict):
+            settle()
+    assert _rows(coordinator, item.id) == ("claimed", 1, None, 0, 0)
+
+
+def test_the_workers_async_face_settles_on_the_tenants_node(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    from wqcore.async_face import aclose_async_store
+
+    t = new_tenant(coordinator)
+    retried, dead = _claimed(t, 2, _lane())
+
+    async def run() -> None:
+        try:
+            await afail(t.ctx, retried, "boom")
+            await afail(t.ctx, dead, "bad", permanent=True)
+        finally:
+            await aclose_async_store()
+
+    asyncio.run(run())
+    assert _rows(coordinator, retried.id) == ("pending", 1, ["retried@host:1:w"], 1, 0)
+    assert _rows(coordinator, dead.id) == ("failed", 1, ["dead_lettered@host:1:w"], 0, 1)
