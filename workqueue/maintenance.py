@@ -13,7 +13,7 @@ from django.db.models.functions import Coalesce, Now
 
 from audit.api import APPEND_ENTRIES
 from tenancy.contexts import OpContext, RequestContext
-from workqueue import SQL_DIR
+from workqueue import SQL_DIR, settle_citus
 from workqueue.dependents import RELEASE_ENDED
 from workqueue.lanes import declared_lanes
 from workqueue.lookups import AnyOf
@@ -22,6 +22,7 @@ from workqueue.models import AttemptOutcome, Status, WorkItem
 from workqueue.ready import READY_ROWS
 from workqueue.rows import items_of
 from workqueue.settle import RECORD_ATTEMPTS
+from wqcore.conf import wq_settings
 from wqcore.logs import fields_of_item, log_event
 from wqcore.statements import Locking, NoParams, Statement, locking, sql_literal
 from wqcore.store import Plan, Rows, System, Tenant, transition
@@ -36,6 +37,19 @@ class RequeueStaleParams(NamedTuple):
     # Who the audit entry of a dead-lettered item names: the sweep's service context.
     actor: str
     request_id: uuid.UUID
+
+
+class RequeueStaleCitusParams(NamedTuple):
+    org_id: uuid.UUID
+    before: datetime | None
+    limit: int
+
+
+class RequeueHeldCitusParams(NamedTuple):
+    org_id: uuid.UUID
+    holders: list[str]
+    before: datetime
+    limit: int
 
 
 class RequeueHeldParams(NamedTuple):
@@ -63,37 +77,45 @@ _BEFORE = datetime(1, 1, 1, 0, 0, 0, 424242, tzinfo=UTC)
 _STATUSES = ("\x00statuses",)
 _HOLDERS = ("\x00holders",)
 _LIMIT = 987_654_321
+_ORG = uuid.UUID(int=0x424242)
 
 
-def _stale_locking() -> Locking:
+def _stale_locking(by_tenant: bool = False) -> Locking:
     """The tenant's claimed items whose lease passed, oldest lease first, locked with
-    ``select_for_update(skip_locked=True)`` (a holder settling one now wins; it is skipped)."""
+    ``select_for_update(skip_locked=True)`` (a holder settling one now wins; it is skipped).
+    ``by_tenant``: the tenant named too (Citus routes by it; row-level security alone cannot)."""
     before = Coalesce(Value(_BEFORE, output_field=DateTimeField()), Now())
+    found = WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
+    slots: dict[Any, str] = {_BEFORE: "before"}
+    if by_tenant:
+        found, slots = found.filter(org_id=_ORG), {**slots, _ORG: "org_id"}
     queryset = (
-        WorkItem.objects.filter(status=Status.CLAIMED, lease_expires_at__lt=before)
-        .order_by("lease_expires_at")
+        found.order_by("lease_expires_at")
         .select_for_update(skip_locked=True)
         .values("id", "claimed_by")[:_LIMIT]
     )
-    return locking(queryset, {_BEFORE: "before"}, "limit")
+    return locking(queryset, slots, "limit")
 
 
 # The rescue names its gone holders in one array parameter, whatever their number.
 cast("Field[Any, Any]", WorkItem._meta.get_field("claimed_by")).register_lookup(AnyOf)
 
 
-def _held_locking() -> Locking:
+def _held_locking(by_tenant: bool = False) -> Locking:
     """The tenant's claimed items of the given holders claimed before ``before``, oldest lease
-    first, locked with ``select_for_update(skip_locked=True)``."""
+    first, locked with ``select_for_update(skip_locked=True)``; ``by_tenant`` as above."""
+    found = WorkItem.objects.filter(
+        status=Status.CLAIMED, claimed_by__any_of=_HOLDERS, claimed_at__lt=_BEFORE
+    )
+    slots: dict[Any, str] = {_HOLDERS: "holders", _BEFORE: "before"}
+    if by_tenant:
+        found, slots = found.filter(org_id=_ORG), {**slots, _ORG: "org_id"}
     queryset = (
-        WorkItem.objects.filter(
-            status=Status.CLAIMED, claimed_by__any_of=_HOLDERS, claimed_at__lt=_BEFORE
-        )
-        .order_by("lease_expires_at")
+        found.order_by("lease_expires_at")
         .select_for_update(skip_locked=True)
         .values("id", "claimed_by")[:_LIMIT]
     )
-    return locking(queryset, {_HOLDERS: "holders", _BEFORE: "before"}, "limit")
+    return locking(queryset, slots, "limit")
 
 
 def _purge_locking() -> Locking:
@@ -129,6 +151,22 @@ REQUEUE_HELD = Statement(
     SQL_DIR,
     includes=_REQUEUE_INCLUDES,
     build_locking=lambda: {"locking": _held_locking()},
+    build_parts=lambda: _cause(AttemptOutcome.HOLDER_GONE, "holder gone"),
+)
+# The Citus forms (WORKQUEUE["CITUS"]): the hand-back alone, routed by the tenant it names; what
+# it writes beside the items follows in the same transaction (settle_citus.requeued).
+REQUEUE_STALE_CITUS = Statement(
+    "requeue_citus",
+    RequeueStaleCitusParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _stale_locking(by_tenant=True)},
+    build_parts=lambda: _cause(AttemptOutcome.LEASE_EXPIRED, "lease expired"),
+)
+REQUEUE_HELD_CITUS = Statement(
+    "requeue_citus",
+    RequeueHeldCitusParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _held_locking(by_tenant=True)},
     build_parts=lambda: _cause(AttemptOutcome.HOLDER_GONE, "holder gone"),
 )
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
@@ -170,9 +208,15 @@ def requeue_stale(
     instead, with an audit entry written by the same statement, so a poison item that crashes
     its worker every time ends; one someone asked to cancel ends cancelled.
     """
-    params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
-    rows: Rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
-    result = _requeued(rows)
+    if wq_settings.CITUS:
+        citus = RequeueStaleCitusParams(ctx.org_id, before, int(limit))
+        rows: Rows = yield settle_citus.requeued(
+            ctx, REQUEUE_STALE_CITUS, citus, AttemptOutcome.LEASE_EXPIRED
+        )
+    else:
+        params = RequeueStaleParams(before, int(limit), ctx.user_id, ctx.request_id)
+        rows = yield Tenant(ctx.org_id, REQUEUE_STALE, params)
+    result = _requeued(settle_citus.without_holders(rows))
     _log_requeued(ctx, result, AttemptOutcome.LEASE_EXPIRED, "stale_requeued")
     return result
 
@@ -186,9 +230,15 @@ def requeue_held(
     attempt spent, a dead letter when attempts are spent, cancelled when someone asked; the
     attempt recorded as ``holder_gone``. The claim token fences whatever a holder that was not
     gone after all writes later."""
-    params = RequeueHeldParams(list(holders), before, int(limit), ctx.user_id, ctx.request_id)
-    rows: Rows = yield Tenant(ctx.org_id, REQUEUE_HELD, params)
-    result = _requeued(rows)
+    if wq_settings.CITUS:
+        citus = RequeueHeldCitusParams(ctx.org_id, list(holders), before, int(limit))
+        rows: Rows = yield settle_citus.requeued(
+            ctx, REQUEUE_HELD_CITUS, citus, AttemptOutcome.HOLDER_GONE
+        )
+    else:
+        params = RequeueHeldParams(list(holders), before, int(limit), ctx.user_id, ctx.request_id)
+        rows = yield Tenant(ctx.org_id, REQUEUE_HELD, params)
+    result = _requeued(settle_citus.without_holders(rows))
     _log_requeued(ctx, result, AttemptOutcome.HOLDER_GONE, "held_requeued")
     return result
 

@@ -1,5 +1,6 @@
 """The settles' Citus forms (``WORKQUEUE["CITUS"]``): complete, retry and dead letter under the
-item's tenant, on the tenant's login.
+item's tenant, on the tenant's login, and the sweep's hand-back of an expired lease's or a gone
+holder's items (``requeued``), under the tenant's service context.
 
 On one server each settle is one statement: the item changed, its attempt recorded (and a
 ready row, an audit entry) by CTEs fed from the item's change. Citus inserts the rows one CTE
@@ -22,7 +23,7 @@ from tenancy.contexts import OpContext
 from workqueue import SQL_DIR
 from workqueue.enqueue import READY_ROW_CITUS, ReadyRowParams
 from workqueue.fence import Fence
-from workqueue.models import WorkItem
+from workqueue.models import Status, WorkItem
 from workqueue.rows import items_of
 from wqcore.statements import Statement
 from wqcore.store import Rows, TenantChain
@@ -64,6 +65,7 @@ class AttemptParams(NamedTuple):
 class EntryParams(NamedTuple):
     org_id: uuid.UUID
     id: uuid.UUID
+    action: str
     kind: str
     attempts: int
     permanent: bool
@@ -76,7 +78,7 @@ COMPLETE_CITUS = Statement("complete_citus", CompleteParams, SQL_DIR)
 RETRY_CITUS = Statement("retry_citus", RetryParams, SQL_DIR)
 DEAD_LETTER_CITUS = Statement("dead_letter_citus", DeadLetterParams, SQL_DIR)
 ATTEMPT_CITUS = Statement("attempt_citus", AttemptParams, SQL_DIR)
-DEAD_LETTER_ENTRY_CITUS = Statement("dead_letter_entry_citus", EntryParams, SQL_DIR)
+ITEM_ENTRY_CITUS = Statement("item_entry_citus", EntryParams, SQL_DIR)
 
 type Runs = Sequence[tuple[Statement, NamedTuple]]
 
@@ -123,21 +125,69 @@ def dead_letter(
         runs: list[tuple[Statement, NamedTuple]] = []
         for failed in items_of(rows):
             runs += _attempt(item, failed, "dead_lettered", error, trace)
-            entry = EntryParams(
-                failed.org_id,
-                failed.id,
-                failed.kind,
-                failed.attempts,
-                permanent,
-                error,
-                ctx.user_id,
-                ctx.request_id,
-            )
-            runs.append((DEAD_LETTER_ENTRY_CITUS, entry))
+            runs.append(_entry(ctx, failed, "work.dead_lettered", permanent, error))
         return runs
 
     params = DeadLetterParams(ctx.org_id, item.id, _token(item), error)
     return TenantChain(ctx.org_id, DEAD_LETTER_CITUS, params, then)
+
+
+def _entry(
+    ctx: OpContext, item: WorkItem, action: str, permanent: bool, error: str
+) -> tuple[Statement, NamedTuple]:
+    params = EntryParams(
+        item.org_id,
+        item.id,
+        action,
+        item.kind,
+        item.attempts,
+        permanent,
+        error,
+        ctx.user_id,
+        ctx.request_id,
+    )
+    return (ITEM_ENTRY_CITUS, params)
+
+
+# The column requeue_citus adds to each item's row: its holder as it was.
+HELD_BY = "held_by"
+
+
+def requeued(ctx: OpContext, statement: Statement, params: NamedTuple, outcome: str) -> TenantChain:
+    """The sweep's hand-back (``requeue_citus``: an expired lease's, or the rescue's), then what
+    requeue_stale writes beside each item: its attempt (ended as ``outcome``), the ready row of
+    one requeued, the audit entry of one dead-lettered or cancelled."""
+
+    def then(rows: Rows) -> Runs:
+        runs: list[tuple[Statement, NamedTuple]] = []
+        held_by = [row[-1] for row in rows.rows]
+        for moved, holder in zip(items_of(without_holders(rows)), held_by, strict=True):
+            attempt = AttemptParams(
+                moved.org_id,
+                moved.id,
+                moved.attempts,
+                holder or "",
+                moved.claimed_at,
+                str(outcome),
+                moved.last_error,
+                "",
+            )
+            runs.append((ATTEMPT_CITUS, attempt))
+            if moved.status == Status.PENDING:
+                runs.append((READY_ROW_CITUS, ReadyRowParams(moved.org_id, moved.id)))
+            elif moved.status in (Status.FAILED, Status.CANCELLED):
+                action = "work.dead_lettered" if moved.status == Status.FAILED else "work.cancelled"
+                runs.append(_entry(ctx, moved, action, False, moved.last_error))
+        return runs
+
+    return TenantChain(ctx.org_id, statement, params, then)
+
+
+def without_holders(rows: Rows) -> Rows:
+    """``rows`` without requeue_citus's ``held_by`` column (the single server's, as they are)."""
+    if not rows.names or rows.names[-1] != HELD_BY:
+        return rows
+    return Rows(rows.names[:-1], [row[:-1] for row in rows.rows])
 
 
 def _token(item: WorkItem) -> uuid.UUID:

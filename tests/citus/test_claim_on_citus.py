@@ -18,7 +18,9 @@ from workqueue.claim import Claimed, claim
 from workqueue.claim_citus import CLAIM_TENANT_CITUS, ClaimTenantParams
 from wqcore.store import System, run
 
-LANE = "citus-claim"
+# A lane of this run's own: the cluster outlives a run, and the claim reads every tenant's
+# due items of its lane (another run's handed back by a sweep, say).
+LANE = f"citus-claim-{uuid.uuid4().hex[:8]}"
 
 
 def _enqueue(t: Tenant, n: int) -> set[uuid.UUID]:

@@ -144,3 +144,99 @@ def test_the_workers_async_face_settles_on_the_tenants_node(
     asyncio.run(run())
     assert _rows(coordinator, retried.id) == ("pending", 1, ["retried@host:1:w"], 1, 0)
     assert _rows(coordinator, dead.id) == ("failed", 1, ["dead_lettered@host:1:w"], 0, 1)
+
+
+def test_the_sweeps_hand_back_runs_on_the_tenants_node(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """An expired lease's hand-back and the rescue's (``requeue_stale``, ``requeue_held``, under
+    the tenant's service context, as the sweep calls them): requeued with a ready row, a dead
+    letter once attempts are spent and one cancelled as asked, each with its audit entry, every
+    attempt recorded with its holder and outcome; one transaction on the tenant's node."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tenancy.contexts import service_context
+    from workqueue.maintenance import requeue_held, requeue_stale
+
+    t, lane = new_tenant(coordinator), _lane()
+    requeued, spent, cancelled, held = _claimed(t, 4, lane)
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET max_attempts = 1 WHERE org_id = %s AND id = %s",
+        [t.org_id, spent.id],
+    )
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET cancel_requested_at = now() WHERE org_id = %s AND id = %s",
+        [t.org_id, cancelled.id],
+    )
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET claimed_by = 'gone:9:w', lease_expires_at = now() + '1 h'"
+        " WHERE org_id = %s AND id = %s",
+        [t.org_id, held.id],
+    )
+    ctx = service_context(new_request_context(AppType.SWEEP), t.org_id)
+    later = timezone.now() + timedelta(minutes=5)
+    remote = Remote()
+    try:
+        stale = requeue_stale(ctx, before=later)
+        rescued = requeue_held(ctx, ["gone:9:w"], later)
+    finally:
+        remote.close()
+    assert (stale.requeued, stale.dead_lettered, stale.cancelled) == (1, 1, 1)
+    assert (rescued.requeued, rescued.dead_lettered, rescued.cancelled) == (1, 0, 0)
+    assert _rows(coordinator, requeued.id) == ("pending", 1, ["lease_expired@host:1:w"], 1, 0)
+    assert _rows(coordinator, spent.id) == ("failed", 1, ["lease_expired@host:1:w"], 0, 1)
+    assert _rows(coordinator, cancelled.id)[:4] == ("cancelled", 1, ["lease_expired@host:1:w"], 0)
+    assert _rows(coordinator, held.id) == ("pending", 1, ["holder_gone@gone:9:w"], 1, 0)
+    entries = coordinator.execute(
+        "SELECT subject_id, action FROM workqueue_audit_auditentry WHERE org_id = %s"
+        " AND action IN ('work.dead_lettered', 'work.cancelled')",
+        [t.org_id],
+    ).fetchall()
+    assert sorted(entries) == sorted(
+        [(str(spent.id), "work.dead_lettered"), (str(cancelled.id), "work.cancelled")]
+    )
+    assert remote.ports() == {t.port}, remote.seen
+    assert not any("COPY" in line for line in remote.seen), remote.seen
+
+
+def test_the_sweeps_steps_hand_back_a_dead_workers_items_on_citus(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """The sweep's own steps, as a pass runs them: the rescue finds a worker whose liveness lock
+    no session holds (its row on the coordinator, its items on a node) and hands its items back;
+    the lease's step hands back an item whose lease passed, in another tenant on another node."""
+    from workers.sweep import requeue_stale, rescue
+    from workers.sweep.config import SweepSettings
+
+    a = new_tenant(coordinator)
+    b = new_tenant(coordinator, avoid=a.port)
+    lane = _lane()
+    [dead_worker] = _claimed(a, 1, lane)
+    [expired] = _claimed(b, 1, lane)
+    gone = f"gone:{uuid.uuid4().hex[:6]}:w"
+    coordinator.execute(
+        "INSERT INTO workqueue_workers_worker (id, kind, lane, host, pid, state, lock_key,"
+        " lock_lost_at)"
+        " VALUES (%s, 'NOOP', %s, 'gone', 9, 'running', %s, now() - interval '1 min')",
+        [gone, lane, int(uuid.uuid4().int >> 65)],
+    )
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET claimed_by = %s, claimed_at = now() - interval '1 min',"
+        " lease_expires_at = now() + interval '1 h' WHERE org_id = %s AND id = %s",
+        [gone, a.org_id, dead_worker.id],
+    )
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET lease_expires_at = now() - interval '1 s'"
+        " WHERE org_id = %s AND id = %s",
+        [b.org_id, expired.id],
+    )
+    rctx = new_request_context(AppType.SWEEP)
+    settings = SweepSettings(batch=10, max_batches=2, rescue_grace_s=1.0)
+    rescued = rescue.run_once(rctx, settings)
+    stale = requeue_stale.run_once(rctx, settings)
+    # (Other tests' items may be handed back beside these: the steps read every tenant.)
+    assert rescued.holders >= 1 and rescued.requeued >= 1 and stale.requeued >= 1
+    assert _rows(coordinator, dead_worker.id)[:3] == ("pending", 1, [f"holder_gone@{gone}"])
+    assert _rows(coordinator, expired.id)[:3] == ("pending", 1, ["lease_expired@host:1:w"])
