@@ -398,8 +398,9 @@ def _claim_by_tenant(
     """The claim on Citus: the tenants with due work, read without a lock on the coordinator
     (``due_tenants_citus``), then each one's items claimed by a statement Citus routes to the
     node holding that tenant (``claim_tenant_citus``), until ``limit`` are claimed. The fence,
-    the attempt and the lease are written as the single server's claim writes them; pauses,
-    caps, rate limits and the fair order between tenants are not applied yet."""
+    the attempt and the lease are written as the single server's claim writes them; pauses and
+    each tenant's cap hold; the lanes' and kinds' caps, rate limits and the fair order between
+    tenants are not applied yet."""
     worker_id, lease_s = holder
     due: Rows = yield System(DUE_TENANTS_CITUS, DueTenantsParams(lane, kinds, limit))
     handed: list[tuple[OpContext, WorkItem]] = []
@@ -407,7 +408,10 @@ def _claim_by_tenant(
         want = limit - len(handed)
         if want < 1:
             break
-        params = ClaimTenantParams(org_id, lane, kinds, worker_id, lease_s, want, uuid.uuid4().hex)
+        seed = uuid.uuid4().hex
+        params = ClaimTenantParams(
+            org_id, lane, kinds, worker_id, lease_s, want, seed, wq_settings.MAX_IN_FLIGHT
+        )
         rows = yield from _claim_rows(System(CLAIM_TENANT_CITUS, params), lane, worker_id)
         if rows is not None and rows.rows:
             handed.extend((yield from _handed_out(rctx, rows)))

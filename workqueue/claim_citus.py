@@ -31,6 +31,8 @@ class ClaimTenantParams(NamedTuple):
     limit: int
     # One random value per call: each item's claim token is made from it and the item's id.
     seed: str
+    # The cap of a tenant without a share of its own (WORKQUEUE["MAX_IN_FLIGHT"]; None: none).
+    default_cap: int | None
 
 
 DUE_TENANTS_CITUS = Statement("due_tenants_citus", DueTenantsParams, SQL_DIR)

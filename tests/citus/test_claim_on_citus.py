@@ -28,7 +28,7 @@ def _enqueue(t: Tenant, n: int) -> set[uuid.UUID]:
 
 
 def _claimnew_tenant(t: Tenant, limit: int) -> set[uuid.UUID]:
-    params = ClaimTenantParams(t.org_id, LANE, ["NOOP"], "w", 30.0, limit, uuid.uuid4().hex)
+    params = ClaimTenantParams(t.org_id, LANE, ["NOOP"], "w", 30.0, limit, uuid.uuid4().hex, None)
     rows = run(_one(System(CLAIM_TENANT_CITUS, params)))
     at = rows.names.index("id")
     return {row[at] for row in rows.rows}
@@ -135,3 +135,51 @@ def test_claimed_items_complete_in_one_batch_across_nodes(
         [list(wanted)],
     ).fetchall()
     assert rows == [("done", 1)] * 4
+
+
+def test_a_paused_lane_or_kind_is_not_claimed_on_citus(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """Pauses are a reference table (a copy on every node): the tenants' read and each routed
+    claim leave a paused lane, or a paused kind, alone; resumed, the items are claimed."""
+    lane = f"citus-paused-{uuid.uuid4().hex[:8]}"
+    a = new_tenant(coordinator)
+    wanted = {api.enqueue(a.ctx, "NOOP", {}, lane=lane)[0].id for _ in range(2)}
+    rctx = new_request_context(AppType.WORKER)
+    for kind in ("", "NOOP"):
+        coordinator.execute(
+            "INSERT INTO workqueue_pause (lane, kind, paused_by, reason) VALUES (%s, %s, 't', '')",
+            [lane, kind],
+        )
+        assert claim(rctx, lane, ["NOOP"], "w1", 30.0, 10) == []
+        # The routed claim alone (a pause made after the tenants were read) holds it too.
+        params = ClaimTenantParams(a.org_id, lane, ["NOOP"], "w", 30.0, 10, uuid.uuid4().hex, None)
+        assert run(_one(System(CLAIM_TENANT_CITUS, params))).rows == []
+        coordinator.execute("DELETE FROM workqueue_pause WHERE lane = %s", [lane])
+    got = claim(rctx, lane, ["NOOP"], "w1", 30.0, 10)
+    assert {item.id for _, item in got} == wanted
+
+
+def test_a_tenants_cap_bounds_what_it_runs_in_a_lane_on_citus(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """A tenant's share caps what it runs in a lane at once (a reference table, read where the
+    claim runs): 5 due, a cap of 2, two claimed; one settled, one more; no share, the rest."""
+    from workqueue.fence import Fence
+    from workqueue.settle import complete_many
+
+    lane = f"citus-capped-{uuid.uuid4().hex[:8]}"
+    a = new_tenant(coordinator)
+    for _ in range(5):
+        api.enqueue(a.ctx, "NOOP", {}, lane=lane)
+    coordinator.execute(
+        "INSERT INTO workqueue_tenantshare (org_id, weight, max_in_flight) VALUES (%s, 1, 2)",
+        [a.org_id],
+    )
+    rctx = new_request_context(AppType.WORKER)
+    first = claim(rctx, lane, ["NOOP"], "w1", 30.0, 10)
+    assert len(first) == 2 and claim(rctx, lane, ["NOOP"], "w1", 30.0, 10) == []
+    complete_many([Fence.of(first[0][1])])
+    assert len(claim(rctx, lane, ["NOOP"], "w1", 30.0, 10)) == 1
+    coordinator.execute("DELETE FROM workqueue_tenantshare WHERE org_id = %s", [a.org_id])
+    assert len(claim(rctx, lane, ["NOOP"], "w1", 30.0, 10)) == 2
