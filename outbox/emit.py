@@ -11,6 +11,7 @@ from outbox.models import WORK_PREFIX
 from tenancy.contexts import OpContext
 from workqueue import runtime
 from workqueue.runtime import check_traceparent
+from wqcore.conf import wq_settings
 from wqcore.statements import Statement
 from wqcore.store import Plan, Tenant, run
 from wqcore.tracing import current_traceparent
@@ -31,6 +32,8 @@ class EmitParams(NamedTuple):
 
 
 EMIT = Statement("emit", EmitParams, SQL_DIR, names_tenant=True)
+# Its Citus form (WORKQUEUE["CITUS"]): the tenant named before it (SET LOCAL), not by itself.
+EMIT_CITUS = Statement("emit_citus", EmitParams, SQL_DIR)
 
 
 def _checked(kind: Any, payload: Any) -> str:
@@ -88,7 +91,7 @@ def emit_plan(ctx: OpContext, kind: str, payload: dict[str, Any]) -> Plan[uuid.U
         request_id=ctx.caused_by_request_id or ctx.request_id,
         traceparent=check_traceparent(ctx.rctx.traceparent or current_traceparent()),
     )
-    rows = yield Tenant(ctx.org_id, EMIT, params)
+    rows = yield Tenant(ctx.org_id, EMIT_CITUS if wq_settings.CITUS else EMIT, params)
     emitted: uuid.UUID = rows.rows[0][0]  # the row's id column
     return emitted
 

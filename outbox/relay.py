@@ -10,9 +10,11 @@ is published with ``pg_notify`` on the channel its kind names. ``purge_relayed``
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -23,7 +25,7 @@ from django.db import transaction
 from outbox.models import WORK_PREFIX
 from tenancy.contexts import RequestContext
 from workqueue import runtime
-from wqcore.conf import system_alias
+from wqcore.conf import system_alias, wq_settings
 from wqcore.logs import log_event
 from wqcore.statements import NoParams, Statement
 from wqcore.store import System, execute
@@ -38,6 +40,21 @@ class TakePendingParams(NamedTuple):
 
 
 class MarkRelayedParams(NamedTuple):
+    ids: list[uuid.UUID]
+    errors: list[str | None]
+
+
+class PendingTenantsParams(NamedTuple):
+    limit: int
+
+
+class TakePendingCitusParams(NamedTuple):
+    org_id: uuid.UUID
+    limit: int
+
+
+class MarkRelayedCitusParams(NamedTuple):
+    org_id: uuid.UUID
     ids: list[uuid.UUID]
     errors: list[str | None]
 
@@ -61,6 +78,11 @@ MARK_RELAYED = _statement("mark_relayed", MarkRelayedParams)
 PUBLISH = _statement("publish", PublishParams)
 PURGE_RELAYED = _statement("purge_relayed", PurgeRelayedParams)
 READ_LAG = _statement("read_lag", NoParams)
+# The Citus forms (WORKQUEUE["CITUS"]): the tenants with pending rows read without a lock, then
+# each one's rows taken and marked on its node (FOR UPDATE across nodes is refused).
+PENDING_TENANTS = _statement("pending_tenants", PendingTenantsParams)
+TAKE_PENDING_CITUS = _statement("take_pending_citus", TakePendingCitusParams)
+MARK_RELAYED_CITUS = _statement("mark_relayed_citus", MarkRelayedCitusParams)
 
 
 @dataclass(frozen=True)
@@ -105,10 +127,53 @@ def relay_pending(rctx: RequestContext, limit: int = 100) -> RelayResult:
     system login and each row carries its tenant, under which its work is enqueued.
     """
     counts = {"enqueued": 0, "published": 0, "failed": 0}
+    if not wq_settings.CITUS:
+        _relay_taken(
+            System(TAKE_PENDING, TakePendingParams(int(limit))),
+            lambda ids, errors: System(MARK_RELAYED, MarkRelayedParams(ids, errors)),
+            counts,
+        )
+    else:
+        tenants = execute(System(PENDING_TENANTS, PendingTenantsParams(int(limit))))
+        for (org_id,) in tenants.rows:
+            room = int(limit) - sum(counts.values())
+            if room < 1:
+                break
+            _relay_taken(
+                System(TAKE_PENDING_CITUS, TakePendingCitusParams(org_id, room)),
+                functools.partial(_mark_citus, org_id),
+                counts,
+            )
+    if not any(counts.values()):
+        return RelayResult()
+    result = RelayResult(**counts)
+    log_event(
+        logger,
+        logging.INFO,
+        "outbox_relayed",
+        enqueued=result.enqueued,
+        published=result.published,
+        failed=result.failed,
+    )
+    return result
+
+
+def _mark_citus(org_id: uuid.UUID, ids: list[uuid.UUID], errors: list[str | None]) -> System:
+    return System(MARK_RELAYED_CITUS, MarkRelayedCitusParams(org_id, ids, errors))
+
+
+def _relay_taken(
+    take: System,
+    mark: Callable[[list[uuid.UUID], list[str | None]], System],
+    counts: dict[str, int],
+) -> None:
+    """In one transaction on the system login: the rows ``take`` locks, each relayed, then
+    marked by the step ``mark`` makes of their ids and errors; adds what became of them to
+    ``counts``."""
     with transaction.atomic(using=system_alias()):
-        taken = execute(System(TAKE_PENDING, TakePendingParams(int(limit))))
+        taken = execute(take)
         if not taken.rows:
-            return RelayResult()
+            return
         ids: list[uuid.UUID] = []
         errors: list[str | None] = []
         for row in taken.rows:
@@ -125,17 +190,7 @@ def relay_pending(rctx: RequestContext, limit: int = 100) -> RelayResult:
                     kind=row[2],
                     error=error,
                 )
-        execute(System(MARK_RELAYED, MarkRelayedParams(ids, errors)))
-    result = RelayResult(**counts)
-    log_event(
-        logger,
-        logging.INFO,
-        "outbox_relayed",
-        enqueued=result.enqueued,
-        published=result.published,
-        failed=result.failed,
-    )
-    return result
+        execute(mark(ids, errors))
 
 
 def relay_all(rctx: RequestContext, batch: int = 100, max_batches: int = 100) -> RelayResult:

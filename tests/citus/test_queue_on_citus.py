@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import Iterator
 
 import psycopg
 import pytest
@@ -94,34 +93,6 @@ def test_tenant_b_never_sees_a_row_of_tenant_a_on_another_node(
                 [item.id, a.org_id],
             )
     assert api.status_of(a.ctx, item.id).status == api.Status.PENDING
-
-
-SITE_TABLE = "citus_site_order"
-
-
-@pytest.fixture
-def site_table(product: dict[str, str], coordinator: psycopg.Connection) -> Iterator[str]:
-    """The site's own tenant table, distributed by org_id beside the queue's, as the Citus page
-    says: colocated with workqueue_workitem, under the tenant policy, granted to the login."""
-    coordinator.execute(f"DROP TABLE IF EXISTS {SITE_TABLE}")
-    coordinator.execute(
-        f"CREATE TABLE {SITE_TABLE} (org_id uuid NOT NULL, id bigint NOT NULL, body text,"
-        " PRIMARY KEY (org_id, id))"
-    )
-    coordinator.execute(
-        "SELECT create_distributed_table(%s, 'org_id', colocate_with => 'workqueue_workitem')",
-        [SITE_TABLE],
-    )
-    coordinator.execute(f"ALTER TABLE {SITE_TABLE} ENABLE ROW LEVEL SECURITY")
-    coordinator.execute(f"ALTER TABLE {SITE_TABLE} FORCE ROW LEVEL SECURITY")
-    coordinator.execute(
-        f"CREATE POLICY tenant_isolation ON {SITE_TABLE}"
-        " USING (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
-        " WITH CHECK (org_id = NULLIF(current_setting('app.org_id', true), '')::uuid)"
-    )
-    coordinator.execute(f"GRANT SELECT, INSERT ON {SITE_TABLE} TO wq_citus_app")
-    yield SITE_TABLE
-    coordinator.execute(f"DROP TABLE {SITE_TABLE}")
 
 
 def test_a_views_write_and_its_enqueue_commit_on_one_node_without_2pc(
