@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
@@ -72,6 +74,19 @@ class PurgeItemsParams(NamedTuple):
     batch: int
 
 
+class PurgeItemsCitusParams(NamedTuple):
+    org_id: uuid.UUID
+    statuses: list[str]
+    before: datetime
+    batch: int
+
+
+class PurgeTenantsParams(NamedTuple):
+    statuses: list[str]
+    before: datetime
+    limit: int
+
+
 # Sentinels the locking querysets are compiled with; each becomes a named parameter.
 _BEFORE = datetime(1, 1, 1, 0, 0, 0, 424242, tzinfo=UTC)
 _STATUSES = ("\x00statuses",)
@@ -118,15 +133,15 @@ def _held_locking(by_tenant: bool = False) -> Locking:
     return locking(queryset, slots, "limit")
 
 
-def _purge_locking() -> Locking:
+def _purge_locking(by_tenant: bool = False) -> Locking:
     """Finished items of the given statuses last changed before ``before``, locked with
-    ``select_for_update(skip_locked=True)``."""
-    queryset = (
-        WorkItem.objects.filter(status__any_of=_STATUSES, updated_at__lt=_BEFORE)
-        .select_for_update(skip_locked=True)
-        .values("id")[:_LIMIT]
-    )
-    return locking(queryset, {_STATUSES: "statuses", _BEFORE: "before"}, "batch")
+    ``select_for_update(skip_locked=True)``; ``by_tenant`` as above."""
+    found = WorkItem.objects.filter(status__any_of=_STATUSES, updated_at__lt=_BEFORE)
+    slots: dict[Any, str] = {_STATUSES: "statuses", _BEFORE: "before"}
+    if by_tenant:
+        found, slots = found.filter(org_id=_ORG), {**slots, _ORG: "org_id"}
+    queryset = found.select_for_update(skip_locked=True).values("id")[:_LIMIT]
+    return locking(queryset, slots, "batch")
 
 
 # The statuses of ended items: the only ones the purge deletes.
@@ -172,6 +187,15 @@ REQUEUE_HELD_CITUS = Statement(
 STALE_TENANTS = Statement("stale_tenants", StaleTenantsParams, SQL_DIR)
 PURGE_ITEMS = Statement(
     "purge_items", PurgeItemsParams, SQL_DIR, build_locking=lambda: {"locking": _purge_locking()}
+)
+# Its Citus form: the tenants with items to purge read without a lock, then each one's purged
+# on its node.
+PURGE_TENANTS = Statement("purge_tenants", PurgeTenantsParams, SQL_DIR)
+PURGE_ITEMS_CITUS = Statement(
+    "purge_items_citus",
+    PurgeItemsCitusParams,
+    SQL_DIR,
+    build_locking=lambda: {"locking": _purge_locking(by_tenant=True)},
 )
 
 
@@ -312,14 +336,28 @@ def purge_items(
     unended = sorted(set(statuses) - PURGEABLE)
     if unended:
         raise ValueError(f"statuses: only ended items are purged, not {', '.join(unended)}")
-    params = PurgeItemsParams([str(s) for s in statuses], before, int(batch))
-    total = 0
-    for _ in range(max_batches):
-        rows = yield System(PURGE_ITEMS, params)
-        deleted = rows.rows[0][0]
-        total += deleted
-        if deleted < batch:
-            break  # a short batch: nothing more is old enough
+    named = [str(s) for s in statuses]
+    steps: list[Callable[[], System]] = []
+    if wq_settings.CITUS:
+        # No more tenants than batches a call may run: each costs one at least.
+        limit = int(max_batches)
+        tenants = yield System(PURGE_TENANTS, PurgeTenantsParams(named, before, limit))
+        for (org_id,) in tenants.rows:
+            params = PurgeItemsCitusParams(org_id, named, before, int(batch))
+            steps.append(functools.partial(System, PURGE_ITEMS_CITUS, params))
+    else:
+        steps.append(
+            functools.partial(System, PURGE_ITEMS, PurgeItemsParams(named, before, int(batch)))
+        )
+    total, budget = 0, int(max_batches)
+    for step in steps:  # each tenant's on Citus, else every tenant's at once
+        while budget > 0:
+            budget -= 1
+            rows = yield step()
+            deleted = rows.rows[0][0]
+            total += deleted
+            if deleted < batch:
+                break  # a short batch: nothing more is old enough
     if total:
         log_event(
             logger,

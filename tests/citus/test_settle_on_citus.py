@@ -240,3 +240,44 @@ def test_the_sweeps_steps_hand_back_a_dead_workers_items_on_citus(
     assert rescued.holders >= 1 and rescued.requeued >= 1 and stale.requeued >= 1
     assert _rows(coordinator, dead_worker.id)[:3] == ("pending", 1, [f"holder_gone@{gone}"])
     assert _rows(coordinator, expired.id)[:3] == ("pending", 1, ["lease_expired@host:1:w"])
+
+
+def test_the_purge_deletes_each_tenants_old_items_on_its_node(
+    product: dict[str, str], coordinator: psycopg.Connection
+) -> None:
+    """Retention on Citus (``purge_items``, the sweep's step): the tenants with old ended items
+    read across nodes, then each one's deleted with their attempts on its node; what is newer,
+    or not ended, stays."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from workqueue.maintenance import purge_items
+
+    a = new_tenant(coordinator)
+    b = new_tenant(coordinator, avoid=a.port)
+    lane = _lane()
+    old_a, kept_a = _claimed(a, 2, lane)
+    [old_b] = _claimed(b, 1, lane)
+    for t, item in ((a, old_a), (a, kept_a), (b, old_b)):
+        complete(t.ctx, item, None)
+    pending = api.enqueue(a.ctx, "NOOP", {}, lane=lane)[0]
+    coordinator.execute(
+        "UPDATE workqueue_workitem SET updated_at = now() - interval '2 days'"
+        " WHERE (org_id, id) IN ((%s, %s), (%s, %s), (%s, %s))",
+        [a.org_id, old_a.id, b.org_id, old_b.id, a.org_id, pending.id],
+    )
+    purged = purge_items(
+        new_request_context(AppType.SWEEP), timezone.now() - timedelta(days=1), batch=10
+    )
+    assert purged >= 2
+    left = coordinator.execute(
+        "SELECT id FROM workqueue_workitem WHERE id = ANY(%s)",
+        [[old_a.id, kept_a.id, old_b.id, pending.id]],
+    ).fetchall()
+    assert {row[0] for row in left} == {kept_a.id, pending.id}
+    attempts = coordinator.execute(
+        "SELECT item_id FROM workqueue_attempt WHERE item_id = ANY(%s)",
+        [[old_a.id, kept_a.id, old_b.id]],
+    ).fetchall()
+    assert {row[0] for row in attempts} == {kept_a.id}
