@@ -2,15 +2,17 @@
 """Steady arrivals beside a long REPEATABLE READ reader: does the queue keep up?
 
     .venv/bin/python bench/steady.py [--rate 1000] [--minutes 4] [--reader | --no-reader]
-                                     [--tree PATH ...] [--peer pgqueuer] [--peer-minutes M]
+                                     [--tree PATH ...] [--peer pgqueuer|procrastinate]
+                                     [--peer-minutes M]
                                      [--database-url URL]
 
 Each configuration runs in a fresh database (``bench_steady``) on the embedded server
 (``EMBEDDED_PGDATA``, this tree's ``.pgdata`` by default) or the owner URL given, in a process of
 its own: the product of a tree (this one unless ``--tree`` names others; each tree needs its
-``.venv``), one ``manage.py runworker`` with the shipped defaults, or a peer (``pgqueuer``: its
-QueueManager with the default batch of 10 and an async no-op, under ``bench/.venv``, which
-``bench/run`` builds). Items arrive at ``--rate`` a second in lists of 50 every 50 ms (the
+``.venv``), one ``manage.py runworker`` with the shipped defaults, or a peer under ``bench/.venv``,
+which ``bench/run`` builds (``pgqueuer``: its QueueManager with the default batch of 10 and an
+async no-op; ``procrastinate``: one worker, concurrency 1, its defaults, an async no-op; the
+adapters of bench/systems/). Items arrive at ``--rate`` a second in lists of 50 every 50 ms (the
 enqueuer catches up when late); with ``--reader`` (the default) one connection holds a
 ``REPEATABLE READ`` transaction open from before the first arrival to the end (it ran one
 SELECT: its snapshot holds the xmin horizon).
@@ -86,6 +88,20 @@ PGQUEUER = Tables(
       FROM pgqueuer_log d
       JOIN pgqueuer_log q ON q.job_id = d.job_id AND q.status = 'queued'
      WHERE d.status = 'successful' AND d.created > %(since)s AND d.created <= %(until)s
+    """,
+)
+
+# procrastinate keeps a finished job (delete_jobs "never", its default) and writes an event at
+# each step: a job's wait is its 'succeeded' event less its 'deferred' one.
+PROCRASTINATE = Tables(
+    ("procrastinate_jobs", "procrastinate_events"),
+    """
+    SELECT count(*),
+           percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM s.at - d.at)),
+           percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM s.at - d.at))
+      FROM procrastinate_events s
+      JOIN procrastinate_events d ON d.job_id = s.job_id AND d.type = 'deferred'
+     WHERE s.type = 'succeeded' AND s.at > %(since)s AND s.at <= %(until)s
     """,
 )
 
@@ -281,11 +297,7 @@ def run_ours(dsn: str, tree: Path, args: argparse.Namespace) -> dict[str, Any]:
 def run_pgqueuer(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
     import asyncio
 
-    # The adapter is named after the library it drives: loaded under another name.
-    spec = importlib.util.spec_from_file_location("pgqueuer_adapter", BENCH / "systems/pgqueuer.py")
-    assert spec is not None and spec.loader is not None
-    adapter = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(adapter)
+    adapter = _adapter("pgqueuer")
     common = adapter.c
     loop = asyncio.new_event_loop()
     loop.run_until_complete(adapter.setup(dsn))
@@ -297,10 +309,49 @@ def run_pgqueuer(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
         loop.run_until_complete(queries.enqueue([adapter.ENTRYPOINT] * n, payloads, [0] * n))
         seq[0] += n
 
-    with common.Workers(str(spec.origin), ["serve", "--dsn", dsn], 1) as workers:
+    with common.Workers(_adapter_path("pgqueuer"), ["serve", "--dsn", dsn], 1) as workers:
         workers.wait_ready()
         workers.go()
         return arrive(dsn, PGQUEUER, enqueue, args)
+
+
+def run_procrastinate(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
+    import asyncio
+
+    adapter = _adapter("procrastinate")
+    common = adapter.c
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(adapter.setup(dsn))
+    app, noop = adapter.make_app(dsn)
+    loop.run_until_complete(app.connector.open_async())
+    seq = [0]
+
+    def enqueue(n: int) -> None:
+        jobs = ({"seq": seq[0] + i} for i in range(n))
+        loop.run_until_complete(noop.batch_defer_async(*jobs))
+        seq[0] += n
+
+    try:
+        with common.Workers(_adapter_path("procrastinate"), ["serve", "--dsn", dsn], 1) as workers:
+            workers.wait_ready()
+            workers.go()
+            return arrive(dsn, PROCRASTINATE, enqueue, args)
+    finally:
+        loop.run_until_complete(app.connector.close_async())
+
+
+def _adapter_path(name: str) -> str:
+    return str(BENCH / "systems" / f"{name}.py")
+
+
+def _adapter(name: str) -> Any:
+    """A peer's adapter (bench/systems/<name>.py), loaded under another name: each is named
+    after the library it drives."""
+    spec = importlib.util.spec_from_file_location(f"{name}_adapter", _adapter_path(name))
+    assert spec is not None and spec.loader is not None
+    adapter = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(adapter)
+    return adapter
 
 
 # -- the harness ---------------------------------------------------------------------------
@@ -444,7 +495,7 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
         "--peer",
         action="append",
         default=[],
-        choices=["pgqueuer"],
+        choices=["pgqueuer", "procrastinate"],
         help="run a peer under the same load and reader, after the trees",
     )
     p.add_argument("--peer-minutes", type=float, help="the peer's run (default: --minutes)")
@@ -468,6 +519,8 @@ def main() -> int:
         system, tree, dsn = args.child
         if system == "ours":
             result = run_ours(dsn, Path(tree), args)
+        elif system == "procrastinate":
+            result = run_procrastinate(dsn, args)
         else:
             result = run_pgqueuer(dsn, args)
         print(RESULT + json.dumps({**result, "minutes": args.minutes}), flush=True)
