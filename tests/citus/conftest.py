@@ -7,6 +7,7 @@ CITUS_URL); otherwise every test here is skipped with one reason.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any, NamedTuple
@@ -234,6 +235,16 @@ def remote_commands(alias: str) -> list[str]:
 
     raw.add_notice_handler(heard)
     return seen
+
+
+def written_ports(seen: list[str]) -> set[int]:
+    """The workers' ports the commands in ``seen`` (``remote_commands``) wrote on."""
+    return {
+        int(port)
+        for line in seen
+        if re.search(r"issuing (INSERT|UPDATE|DELETE|WITH)", line)
+        for port in re.findall(r":(\d+) connectionId", line)
+    }
 
 
 SITE_TABLE = "citus_site_order"

@@ -5,7 +5,6 @@ enqueueing their work in their tenant."""
 
 from __future__ import annotations
 
-import re
 import uuid
 
 import psycopg
@@ -14,7 +13,7 @@ from django.db import connections, transaction
 from outbox.emit import emit
 from outbox.relay import relay_all
 from tenancy.contexts import AppType, new_request_context
-from tests.citus.conftest import URL, Tenant, new_tenant, remote_commands
+from tests.citus.conftest import URL, Tenant, new_tenant, remote_commands, written_ports
 from wqcore.scope import tenant_scope
 
 APP = "citus_app"
@@ -48,12 +47,7 @@ def test_a_write_and_its_emit_commit_on_one_node_and_the_relay_enqueues_them(
             cursor.execute("RESET citus.log_remote_commands")
     row_b = _order_and_emit(b, 1, site_table)
     assert len(heard) == 1  # announced from the coordinator, at commit
-    written = {
-        int(port)
-        for line in seen
-        if re.search(r"issuing (INSERT|UPDATE|DELETE|WITH)", line)
-        for port in re.findall(r":(\d+) connectionId", line)
-    }
+    written = written_ports(seen)
     assert written == {a.port}, seen
     assert not [line for line in seen if "PREPARE TRANSACTION" in line], seen
     assert not [line for line in seen if "COPY" in line], seen

@@ -9,7 +9,6 @@ one transaction on one worker, with no two-phase commit.
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 
 import psycopg
@@ -17,7 +16,7 @@ import pytest
 from django.db import connections, transaction
 from django.db.utils import ProgrammingError
 
-from tests.citus.conftest import URL, Tenant, new_tenant, remote_commands
+from tests.citus.conftest import URL, Tenant, new_tenant, remote_commands, written_ports
 from workqueue import api
 from workqueue.citus import TENANT_TABLES
 from workqueue.models import WorkItem
@@ -115,12 +114,7 @@ def test_a_views_write_and_its_enqueue_commit_on_one_node_without_2pc(
             cursor.execute("RESET citus.log_remote_commands")
     assert outcome == api.Outcome.INSERTED
     remote = [line for line in seen if "issuing" in line]
-    written = {
-        int(port)
-        for line in remote
-        if re.search(r"issuing (INSERT|UPDATE|DELETE|WITH)", line)
-        for port in re.findall(r":(\d+) connectionId", line)
-    }
+    written = written_ports(remote)
     assert written == {a.port}, remote
     assert not [line for line in remote if "PREPARE TRANSACTION" in line], remote
     assert any("COMMIT" in line for line in remote), remote

@@ -1,5 +1,6 @@
 -- requeue_citus: requeue_stale's Citus form (WORKQUEUE['CITUS']): hand back the tenant's claimed items the locking picks (those whose lease passed before `before`, or the rescue's: those the named gone holders claimed before it), each requeued, dead-lettered once its attempts are spent, or cancelled when someone asked, as requeue_stale writes them; every table filtered by the tenant, so Citus routes it whole to the tenant's node. Returns each row with its holder as it was (`held_by`); the attempts, ready rows and audit entries follow in the same transaction (settle_citus.py)
--- The SET is requeue_stale's (tests/contract/test_maintenance.py and tests/citus/test_settle_on_citus.py hold them together).
+-- The SET is requeue_stale's, written again: the same outcomes are tested for each (tests/contract/test_maintenance.py,
+-- tests/citus/test_settle_on_citus.py).
 -- No announcement on work_available: a notify from a shard never reaches the coordinator's listeners; the workers' poll finds the items.
 WITH stale AS (
     {locking}
