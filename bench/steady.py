@@ -2,6 +2,7 @@
 """Steady arrivals beside a long REPEATABLE READ reader: does the queue keep up?
 
     .venv/bin/python bench/steady.py [--rate 1000] [--minutes 4] [--reader | --no-reader]
+                                     [--reader-after S] [--workers N]
                                      [--tree PATH ...] [--peer pgqueuer|procrastinate]
                                      [--peer-minutes M]
                                      [--database-url URL]
@@ -14,17 +15,23 @@ which ``bench/run`` builds (``pgqueuer``: its QueueManager with the default batc
 async no-op; ``procrastinate``: one worker, concurrency 1, its defaults, an async no-op; the
 adapters of bench/systems/). Items arrive at ``--rate`` a second in lists of 50 every 50 ms (the
 enqueuer catches up when late); with ``--reader`` (the default) one connection holds a
-``REPEATABLE READ`` transaction open from before the first arrival to the end (it ran one
-SELECT: its snapshot holds the xmin horizon).
+``REPEATABLE READ`` transaction open from ``--reader-after`` seconds into the arrivals (0: before
+the first) to the end (it ran one SELECT: its snapshot holds the xmin horizon). ``--workers``
+starts that many ``runworker`` processes for ours (the peers run one). The queue's settings come
+from the environment as the reference site reads them (``ITEM_RETENTION_S=180
+HISTORY_SPAN_S=60`` runs a day's retention in minutes).
 
 Every 10 s one line: items arrived and done in those 10 s, pending (arrived, not yet done), the
 p50/p99 latency of the items done in them (creation to completion, by the database's clock),
 the dead tuples (``n_dead_tup``) and total size of the hot tables (partitions summed) and of
-history (the done items moved out of the hot table, with their attempts). At the
-end, per configuration: the last minute's p50/p99, done/arrived over the run, the largest
-pending, and whether it fell behind (more than 5 s of arrivals pending at the end, or the last
-minute's completions 3% short of its arrivals); then each configuration's figures against the
-peer's. The figures are written to bench/out/steady-<time>.json.
+history (the done items moved out of the hot table, with their attempts), the first hot table's
+live rows (the statistics' estimate), history's tables, the database's size, and the sessions
+seen waiting on a lock (heavyweight or lightweight, sampled every 250 ms: the mean per sample,
+and the wait seen most). At the end, per configuration: the first and last minute's p50/p99,
+done/arrived over the run, the largest pending, and whether it fell behind (more than 5 s of
+arrivals pending at the end, or the last minute's completions 3% short of its arrivals); then
+each configuration's figures against the peer's. The figures are written to
+bench/out/steady-<time>.json.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,20 +118,63 @@ WITH t AS (SELECT to_regclass(%s) AS rel),
      tree AS (SELECT rel AS relid FROM t WHERE rel IS NOT NULL
               UNION SELECT p.relid FROM t, pg_partition_tree(t.rel) p)
 SELECT count(tree.relid), coalesce(sum(s.n_dead_tup), 0),
-       coalesce(sum(pg_total_relation_size(tree.relid)), 0)
+       coalesce(sum(pg_total_relation_size(tree.relid)), 0), coalesce(sum(s.n_live_tup), 0)
   FROM tree LEFT JOIN pg_stat_user_tables s ON s.relid = tree.relid
 """
 
 HISTORY_SQL = """
 SELECT count(i.inhrelid), coalesce(sum(s.n_dead_tup), 0),
-       coalesce(sum(pg_total_relation_size(i.inhrelid)), 0)
+       coalesce(sum(pg_total_relation_size(i.inhrelid)), 0), coalesce(sum(s.n_live_tup), 0)
   FROM pg_inherits i LEFT JOIN pg_stat_user_tables s ON s.relid = i.inhrelid
  WHERE i.inhparent IN (SELECT to_regclass(t) FROM unnest(ARRAY['workqueue_workitem',
                        'workqueue_attempt', 'workqueue_tasks_taskrecord']) AS t)
 """
 
 
+# The sessions of this database (not the monitor's) waiting on a lock: heavyweight locks and
+# the lightweight ones (a MultiXact SLRU pile-up shows as LWLock waits).
+WAITS_SQL = """
+SELECT wait_event_type || ':' || wait_event
+  FROM pg_stat_activity
+ WHERE datname = current_database() AND pid <> pg_backend_pid()
+   AND wait_event_type IN ('Lock', 'LWLock')
+"""
+
+
 # -- one configuration, in its own process -------------------------------------------------
+
+
+class WaitSampler(threading.Thread):
+    """Every 250 ms, on a connection of its own, counts the sessions waiting on a lock; each
+    tick takes the mean per sample and the wait seen most since the last."""
+
+    INTERVAL_S = 0.25
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(daemon=True)
+        import psycopg
+
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.samples = 0
+        self.waits: Counter[str] = Counter()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(self.INTERVAL_S):
+            rows = self.conn.execute(WAITS_SQL).fetchall()
+            with self.lock:
+                self.samples += 1
+                self.waits.update(r[0] for r in rows)
+
+    def take(self) -> tuple[float, str, dict[str, int]]:
+        """The mean waiting sessions per sample since the last take, the wait seen most, all."""
+        with self.lock:
+            samples, waits = self.samples, self.waits
+            self.samples, self.waits = 0, Counter()
+        mean = sum(waits.values()) / max(1, samples)
+        top = waits.most_common(1)[0][0] if waits else "-"
+        return mean, top, dict(waits)
 
 
 class Monitor(threading.Thread):
@@ -137,6 +188,8 @@ class Monitor(threading.Thread):
         self.conn = psycopg.connect(dsn, autocommit=True)
         self.tables = tables
         self.arrived = arrived
+        self.waits = WaitSampler(dsn)
+        self.waits.start()
         self.stop_event = threading.Event()
         self.ticks: list[dict[str, Any]] = []
         self.since = self.now()
@@ -155,23 +208,30 @@ class Monitor(threading.Thread):
         count, p50, p99 = row
         return int(count), float(p50 or "nan") * 1000, float(p99 or "nan") * 1000
 
-    def hot(self) -> list[tuple[int, int] | None]:
-        out: list[tuple[int, int] | None] = []
+    def hot(self) -> list[tuple[int, int, int, int] | None]:
+        """Per hot table: its tables, dead tuples, bytes and live rows (None: it has none)."""
+        out: list[tuple[int, int, int, int] | None] = []
         for table in self.tables.hot:
             if table == HISTORY:
                 row = self.conn.execute(HISTORY_SQL).fetchone()
             else:
                 row = self.conn.execute(HOT_SQL, [table]).fetchone()
             assert row is not None
-            out.append((int(row[1]), int(row[2])) if row[0] else None)
+            out.append((int(row[0]), int(row[1]), int(row[2]), int(row[3])) if row[0] else None)
         return out
+
+    def database_bytes(self) -> int:
+        row = self.conn.execute("SELECT pg_database_size(current_database())").fetchone()
+        assert row is not None
+        return int(row[0])
 
     def header(self) -> str:
         dead = " ".join(f"{'dead ' + t.split('_')[-1]:>12}" for t in self.tables.hot)
         size = " ".join(f"{'MB ' + t.split('_')[-1]:>10}" for t in self.tables.hot)
         return (
             f"{'t s':>5} {'arrived':>8} {'done':>8} {'pending':>8} {'p50 ms':>9} {'p99 ms':>9} "
-            f"{dead} {size}"
+            f"{dead} {size} {'hot rows':>10} {'hist tbl':>8} {'db MB':>8} {'lock waits':>10} "
+            "most waited"
         )
 
     def tick(self) -> dict[str, Any]:
@@ -180,6 +240,8 @@ class Monitor(threading.Thread):
         done, p50, p99 = self.window(self.since, until)
         self.done_total += done
         hot = self.hot()
+        history = hot[-1] if HISTORY in self.tables.hot else None
+        wait_mean, wait_top, waits = self.waits.take()
         row = {
             "t": (until - self.started).total_seconds(),
             "arrived": arrived - self.arrived_before,
@@ -187,16 +249,23 @@ class Monitor(threading.Thread):
             "pending": arrived - self.done_total,
             "p50_ms": p50,
             "p99_ms": p99,
-            "dead": [h[0] if h else None for h in hot],
-            "bytes": [h[1] if h else None for h in hot],
+            "dead": [h[1] if h else None for h in hot],
+            "bytes": [h[2] if h else None for h in hot],
+            "hot_rows": hot[0][3] if hot[0] else None,
+            "history_tables": history[0] if history else 0,
+            "database_bytes": self.database_bytes(),
+            "lock_waits_mean": wait_mean,
+            "lock_waits": waits,
         }
         self.since, self.arrived_before = until, arrived
         self.ticks.append(row)
         dead = " ".join(f"{'-' if d is None else f'{d:,}':>12}" for d in row["dead"])
         size = " ".join(f"{'-' if b is None else f'{b / 1e6:.1f}':>10}" for b in row["bytes"])
+        rows = "-" if row["hot_rows"] is None else f"{row['hot_rows']:,}"
         print(
             f"{row['t']:>5.0f} {row['arrived']:>8,} {done:>8,} {row['pending']:>8,} "
-            f"{p50:>9.1f} {p99:>9.1f} {dead} {size}",
+            f"{p50:>9.1f} {p99:>9.1f} {dead} {size} {rows:>10} {row['history_tables']:>8} "
+            f"{row['database_bytes'] / 1e6:>8.1f} {wait_mean:>10.2f} {wait_top}",
             flush=True,
         )
         return row
@@ -226,7 +295,7 @@ def arrive(
     beside it, a line every 10 s; the run's figures."""
     interval = LIST_SIZE / args.rate
     count = [0]
-    reader = hold_reader(dsn) if args.reader else None
+    reader = hold_reader(dsn) if args.reader and not args.reader_after else None
     monitor = Monitor(dsn, tables, lambda: count[0])
     print(monitor.header(), flush=True)
     monitor.start()
@@ -235,6 +304,9 @@ def arrive(
     next_at = start
     try:
         while (now := time.monotonic()) < end:
+            if args.reader and reader is None and now >= start + args.reader_after:
+                reader = hold_reader(dsn)
+                print(f"-- the reader holds its snapshot from {now - start:.0f} s", flush=True)
             if now < next_at:
                 time.sleep(next_at - now)
             enqueue(LIST_SIZE)
@@ -245,6 +317,7 @@ def arrive(
         monitor.tick()  # the part of a tick left at the end
         until = monitor.now()
         last_minute = monitor.window(until - _minute(), until)
+        first_minute = monitor.window(monitor.started, monitor.started + _minute())
     finally:
         if reader is not None:
             reader.close()
@@ -260,6 +333,11 @@ def arrive(
         "last_minute_p50_ms": last_minute[1],
         "last_minute_p99_ms": last_minute[2],
         "last_minute_arrived": sum(t["arrived"] for t in ticks if t["t"] > ticks[-1]["t"] - 60),
+        "first_minute_p50_ms": first_minute[1],
+        "first_minute_p99_ms": first_minute[2],
+        "max_hot_rows": max(t["hot_rows"] or 0 for t in ticks),
+        "max_database_mb": max(t["database_bytes"] for t in ticks) / 1e6,
+        "max_lock_waits_mean": max(t["lock_waits_mean"] for t in ticks),
         # The first hot table's size at the end (the items' table, the peer's queue), and
         # history's where the tree has one.
         "hot_mb_end": (ticks[-1]["bytes"][0] or 0) / 1e6,
@@ -287,7 +365,7 @@ def run_ours(dsn: str, tree: Path, args: argparse.Namespace) -> dict[str, Any]:
         enqueue_many(ctx, [NewItem(ours.KIND, {"seq": seq[0] + i}) for i in range(n)])
         seq[0] += n
 
-    workers = ours.RunWorkers("default", 1)
+    workers = ours.RunWorkers("default", args.workers)
     try:
         return arrive(dsn, OURS, enqueue, args)
     finally:
@@ -415,6 +493,10 @@ def run_config(config: Config, url: str, args: argparse.Namespace) -> dict[str, 
         "--minutes",
         str(config.minutes),
         "--reader" if args.reader else "--no-reader",
+        "--reader-after",
+        str(args.reader_after),
+        "--workers",
+        str(args.workers),
     ]
     proc = subprocess.Popen(cmd, cwd=config.cwd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -436,19 +518,24 @@ def fell_behind(result: dict[str, Any], rate: int) -> bool:
 
 
 def summary(results: dict[str, dict[str, Any]], args: argparse.Namespace, label: str) -> None:
-    print(f"\n== steady {args.rate:,}/s, {'with' if args.reader else 'without'} reader; {label} ==")
+    reader = f"with reader from {args.reader_after:g} s" if args.reader else "without reader"
+    print(f"\n== steady {args.rate:,}/s, {reader}, {args.workers} worker(s) of ours; {label} ==")
     print(
-        f"{'configuration':<24} {'min':>4} {'last-min p50 ms':>15} {'last-min p99 ms':>15} "
-        f"{'done/arrived':>12} {'max pending':>11} {'fell behind':>11} {'hot MB':>8} "
-        f"{'history MB':>10}"
+        f"{'configuration':<24} {'min':>4} {'1st-min p50/p99 ms':>19} {'last-min p50/p99 ms':>20} "
+        f"{'p99 last/1st':>12} {'done/arrived':>12} {'max pending':>11} {'fell behind':>11} "
+        f"{'hot MB':>8} {'history MB':>10} {'max db MB':>9} {'lock waits':>10}"
     )
     for name, r in results.items():
+        first = f"{r['first_minute_p50_ms']:.1f}/{r['first_minute_p99_ms']:.1f}"
+        last = f"{r['last_minute_p50_ms']:.1f}/{r['last_minute_p99_ms']:.1f}"
+        growth = r["last_minute_p99_ms"] / r["first_minute_p99_ms"]
         print(
-            f"{name:<24} {r['minutes']:>4g} {r['last_minute_p50_ms']:>15.1f} "
-            f"{r['last_minute_p99_ms']:>15.1f} {r['done'] / max(1, r['arrived']):>12.3f} "
+            f"{name:<24} {r['minutes']:>4g} {first:>19} {last:>20} {growth:>11.2f}x "
+            f"{r['done'] / max(1, r['arrived']):>12.3f} "
             f"{r['max_pending']:>11,} {'yes' if fell_behind(r, args.rate) else 'no':>11} "
             f"{r.get('hot_mb_end', 0):>8.1f} "
-            f"{'-' if r.get('history_mb_end') is None else f'{r["history_mb_end"]:.1f}':>10}"
+            f"{'-' if r.get('history_mb_end') is None else f'{r["history_mb_end"]:.1f}':>10} "
+            f"{r['max_database_mb']:>9.1f} {r['max_lock_waits_mean']:>10.2f}"
         )
     peers = [n for n in results if not n.startswith("ours")]
     for peer in peers:
@@ -484,6 +571,19 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
         help="hold a REPEATABLE READ transaction open beside the run (default: on)",
     )
     p.add_argument(
+        "--reader-after",
+        type=float,
+        default=0.0,
+        help="open the reader this many seconds into the arrivals (default: %(default)s, before "
+        "the first)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="runworker processes of ours (default: %(default)s; the peers run one)",
+    )
+    p.add_argument(
         "--tree",
         type=Path,
         action="append",
@@ -510,6 +610,8 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.rate < LIST_SIZE or args.minutes <= 0:
         p.error(f"--rate must be at least {LIST_SIZE} and --minutes above 0")
+    if args.workers < 1 or args.reader_after < 0:
+        p.error("--workers must be at least 1 and --reader-after at least 0")
     return args
 
 
