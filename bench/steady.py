@@ -315,6 +315,7 @@ def arrive(
         monitor.stop_event.set()
         monitor.join()
         monitor.tick()  # the part of a tick left at the end
+        monitor.waits.stop_event.set()
         until = monitor.now()
         last_minute = monitor.window(until - _minute(), until)
         first_minute = monitor.window(monitor.started, monitor.started + _minute())
