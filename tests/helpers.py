@@ -151,7 +151,8 @@ def with_children(tables: dict[str, str]) -> dict[str, str]:
 
 def insert_items(org_id: uuid.UUID, n: int, kind: str = "NOOP", status: str = "done") -> None:
     """``n`` items of ``org_id`` in one statement, payload ``{"n": i}``, the oldest first with
-    time-ordered ids (a millisecond apart, ending now), as a busy site's table holds them."""
+    time-ordered ids (a millisecond apart, ending now, their tails random so that two calls in
+    the same millisecond do not collide), as a busy site's table holds them."""
     with connections["admin"].cursor() as cursor:
         cursor.execute(
             """
@@ -162,7 +163,8 @@ def insert_items(org_id: uuid.UUID, n: int, kind: str = "NOOP", status: str = "d
             INSERT INTO workqueue_workitem
                    (id, org_id, kind, lane, status, payload, priority, attempts, max_attempts,
                     last_error, created_by, updated_by, created_at, updated_at)
-            SELECT (lpad(to_hex(g.ms), 12, '0') || '70008' || lpad(to_hex(g.i), 15, '0'))::uuid,
+            SELECT (lpad(to_hex(g.ms), 12, '0') || '70008'
+                    || substr(replace(gen_random_uuid()::text, '-', ''), 18, 15))::uuid,
                    %(org)s, %(kind)s, 'default', %(status)s, jsonb_build_object('n', g.i), 0, 1, 3,
                    '', 'system', 'system', to_timestamp(g.ms / 1000.0), to_timestamp(g.ms / 1000.0)
               FROM g
