@@ -370,7 +370,12 @@ class Settings(pydantic.BaseModel):
     SWEEP_BATCH: int = Field(
         1000, ge=1, description="the most rows one statement of a step touches"
     )
-    SWEEP_MAX_BATCHES: int = Field(20, ge=1, description="the most statements per step and pass")
+    SWEEP_MAX_BATCHES: int = Field(
+        20,
+        ge=1,
+        description="the most statements per step and pass (the move to history goes on in "
+        "rounds of this many while they come back full, for at most SWEEP_INTERVAL_S)",
+    )
     ITEM_RETENTION_S: float = Field(7 * DAY_S, ge=0, description="done items are purged after this")
     HISTORY: bool = Field(
         True,

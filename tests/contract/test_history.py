@@ -235,6 +235,36 @@ def test_the_sweep_step_keeps_moves_and_drops(ctx, worker_rctx) -> None:
     assert move_step.run_once(worker_rctx, SweepSettings(history=False)) is None
 
 
+def test_the_sweep_steps_move_keeps_up_past_one_round_within_its_time(ctx, worker_rctx) -> None:
+    # A round is SWEEP_BATCH x SWEEP_MAX_BATCHES rows (here 2 x 3): with more waiting to move,
+    # the step goes on round after round while they come back full, within SWEEP_INTERVAL_S.
+    items = _done(ctx, worker_rctx, 15)
+    ids = [i.id for i in items]
+    move_step._since.clear()
+    kept = move_step.run_once(
+        worker_rctx, SweepSettings(history_after_s=60.0, batch=2, max_batches=3, interval_s=60)
+    )
+    assert kept is not None and kept.moved == 15
+    assert (_hot(ids), _in_history(ids)) == (0, 15)
+
+
+def test_the_sweep_steps_move_stops_at_its_time_with_rounds_left(ctx, worker_rctx) -> None:
+    # Past SWEEP_INTERVAL_S the step ends after the round it is in; the next pass goes on.
+    items = _done(ctx, worker_rctx, 15)
+    ids = [i.id for i in items]
+    move_step._since.clear()
+    settings = SweepSettings(history_after_s=60.0, batch=2, max_batches=3, interval_s=1e-6)
+    kept = move_step.run_once(worker_rctx, settings)
+    assert kept is not None and kept.moved == 6
+    assert (_hot(ids), _in_history(ids)) == (9, 6)
+    moved = [kept.moved]
+    while moved[-1]:
+        again = move_step.run_once(worker_rctx, settings)
+        assert again is not None
+        moved.append(again.moved)
+    assert moved == [6, 6, 3, 0] and _hot(ids) == 0
+
+
 def test_a_task_record_follows_its_item_and_goes_when_it_is_purged(ctx, worker_rctx) -> None:
     moved_item, purged_item = _done(ctx, worker_rctx, 2)
     with connections["admin"].cursor() as cursor:
