@@ -3,6 +3,7 @@ entry is a proxy model's), without replacing the site's index."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
@@ -19,8 +20,8 @@ from workers import dashboard, fleet, schedule_state
 from workers.models import QueueGauges
 from wqcore.generics import ModelAdmin
 
-# The permission that lets the operator drain a worker (a superuser holds every one).
-DRAIN_PERMISSION = "workqueue_workers.change_worker"
+# The permission that lets the operator drain or stop a worker (a superuser holds every one).
+CONTROL_PERMISSION = "workqueue_workers.change_worker"
 
 
 @admin.register(QueueGauges)
@@ -46,19 +47,24 @@ class QueueGaugesAdmin(AdminRights, ModelAdmin[QueueGauges]):
             view(require_POST(self.drain_worker)),
             name="workqueue_workers_worker_drain",
         )
-        return [toggle, workers, drain, *super().get_urls()]
+        stop = path(
+            "workers/<path:worker_id>/stop/",
+            view(require_POST(self.stop_worker)),
+            name="workqueue_workers_worker_stop",
+        )
+        return [toggle, workers, drain, stop, *super().get_urls()]
 
     def workers_view(self, request: HttpRequest) -> HttpResponse:
         """Every worker not offline: host, pid, lane, kinds, heartbeat, what it holds (each item
-        linked), and the drain for an operator who may. The operator's page only: workers serve
-        every tenant."""
+        linked), and the drain and stop for an operator who may. The operator's page only:
+        workers serve every tenant."""
         if not is_operator(request):
             raise PermissionDenied("the workers page is for the site's operator")
         context = {
             **self.admin_site.each_context(request),
             "title": "Workers",
             "workers": fleet.read_fleet(dashboard.SILENT_AFTER_S),
-            "may_drain": request.user.has_perm(DRAIN_PERMISSION),
+            "may_control": request.user.has_perm(CONTROL_PERMISSION),
             "silent_after_s": dashboard.SILENT_AFTER_S,
             "held_shown": fleet.HELD_SHOWN,
             "read_at": timezone.now(),
@@ -67,22 +73,46 @@ class QueueGaugesAdmin(AdminRights, ModelAdmin[QueueGauges]):
 
     def drain_worker(self, request: HttpRequest, worker_id: str) -> HttpResponse:
         """Ask one worker to drain (``fleet.drain``), audited with the operator as the actor."""
-        if not (is_operator(request) and request.user.has_perm(DRAIN_PERMISSION)):
-            raise PermissionDenied("draining a worker is for the site's operator")
-        asked = fleet.drain(
+        return self._ask(
+            request,
+            worker_id,
+            fleet.drain,
+            "asked to drain: at its next heartbeat it stops claiming, finishes what it holds and "
+            "goes offline",
+            "is not running",
+        )
+
+    def stop_worker(self, request: HttpRequest, worker_id: str) -> HttpResponse:
+        """Ask one worker to stop now (``fleet.stop``), audited with the operator as the actor."""
+        return self._ask(
+            request,
+            worker_id,
+            fleet.stop,
+            "asked to stop now: at its next heartbeat it cancels what it runs, releases each item "
+            "and goes offline",
+            "is neither running nor draining",
+        )
+
+    def _ask(
+        self,
+        request: HttpRequest,
+        worker_id: str,
+        ask: Callable[..., bool],
+        done: str,
+        refused: str,
+    ) -> HttpResponse:
+        if not (is_operator(request) and request.user.has_perm(CONTROL_PERMISSION)):
+            raise PermissionDenied("draining or stopping a worker is for the site's operator")
+        asked = ask(
             worker_id,
             actor=actor_of(request.user),
             request_id=request.rctx.request_id,  # type: ignore[attr-defined]
             via="the admin's workers page",
         )
         if asked:
-            messages.success(
-                request,
-                f"worker {worker_id} asked to drain: at its next heartbeat it stops claiming, "
-                "finishes what it holds and goes offline",
-            )
+            messages.success(request, f"worker {worker_id} {done}")
         else:
-            messages.warning(request, f"worker {worker_id} is not running (nothing was asked)")
+            messages.warning(request, f"worker {worker_id} {refused} (nothing was asked)")
         return HttpResponseRedirect(reverse("admin:workqueue_workers_workers"))
 
     def toggle_schedule(self, request: HttpRequest, name: str) -> HttpResponse:

@@ -1,17 +1,20 @@
 """The admin's workers page: every worker that has not gone offline, with its host, pid,
 lane and kinds, its heartbeat's age, and what it holds now (each item linked to its page);
-and the operator's drain of one worker.
+and the operator's drain or stop of one worker.
 
 A worker's row (``workqueue_workers_worker``) is what it last published of itself (best
 effort: ``liveness.py``); the items it holds are the claimed items naming it (read through
 ``workitem_stale_idx``, which holds claimed items only). Both belong to no tenant: the
 operator's page, on the system login.
 
-The drain asks, it never kills: the row's state becomes ``draining`` (``sql/drain_worker.sql``,
-audited as ``worker.drain_requested`` under the site's own tenant id), the worker's next
-heartbeat reads it back and the worker drains as at a first SIGTERM: it stops claiming, lets
-what it holds finish within its grace period, and goes offline. A worker that publishes no
-more (gone, or cut off) learns nothing; its items go back by the rescue or the lease.
+Both ask, neither kills: the row's state becomes ``draining`` or ``stopping``
+(``sql/ask_worker.sql``, audited as ``worker.drain_requested`` or ``worker.stop_requested``
+under the site's own tenant id), and the worker's next heartbeat reads it back. Drained, the
+worker acts as at a first SIGTERM: it stops claiming, lets what it holds finish within its
+grace period, and goes offline. Stopped, as at a second: it cancels what its handlers run,
+releases each item (pending again, the attempt not counted) and goes offline; for a handler
+stuck past its grace, or a deploy that must not wait. A worker that publishes no more (gone,
+or cut off) learns nothing; its items go back by the rescue or the lease.
 """
 
 from __future__ import annotations
@@ -36,8 +39,12 @@ WORKERS_SHOWN = 200
 HELD_SHOWN = 20
 
 
-class DrainParams(NamedTuple):
+class AskParams(NamedTuple):
     worker_id: str
+    # The state asked for, from which states, and the audit entry's action.
+    state: str
+    from_states: list[str]
+    action: str
     site_org_id: uuid.UUID
     actor: str
     request_id: uuid.UUID | None
@@ -45,9 +52,9 @@ class DrainParams(NamedTuple):
     via: str
 
 
-DRAIN_WORKER = Statement(
-    "drain_worker",
-    DrainParams,
+ASK_WORKER = Statement(
+    "ask_worker",
+    AskParams,
     directory=Path(__file__).with_name("sql"),
     includes=(APPEND_ENTRIES,),
 )
@@ -82,6 +89,10 @@ class WorkerView:
     def drainable(self) -> bool:
         return self.worker.state == WorkerState.RUNNING
 
+    @property
+    def stoppable(self) -> bool:
+        return self.worker.state in (WorkerState.RUNNING, WorkerState.DRAINING)
+
 
 def read_fleet(silent_after_s: float) -> list[WorkerView]:
     """The workers not offline, newest heartbeat first, each with what it holds now (counted,
@@ -112,5 +123,36 @@ def drain(worker_id: str, *, actor: str, request_id: uuid.UUID | None, via: str)
     """Ask the running worker ``worker_id`` to drain, audited with ``actor``; False when it is
     not running (draining already, offline, or no such worker): nothing changes. Takes no
     tenant: a worker serves every tenant (system login); the caller checks the operator."""
-    params = DrainParams(worker_id[:200], runtime.SITE_ORG_ID, actor, request_id, via)
-    return bool(execute(System(DRAIN_WORKER, params)).rows)
+    asked = (WorkerState.DRAINING, [WorkerState.RUNNING], "worker.drain_requested")
+    return _ask(worker_id, asked, actor=actor, request_id=request_id, via=via)
+
+
+def stop(worker_id: str, *, actor: str, request_id: uuid.UUID | None, via: str) -> bool:
+    """Ask the worker ``worker_id``, running or draining, to stop now, audited with ``actor``;
+    False when it is neither (stopping already, offline, or no such worker): nothing changes.
+    Takes no tenant (system login); the caller checks the operator."""
+    states = [WorkerState.RUNNING, WorkerState.DRAINING]
+    asked = (WorkerState.STOPPING, states, "worker.stop_requested")
+    return _ask(worker_id, asked, actor=actor, request_id=request_id, via=via)
+
+
+def _ask(
+    worker_id: str,
+    asked: tuple[str, list[WorkerState], str],
+    *,
+    actor: str,
+    request_id: uuid.UUID | None,
+    via: str,
+) -> bool:
+    state, from_states, action = asked
+    params = AskParams(
+        worker_id[:200],
+        str(state),
+        [str(s) for s in from_states],
+        action,
+        runtime.SITE_ORG_ID,
+        actor,
+        request_id,
+        via,
+    )
+    return bool(execute(System(ASK_WORKER, params)).rows)

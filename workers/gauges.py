@@ -291,7 +291,7 @@ def _worker_families(g: QueueGauges) -> Iterator[Metric]:
         "Workers whose heartbeat is recent, by state.",
         labels=["state"],
     )
-    for state in ("running", "draining"):
+    for state in ("running", "draining", "stopping"):
         workers.add_metric([state], g.workers.get(state, 0))
     yield workers
     unserved = GaugeMetricFamily(

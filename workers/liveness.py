@@ -24,15 +24,17 @@ from wqcore.statements import Statement
 
 logger = logging.getLogger(__name__)
 
-# publish_liveness: upsert this worker's row, stamped by the database's clock; a drain an
-# operator asked for (the row's state set to 'draining': workers/sql/drain_worker.sql) is kept
-# and read back, so the worker learns of it at its next beat without a statement of its own.
+# publish_liveness: upsert this worker's row, stamped by the database's clock; a drain or a
+# stop an operator asked for (the row's state set to 'draining' or 'stopping':
+# workers/sql/ask_worker.sql) is kept and read back, so the worker learns of it at its next
+# beat without a statement of its own. Only going offline ends a stop.
 _PUBLISH = """
 INSERT INTO workqueue_workers_worker AS w
        (id, kind, lane, host, pid, started_at, last_beat_at, state, version)
 VALUES (%(id)s, %(kind)s, %(lane)s, %(host)s, %(pid)s, now(), now(), %(state)s, %(version)s)
 ON CONFLICT (id) DO UPDATE SET last_beat_at = now(), version = EXCLUDED.version,
        state = CASE WHEN w.state = 'draining' AND EXCLUDED.state = 'running' THEN w.state
+                    WHEN w.state = 'stopping' AND EXCLUDED.state <> 'offline' THEN w.state
                     ELSE EXCLUDED.state END
 RETURNING w.state
 """
@@ -56,8 +58,9 @@ class Liveness:
         self.last_beat: float | None = None
         self.last_error: Exception | None = None
         self.state = "running"
-        # An operator asked this worker to drain (read back by a publish while it ran).
+        # An operator asked this worker to drain, or to stop now (read back by a publish).
         self.drain_requested = False
+        self.stop_requested = False
 
     def beat(self) -> None:
         self.last_beat = self._clock()
@@ -91,6 +94,8 @@ class Liveness:
                 (published,) = cursor.fetchone()
             if published == "draining" and self.state == "running":
                 self.drain_requested = True
+            if published == "stopping":
+                self.stop_requested = True
             return True
         except Exception as exc:
             LIVENESS_PUBLISH_FAILED.inc()

@@ -11,6 +11,9 @@ class WorkerState(models.TextChoices):
     RUNNING = "running", "Running"
     # Stopped claiming; finishing or releasing what it holds.
     DRAINING = "draining", "Draining"
+    # Told to stop now (an operator's forced stop, as at a second SIGTERM): cancelling what it
+    # runs, releasing it.
+    STOPPING = "stopping", "Stopping"
     # Gone, after a clean shutdown.
     OFFLINE = "offline", "Offline"
 

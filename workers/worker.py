@@ -319,7 +319,12 @@ class Worker:
             return
         if published:
             self.outage.ok(started)
-            if self.liveness.drain_requested and self.signals == 0:
+            if self.liveness.stop_requested and self.signals < 2:
+                # A forced stop: as at a second SIGTERM (drained first, if it was not).
+                log_event(logger, logging.INFO, "worker_stop_requested", worker=self.worker_id)
+                while self.signals < 2:
+                    self.request_stop()
+            elif self.liveness.drain_requested and self.signals == 0:
                 log_event(logger, logging.INFO, "worker_drain_requested", worker=self.worker_id)
                 self.request_stop()
             return

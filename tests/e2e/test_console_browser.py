@@ -1,8 +1,9 @@
 """The operator's console in a real browser: the items list finds one item among 20,000 by a
 payload field through an index on that expression, and warns (searching the newest items only)
 without one; the workers page shows a real running worker, what it holds (linked to the item's
-page) and its drain; the gauges page charts the oldest waiting by lane and kind and the run time
-by kind. Each page is a screenshot in docs/assets/screenshots/, in the light and dark themes."""
+page), its drain and its forced stop; the gauges page charts the oldest waiting by lane and kind
+and the run time by kind. Each page is a screenshot in docs/assets/screenshots/, in the light and
+dark themes."""
 
 from __future__ import annotations
 
@@ -78,8 +79,8 @@ def console() -> Iterator[tuple[str, Any, OpContext, subprocess.Popen[str]]]:
         # of their own).
         HISTORY_AFTER_S="3600",
         WORKER_HEARTBEAT_INTERVAL_S="0.5",
-        # The drain lets the sleeping item run this long, then cancels and releases it.
-        WORKER_SHUTDOWN_GRACE_S="1",
+        # The drain would let the sleeping item run this long: the operator's stop cuts it short.
+        WORKER_SHUTDOWN_GRACE_S="600",
         WORKQUEUE_LANES=f"default,{PARKED_LANE}",
     )
     port = free_port()
@@ -195,10 +196,17 @@ def test_the_console_finds_one_item_shows_the_workers_and_charts(console, monkey
         page.goto(f"{base}/admin/workqueue_workers/queuegauges/workers/")
         page.locator(f"tr.worker[data-worker='{worker_id}'] input.drain").click()
         expect(page.locator("ul.messagelist li.success")).to_contain_text("asked to drain")
+        # Draining, it still runs the sleeping item (a grace of ten minutes): stop it now,
+        # through the page's confirmation.
+        row = page.locator(f"tr.worker[data-worker='{worker_id}']")
+        expect(row.locator("input.drain")).to_have_count(0)
+        page.on("dialog", lambda dialog: dialog.accept())
+        row.locator("input.stop").click()
+        expect(page.locator("ul.messagelist li.success")).to_contain_text("asked to stop now")
         page.close()
         browser.close()
-    # The worker read the drain at its next beat: it stopped, released what it held, and went
-    # offline, as at a first SIGTERM.
+    # The worker read the drain, then the stop, at its next beats: it cancelled and released
+    # what it held, and went offline, as at a first SIGTERM and a second, without the grace.
     assert worker.wait(60) == 0
     assert Worker.objects.using("admin").get(pk=worker_id).state == WorkerState.OFFLINE
     assert WorkItem.objects.using("admin").get(pk=held.id).status == Status.PENDING

@@ -1,4 +1,4 @@
-"""A real ``manage.py runworker`` process, stopped by real signals."""
+"""A real ``manage.py runworker`` process, stopped by real signals or an operator's stop."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import urllib.request
 
 import pytest
 
+from audit.api import AuditEntry
 from tests.runtime.support import PYTHON, ROOT, count, subprocess_env
+from workers import fleet
 from workers.models import Worker as WorkerRow
 from workers.models import WorkerState
 from workqueue import api
@@ -93,6 +95,28 @@ def test_a_second_signal_cuts_the_grace_short_and_still_releases(ctx) -> None:
     assert proc.returncode == 0, output
     stored = WorkItem.objects.using("admin").get(pk=slow.id)
     assert (stored.status, stored.attempts) == (Status.PENDING, 0)
+
+
+def test_an_operators_stop_cancels_what_runs_releases_it_and_goes_offline(ctx) -> None:
+    slow, _ = api.enqueue(ctx, "NOOP", {"sleep_s": 60})
+    port = _free_port()
+    proc = _start(port, WORKER_SHUTDOWN_GRACE_S="120")
+    try:
+        _wait(lambda: count(status=Status.CLAIMED) == 1)
+        [row] = WorkerRow.objects.using("admin").all()
+        assert fleet.stop(row.id, actor="operator-1", request_id=None, via="a test")
+        # At its next heartbeat (0.2 s): no two-minute grace, as at a second SIGTERM.
+        output, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, output
+    stored = WorkItem.objects.using("admin").get(pk=slow.id)
+    assert (stored.status, stored.attempts) == (Status.PENDING, 0)
+    row.refresh_from_db()
+    assert row.state == WorkerState.OFFLINE
+    assert "worker_stop_requested" in output
+    entry = AuditEntry.objects.using("admin").get(action="worker.stop_requested")
+    assert (entry.subject_id, entry.actor) == (row.id, "operator-1")
 
 
 def test_runworker_refuses_a_wrong_setting_with_one_line() -> None:

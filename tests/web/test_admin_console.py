@@ -1,6 +1,7 @@
 """The operator's console on the items list and the workers page: search by kind, payload
 field, error text and time; the bounded scan and its warning when no index serves a search;
-the columns, orders and saved filters; every live worker with what it holds, and its drain."""
+the columns, orders and saved filters; every live worker with what it holds, its drain and its
+forced stop."""
 
 from __future__ import annotations
 
@@ -225,9 +226,36 @@ def test_the_operator_drains_a_worker_audited_and_the_worker_reads_it_back(
     assert AuditEntry.objects.using("admin").filter(action="worker.drain_requested").count() == 1
 
 
+def test_the_operator_stops_a_draining_worker_audited_and_only_offline_ends_it(
+    operator: Person,
+) -> None:
+    _worker("w-stop", state="draining")
+    liveness = Liveness("w-stop", "NOOP", "console-lane", stale_after_s=30)
+    liveness.state = "draining"
+    page = operator.client.get(WORKERS)
+    assert 'value="Stop now"' in page.text and "w-stop/stop/" in page.text
+    assert "w-stop/drain/" not in page.text  # draining already
+    response = operator.client.post(f"{WORKERS}w-stop/stop/")
+    assert response.status_code == 302
+    assert Worker.objects.using("system").get(pk="w-stop").state == WorkerState.STOPPING
+    entry = AuditEntry.objects.using("admin").get(action="worker.stop_requested")
+    assert entry.subject_id == "w-stop" and entry.actor == str(operator.user.pk)
+    assert entry.data["host"] == "host-1" and entry.data["via"] == "the admin's workers page"
+    # Its beats keep the state and read it back, whatever the worker publishes, until offline.
+    assert liveness.publish() and liveness.stop_requested
+    assert Worker.objects.using("system").get(pk="w-stop").state == WorkerState.STOPPING
+    # Asked again, or asked to drain: nothing changes, nothing more is audited.
+    operator.client.post(f"{WORKERS}w-stop/stop/")
+    operator.client.post(f"{WORKERS}w-stop/drain/")
+    assert AuditEntry.objects.using("admin").filter(action__startswith="worker.").count() == 1
+    liveness.state = "offline"
+    assert liveness.publish()
+    assert Worker.objects.using("system").get(pk="w-stop").state == WorkerState.OFFLINE
+
+
 def test_a_worker_not_asked_publishes_as_before(committed) -> None:
     liveness = Liveness("w-plain", "NOOP", "default", stale_after_s=30)
-    assert liveness.publish() and not liveness.drain_requested
+    assert liveness.publish() and not (liveness.drain_requested or liveness.stop_requested)
     # Its row says which release it runs ("dev": the site names none), as the page shows.
     assert Worker.objects.using("system").get(pk="w-plain").version == "dev"
     liveness.state = "draining"
@@ -239,4 +267,5 @@ def test_only_the_operator_sees_the_workers_page_and_drains(member) -> None:
     staff = member()
     assert staff.client.get(WORKERS).status_code == 403
     assert staff.client.post(f"{WORKERS}w-fenced/drain/").status_code == 403
+    assert staff.client.post(f"{WORKERS}w-fenced/stop/").status_code == 403
     assert Worker.objects.using("system").get(pk="w-fenced").state == WorkerState.RUNNING
