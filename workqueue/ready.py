@@ -31,7 +31,8 @@ FORGET_READY = Statement("forget_ready", NoParams, SQL_DIR)
 class RotateParams(NamedTuple):
     # A slot is emptied once its file has grown to this (fewer pages cost a claim little).
     min_bytes: int
-    # A slot holding more than this many rows is a backlog: left for a later turn.
+    # A slot holding more than this many rows is a backlog: left for a later turn, unless its
+    # claims have left more dead rows in it than it holds (they walk those at every claim).
     max_rows: int
     # At most this many later items promoted, and unringed items given a row, per turn.
     batch: int
@@ -59,7 +60,7 @@ class Rotated:
 
 @transition
 def rotate_ready() -> Plan[Rotated]:
-    """Turn the ready ring once (``workqueue_rotate_ready_v1``): one statement.
+    """Turn the ready ring once (``workqueue_rotate_ready_v2``): one statement.
 
     Takes no tenant: the ring holds every tenant's pending items, and emptying a partition
     is one act for all of them (on the system login, which alone may TRUNCATE it)."""

@@ -331,7 +331,8 @@ class Settings(pydantic.BaseModel):
         20_000,
         ge=0,
         description="a slot still holding more pending items than this is a backlog, left as it "
-        "is until the claims have drained it below (emptying it would rewrite the backlog)",
+        "is until the claims have drained it below (emptying it would rewrite the backlog), or "
+        "until they have left more dead rows in it than it still holds",
     )
     READY_BATCH: int = Field(
         10_000,

@@ -5,6 +5,7 @@ without one, and empties a grown slot even while a REPEATABLE READ snapshot is h
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -245,6 +246,31 @@ def test_a_backlog_is_left_in_its_slot_and_a_locked_slot_for_the_next_turn(ctx) 
         done.set()
         holder.join()
     _ring_holds_exactly_the_pending_items()
+
+
+def test_a_backlog_its_claims_left_mostly_dead_is_emptied_beside_a_held_snapshot(
+    ctx, worker_rctx, held_snapshot: None
+) -> None:
+    # 50 items in one slot, 30 of them claimed: a backlog of 20 past READY_COMPACT_MAX_ROWS (10),
+    # but 30 dead rows (kept for the snapshot) that every claim of the slot walks.
+    api.enqueue_many(ctx, [api.NewItem("NOOP", {}) for _ in range(50)])
+    (slot,) = set(_slots().values())
+    assert len(claim(worker_rctx, "default", None, "w1", 30, 30)) == 30
+    partition = f"workqueue_ready_{slot}"
+    deadline = time.monotonic() + 30  # the claims' counts reach the statistics within seconds
+    while _admin(f"SELECT pg_stat_get_dead_tuples('{partition}'::regclass)")[0][0] < 30:
+        assert time.monotonic() < deadline, "the statistics never counted the claims' rows"
+        time.sleep(0.2)
+    # The slot is neither this second's nor the last's, nor the next second's last: two on.
+    two_on = (slot + 1) % 4 + 1
+    while _admin("SELECT 1 + mod(floor(extract(epoch FROM now()))::int, 4)")[0][0] != two_on:
+        _wait_next_second()
+    with _ring_settings(READY_COMPACT_MIN_BYTES=0, READY_COMPACT_MAX_ROWS=10):
+        turned = runtime.rotate_ready()
+    assert (turned.emptied, turned.moved) == (1, 20)
+    assert _admin(f"SELECT pg_relation_size('{partition}')")[0][0] == 0
+    _ring_holds_exactly_the_pending_items()  # the 20 still waiting moved, not lost
+    assert len(claim(worker_rctx, "default", None, "w1", 30, 50)) == 20
 
 
 def test_one_rotator_at_a_time() -> None:
