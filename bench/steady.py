@@ -3,6 +3,7 @@
 
     .venv/bin/python bench/steady.py [--rate 1000] [--minutes 4] [--reader | --no-reader]
                                      [--reader-after S] [--workers N]
+                                     [--pause-at S [--pause-for S]]
                                      [--tree PATH ...] [--peer pgqueuer|procrastinate]
                                      [--peer-minutes M]
                                      [--database-url URL]
@@ -289,10 +290,15 @@ def hold_reader(dsn: str) -> Any:
 
 
 def arrive(
-    dsn: str, tables: Tables, enqueue: Callable[[int], None], args: argparse.Namespace
+    dsn: str,
+    tables: Tables,
+    enqueue: Callable[[int], None],
+    args: argparse.Namespace,
+    at: Callable[[float], None] = lambda elapsed_s: None,
 ) -> dict[str, Any]:
     """Enqueue ``rate`` items a second in lists of 50 for ``minutes``, the reader held open
-    beside it, a line every 10 s; the run's figures."""
+    beside it, a line every 10 s, ``at`` called with the seconds since the first list before
+    each one; the run's figures."""
     interval = LIST_SIZE / args.rate
     count = [0]
     reader = hold_reader(dsn) if args.reader and not args.reader_after else None
@@ -307,6 +313,7 @@ def arrive(
             if args.reader and reader is None and now >= start + args.reader_after:
                 reader = hold_reader(dsn)
                 print(f"-- the reader holds its snapshot from {now - start:.0f} s", flush=True)
+            at(now - start)
             if now < next_at:
                 time.sleep(next_at - now)
             enqueue(LIST_SIZE)
@@ -368,9 +375,31 @@ def run_ours(dsn: str, tree: Path, args: argparse.Namespace) -> dict[str, Any]:
 
     workers = ours.RunWorkers("default", args.workers)
     try:
-        return arrive(dsn, OURS, enqueue, args)
+        return arrive(dsn, OURS, enqueue, args, lane_pause(args))
     finally:
         workers.stop()
+
+
+def lane_pause(args: argparse.Namespace) -> Callable[[float], None]:
+    """With ``--pause-at``: pause the workers' lane then, and resume it ``--pause-for`` seconds
+    later (a backlog of that many seconds of arrivals, to be drained beside the reader)."""
+    from workqueue.pauses import pause, resume
+
+    state = {"paused": False, "resumed": args.pause_at is None}
+
+    def at(elapsed_s: float) -> None:
+        if state["resumed"] or elapsed_s < args.pause_at:
+            return
+        if not state["paused"]:
+            pause("bench", "default", reason="bench/steady.py --pause-at")
+            state["paused"] = True
+            print(f"-- the lane is paused from {elapsed_s:.0f} s", flush=True)
+        elif elapsed_s >= args.pause_at + args.pause_for:
+            resume("bench", "default")
+            state["resumed"] = True
+            print(f"-- the lane is resumed at {elapsed_s:.0f} s", flush=True)
+
+    return at
 
 
 def run_pgqueuer(dsn: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -498,6 +527,9 @@ def run_config(config: Config, url: str, args: argparse.Namespace) -> dict[str, 
         str(args.reader_after),
         "--workers",
         str(args.workers),
+        *(["--pause-at", str(args.pause_at)] if args.pause_at is not None else []),
+        "--pause-for",
+        str(args.pause_for),
     ]
     proc = subprocess.Popen(cmd, cwd=config.cwd, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -585,6 +617,18 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
         help="runworker processes of ours (default: %(default)s; the peers run one)",
     )
     p.add_argument(
+        "--pause-at",
+        type=float,
+        help="pause the workers' lane this many seconds into the arrivals (ours only): a "
+        "backlog builds, and the run shows whether it drains beside the reader",
+    )
+    p.add_argument(
+        "--pause-for",
+        type=float,
+        default=30.0,
+        help="how long the lane stays paused (default: %(default)s)",
+    )
+    p.add_argument(
         "--tree",
         type=Path,
         action="append",
@@ -613,6 +657,8 @@ def parse_cli(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--rate must be at least {LIST_SIZE} and --minutes above 0")
     if args.workers < 1 or args.reader_after < 0:
         p.error("--workers must be at least 1 and --reader-after at least 0")
+    if args.pause_at is not None and (args.peer or args.pause_at < 0 or args.pause_for <= 0):
+        p.error("--pause-at runs ours only (no --peer), at 0 or later, for --pause-for above 0")
     return args
 
 
