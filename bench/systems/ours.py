@@ -382,16 +382,19 @@ def drain_runworker(config: str, procs: int, n: int) -> float:
     drain), and stops when none is left, polled every 10 ms (the figure's resolution)."""
     from django.db import connections
 
+    from workqueue.runtime import bring_forward
+
     workers = RunWorkers(config, procs)
     try:
         with connections["admin"].cursor() as cursor:
             cursor.execute("SET enable_seqscan = off")  # the partial indexes, as in _left
-            cursor.execute(
-                "WITH due AS (UPDATE workqueue_workitem SET available_at = now()"
-                " WHERE status = 'pending' RETURNING 1)"
-                " SELECT count(*), pg_notify('work_available', 'default') FROM due"
-            )
-            t0 = time.time()  # committed (autocommit): the items are due, the notice is out
+            # Due now, their ready rows moved from the ring's later slot into this second's
+            # (a bare UPDATE of the items would leave those an hour ahead: nothing to claim).
+            made_due = bring_forward("default", [KIND])
+            t0 = time.time()  # committed (autocommit): the items are due
+            cursor.execute("SELECT pg_notify('work_available', 'default')")
+        if made_due != n:
+            raise RuntimeError(f"drain: {made_due} of {n} items made due")
         while _left():
             time.sleep(0.01)
             if time.time() - t0 > 600:
