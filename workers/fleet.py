@@ -123,28 +123,44 @@ def drain(worker_id: str, *, actor: str, request_id: uuid.UUID | None, via: str)
     """Ask the running worker ``worker_id`` to drain, audited with ``actor``; False when it is
     not running (draining already, offline, or no such worker): nothing changes. Takes no
     tenant: a worker serves every tenant (system login); the caller checks the operator."""
-    asked = (WorkerState.DRAINING, [WorkerState.RUNNING], "worker.drain_requested")
-    return _ask(worker_id, asked, actor=actor, request_id=request_id, via=via)
+    return _ask(
+        worker_id,
+        WorkerState.DRAINING,
+        [WorkerState.RUNNING],
+        "worker.drain_requested",
+        actor=actor,
+        request_id=request_id,
+        via=via,
+    )
 
 
 def stop(worker_id: str, *, actor: str, request_id: uuid.UUID | None, via: str) -> bool:
     """Ask the worker ``worker_id``, running or draining, to stop now, audited with ``actor``;
     False when it is neither (stopping already, offline, or no such worker): nothing changes.
     Takes no tenant (system login); the caller checks the operator."""
-    states = [WorkerState.RUNNING, WorkerState.DRAINING]
-    asked = (WorkerState.STOPPING, states, "worker.stop_requested")
-    return _ask(worker_id, asked, actor=actor, request_id=request_id, via=via)
+    return _ask(
+        worker_id,
+        WorkerState.STOPPING,
+        [WorkerState.RUNNING, WorkerState.DRAINING],
+        "worker.stop_requested",
+        actor=actor,
+        request_id=request_id,
+        via=via,
+    )
 
 
 def _ask(
     worker_id: str,
-    asked: tuple[str, list[WorkerState], str],
+    state: str,
+    from_states: list[WorkerState],
+    action: str,
     *,
     actor: str,
     request_id: uuid.UUID | None,
     via: str,
 ) -> bool:
-    state, from_states, action = asked
+    """Set ``worker_id``'s state to ``state`` if it is in ``from_states``, audited as ``action``;
+    whether it changed."""
     params = AskParams(
         worker_id[:200],
         str(state),
